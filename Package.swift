@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// No Swift package dependencies by design: the toolchain plus Debian's C libraries, each through a
+// system-library target whose `.apt` provider names the -dev package that supplies its headers.
+let package = Package(
+    name: "siwa-upgrade",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "upgrade-cli", targets: ["upgrade-cli"]),
+        .library(name: "UpgradeEngine", targets: ["UpgradeEngine"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
+            name: "CCrypt",
+            pkgConfig: "libxcrypt",
+            providers: [.apt(["libcrypt-dev"]), .brew(["libxcrypt"])]
+        ),
+        .systemLibrary(
+            name: "CArgon2",
+            pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]
+        ),
+        .target(
+            name: "UpgradeEngine",
+            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2"]
+        ),
+        .executableTarget(
+            name: "upgrade-cli",
+            dependencies: ["UpgradeEngine"]
+        ),
+        .executableTarget(
+            name: "Benchmarks",
+            dependencies: ["UpgradeEngine"],
+            path: "Benchmarks"
+        ),
+        .testTarget(
+            name: "UpgradeEngineTests",
+            dependencies: ["UpgradeEngine"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
