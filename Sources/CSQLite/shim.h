@@ -19,4 +19,7 @@ static inline int csqlite_bind_blob(sqlite3_stmt *stmt, int index, const void *b
 static inline int csqlite_enable_defensive(sqlite3 *db) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)0);
 }
+// Extended result codes are composite macros Swift cannot import.
+static const int csqlite_constraint_unique = SQLITE_CONSTRAINT_UNIQUE;
+static const int csqlite_constraint_primarykey = SQLITE_CONSTRAINT_PRIMARYKEY;
 #endif

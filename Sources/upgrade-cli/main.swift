@@ -4,7 +4,9 @@ import Foundation
 enum CommandRegistry {
     static var all: [any CLICommand.Type] {
         [
-            HelpCommand.self
+            HelpCommand.self,
+            DatabaseMigrateCommand.self,
+            DatabaseStatusCommand.self,
         ]
     }
 }

@@ -1,0 +1,15 @@
+public struct PasswordCredentialRecord: Sendable, Equatable {
+    public var accountID: String
+    /// The stored hash string (a secret-equivalent: never logged or returned).
+    public var hash: String
+    /// The format family, e.g. `bcrypt`, kept for reporting without parsing the hash.
+    public var format: String
+    public var updatedAt: Int64
+
+    public init(accountID: String, hash: String, format: String, updatedAt: Int64) {
+        self.accountID = accountID
+        self.hash = hash
+        self.format = format
+        self.updatedAt = updatedAt
+    }
+}

@@ -1,0 +1,186 @@
+import CSQLite
+import Foundation
+
+/// A value bound to or read from a SQL statement.
+public enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// One SQLite connection. Not Sendable: it is reached only by the thread that checked it out of
+/// `SQLiteStore`'s pool, which is what makes `SQLITE_OPEN_NOMUTEX` safe.
+final class SQLiteConnection {
+    private let handle: OpaquePointer
+    private var statementCache: [String: SQLiteStatement] = [:]
+
+    init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws(StorageError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw StorageError(.io, "cannot open SQLite database at \(path): \(message)")
+        }
+        handle = db
+        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        _ = csqlite_enable_defensive(db)
+        try execute("PRAGMA foreign_keys = ON")
+        try execute("PRAGMA journal_mode = WAL")
+        try execute("PRAGMA synchronous = NORMAL")
+        guard try scalarInt("PRAGMA foreign_keys") == 1 else {
+            throw StorageError(.configuration, "SQLite refused to enable foreign keys")
+        }
+    }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements with no parameters and no results (DDL, pragmas, transaction control).
+    func execute(_ sql: String) throws(StorageError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        if rc != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(errorMessage)
+            throw Self.error(code: rc, message: message, handle: handle)
+        }
+    }
+
+    /// Runs a statement, returning every row. Statements are prepared once and cached.
+    @discardableResult
+    func query(_ sql: String, _ arguments: [SQLValue] = []) throws(StorageError) -> [[SQLValue]] {
+        let statement = try prepared(sql)
+        return try statement.run(arguments)
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    func scalarInt(_ sql: String, _ arguments: [SQLValue] = []) throws(StorageError) -> Int64? {
+        guard let first = try query(sql, arguments).first?.first, case .integer(let value) = first else { return nil }
+        return value
+    }
+
+    private func prepared(_ sql: String) throws(StorageError) -> SQLiteStatement {
+        if let cached = statementCache[sql] { return cached }
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard rc == SQLITE_OK, let raw else {
+            throw Self.error(code: rc, message: String(cString: sqlite3_errmsg(handle)), handle: handle)
+        }
+        let statement = SQLiteStatement(raw, connection: handle)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {
+        switch code {
+        case csqlite_constraint_unique, csqlite_constraint_primarykey:
+            // SQLite names the columns: "UNIQUE constraint failed: apple_links.sub".
+            let columns = message.components(separatedBy: "failed: ").last
+            return StorageError(.uniqueViolation, message, constraint: columns)
+        case _ where code & 0xff == SQLITE_CONSTRAINT:
+            return StorageError(.constraint, message)
+        case _ where code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED:
+            return StorageError(.busy, "database is busy: \(message)")
+        default:
+            return StorageError(.io, "SQLite error \(code): \(message)")
+        }
+    }
+}
+
+@available(*, unavailable)
+extension SQLiteConnection: Sendable {}
+
+/// A prepared statement, finalized in deinit; reset and cleared after every run so it holds no bound values.
+final class SQLiteStatement {
+    private let handle: OpaquePointer
+    private let connection: OpaquePointer
+
+    init(_ handle: OpaquePointer, connection: OpaquePointer) {
+        self.handle = handle
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func run(_ arguments: [SQLValue]) throws(StorageError) -> [[SQLValue]] {
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+        }
+        guard Int(sqlite3_bind_parameter_count(handle)) == arguments.count else {
+            throw StorageError(
+                .io,
+                "statement expects \(sqlite3_bind_parameter_count(handle)) arguments, got \(arguments.count)"
+            )
+        }
+        for (offset, argument) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch argument {
+            case .null:
+                rc = sqlite3_bind_null(handle, index)
+            case .integer(let value):
+                rc = sqlite3_bind_int64(handle, index, value)
+            case .text(let value):
+                var copy = value
+                rc = copy.withUTF8 { csqlite_bind_text(handle, index, $0.baseAddress, Int32($0.count)) }
+            case .blob(let value):
+                rc = value.withUnsafeBytes { csqlite_bind_blob(handle, index, $0.baseAddress, Int32($0.count)) }
+            }
+            guard rc == SQLITE_OK else {
+                throw SQLiteConnection.error(
+                    code: rc,
+                    message: String(cString: sqlite3_errmsg(connection)),
+                    handle: connection
+                )
+            }
+        }
+        var rows: [[SQLValue]] = []
+        let columnCount = sqlite3_column_count(handle)
+        while true {
+            let rc = sqlite3_step(handle)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else {
+                throw SQLiteConnection.error(
+                    code: rc,
+                    message: String(cString: sqlite3_errmsg(connection)),
+                    handle: connection
+                )
+            }
+            var row: [SQLValue] = []
+            row.reserveCapacity(Int(columnCount))
+            for column in 0..<columnCount {
+                row.append(value(at: column))
+            }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    private func value(at column: Int32) -> SQLValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(handle, column))
+        case SQLITE_TEXT:
+            // Pointer first, then length (the order SQLite documents), decoded with the explicit length.
+            guard let pointer = sqlite3_column_text(handle, column) else { return .text("") }
+            let count = Int(sqlite3_column_bytes(handle, column))
+            return .text(String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            guard let pointer = sqlite3_column_blob(handle, column) else { return .blob([]) }
+            let count = Int(sqlite3_column_bytes(handle, column))
+            return .blob(Array(UnsafeRawBufferPointer(start: pointer, count: count)))
+        case SQLITE_FLOAT:
+            return .integer(Int64(sqlite3_column_double(handle, column)))
+        default:
+            return .null
+        }
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+
+/// The embedded backend: one SQLite file in WAL mode with foreign keys on.
+///
+/// Connections are pooled; each is used by one thread at a time (checked out under `lock`), which is
+/// the invariant that makes this class `@unchecked Sendable` and the connections' NOMUTEX mode safe.
+/// Writers use `BEGIN IMMEDIATE`, so two writers serialise on SQLite's lock (waiting up to the busy
+/// timeout) instead of failing halfway; readers see WAL snapshots and never block writers.
+public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
+    public let path: String
+    private let maxConnections: Int
+    private let condition = NSCondition()
+    private var idle: [SQLiteConnection] = []
+    private var open = 0
+
+    /// Opens (creating if needed) the database file. The schema is not touched: call `migrate`.
+    public init(path: String, maxConnections: Int = 8) throws(StorageError) {
+        guard !path.isEmpty else { throw StorageError(.configuration, "UPGRADE_DB: empty SQLite path") }
+        self.path = path
+        self.maxConnections = max(1, maxConnections)
+        // Open one connection now so a bad path fails at start-up, not on the first request.
+        let first = try SQLiteConnection(path: path)
+        idle.append(first)
+        open = 1
+    }
+
+    private func checkout() throws(StorageError) -> SQLiteConnection {
+        condition.lock()
+        while idle.isEmpty && open >= maxConnections {
+            condition.wait()
+        }
+        if let connection = idle.popLast() {
+            condition.unlock()
+            return connection
+        }
+        open += 1
+        condition.unlock()
+        do {
+            return try SQLiteConnection(path: path)
+        } catch {
+            condition.lock()
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            throw error
+        }
+    }
+
+    private func checkin(_ connection: SQLiteConnection) {
+        condition.lock()
+        idle.append(connection)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func withConnection<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        let connection = try checkout()
+        defer { checkin(connection) }
+        return try body(connection)
+    }
+
+    public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try withConnection { connection in
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                let result = try body(SQLiteTransaction(connection: connection))
+                try connection.execute("COMMIT")
+                return result
+            } catch {
+                // The first error wins; a failed rollback (e.g. after SQLite already rolled back) is not news.
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try withConnection { connection in
+            try connection.execute("PRAGMA query_only = ON; BEGIN")
+            defer { try? connection.execute("ROLLBACK; PRAGMA query_only = OFF") }
+            return try body(SQLiteTransaction(connection: connection))
+        }
+    }
+
+    public func ping() throws(StorageError) {
+        do {
+            try withConnection { connection in _ = try connection.scalarInt("SELECT 1") }
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.io, "\(error)")
+        }
+    }
+
+    public func migrate(now: Int64) throws(StorageError) -> [MigrationStatus] {
+        do {
+            return try withConnection { connection in
+                try connection.execute("BEGIN IMMEDIATE")
+                do {
+                    let applied = try Self.ensureMigrationTable(connection)
+                    var appliedNow: [MigrationStatus] = []
+                    for migration in EmbeddedSchema.sqlite where applied[migration.version] == nil {
+                        do {
+                            try connection.execute(migration.sql)
+                        } catch {
+                            throw StorageError(
+                                .migration,
+                                "migration \(migration.version) (\(migration.name)) failed: \(error)"
+                            )
+                        }
+                        try connection.query(
+                            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                            [
+                                .integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum),
+                                .integer(now),
+                            ]
+                        )
+                        appliedNow.append(
+                            MigrationStatus(
+                                version: migration.version,
+                                name: migration.name,
+                                checksum: migration.checksum,
+                                appliedAt: now
+                            )
+                        )
+                    }
+                    try connection.execute("COMMIT")
+                    return appliedNow
+                } catch {
+                    try? connection.execute("ROLLBACK")
+                    throw error
+                }
+            }
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.migration, "\(error)")
+        }
+    }
+
+    public func migrationStatus() throws(StorageError) -> [MigrationStatus] {
+        do {
+            return try withConnection { connection in
+                let applied = try Self.appliedMigrations(connection)
+                return EmbeddedSchema.sqlite.map { migration in
+                    MigrationStatus(
+                        version: migration.version,
+                        name: migration.name,
+                        checksum: migration.checksum,
+                        appliedAt: applied[migration.version]?.appliedAt
+                    )
+                }
+            }
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.migration, "\(error)")
+        }
+    }
+
+    /// Creates the bookkeeping table if needed and refuses to go on if an applied migration was edited or
+    /// the database is newer than this binary.
+    private static func ensureMigrationTable(
+        _ connection: SQLiteConnection
+    ) throws(StorageError) -> [Int: MigrationStatus] {
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at INTEGER NOT NULL)
+            """
+        )
+        let applied = try appliedMigrations(connection)
+        let known = Dictionary(uniqueKeysWithValues: EmbeddedSchema.sqlite.map { ($0.version, $0) })
+        for (version, status) in applied.sorted(by: { $0.key < $1.key }) {
+            guard let migration = known[version] else {
+                throw StorageError(
+                    .migration,
+                    "database has migration \(version) (\(status.name)) that this binary does not know; upgrade the binary"
+                )
+            }
+            guard migration.checksum == status.checksum else {
+                throw StorageError(
+                    .migration,
+                    "migration \(version) (\(status.name)) was changed after it was applied; restore Schema/sqlite/ or write a new migration"
+                )
+            }
+        }
+        return applied
+    }
+
+    private static func appliedMigrations(_ connection: SQLiteConnection) throws(StorageError) -> [Int: MigrationStatus]
+    {
+        let exists = try connection.scalarInt(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        )
+        guard exists == 1 else { return [:] }
+        var result: [Int: MigrationStatus] = [:]
+        for row in try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations") {
+            let status = MigrationStatus(
+                version: Int(row[0].int ?? 0),
+                name: row[1].string ?? "",
+                checksum: row[2].string ?? "",
+                appliedAt: row[3].int
+            )
+            result[status.version] = status
+        }
+        return result
+    }
+}
+
+extension SQLValue {
+    var int: Int64? {
+        if case .integer(let value) = self { return value }
+        return nil
+    }
+
+    var string: String? {
+        if case .text(let value) = self { return value }
+        return nil
+    }
+
+    var bytes: [UInt8]? {
+        if case .blob(let value) = self { return value }
+        return nil
+    }
+
+    init(_ value: String?) { self = value.map { .text($0) } ?? .null }
+    init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
+    init(_ value: [UInt8]?) { self = value.map { .blob($0) } ?? .null }
+    init(_ value: Bool?) { self = value.map { .integer($0 ? 1 : 0) } ?? .null }
+}

@@ -1,0 +1,447 @@
+import Foundation
+
+/// `StoreTransaction` over one SQLite connection inside an open transaction.
+struct SQLiteTransaction: StoreTransaction {
+    let connection: SQLiteConnection
+
+    @discardableResult
+    private func rows(_ sql: String, _ arguments: [SQLValue] = []) throws(StorageError) -> [[SQLValue]] {
+        try connection.query(sql, arguments)
+    }
+
+    /// Runs an UPDATE guarded by `version = expectedVersion`; no row changed means someone else won.
+    private func versionedUpdate(_ sql: String, _ arguments: [SQLValue], what: String) throws(StorageError) {
+        try connection.query(sql, arguments)
+        guard connection.changes == 1 else {
+            throw StorageError(.versionConflict, "\(what) was changed by another request; reload and retry")
+        }
+    }
+
+    // MARK: Accounts and credentials
+
+    private static let accountColumns = "id, username, credential_kind, created_at, updated_at, version"
+
+    private static func account(_ row: [SQLValue]) -> AccountRecord {
+        AccountRecord(
+            id: row[0].string ?? "",
+            username: row[1].string ?? "",
+            credentialKind: CredentialKind(rawValue: row[2].string ?? "") ?? .password,
+            createdAt: row[3].int ?? 0,
+            updatedAt: row[4].int ?? 0,
+            version: row[5].int ?? 0
+        )
+    }
+
+    func insertAccount(_ account: AccountRecord) throws(StorageError) {
+        try rows(
+            "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                .text(account.id), .text(AccountRecord.normalize(username: account.username)),
+                .text(account.credentialKind.rawValue),
+                .integer(account.createdAt), .integer(account.updatedAt), .integer(account.version),
+            ]
+        )
+    }
+
+    func account(id: String) throws(StorageError) -> AccountRecord? {
+        try rows("SELECT \(Self.accountColumns) FROM accounts WHERE id = ?", [.text(id)]).first.map(Self.account)
+    }
+
+    func account(username: String) throws(StorageError) -> AccountRecord? {
+        try rows(
+            "SELECT \(Self.accountColumns) FROM accounts WHERE username = ?",
+            [.text(AccountRecord.normalize(username: username))]
+        ).first.map(Self.account)
+    }
+
+    func updateAccountCredentialKind(
+        id: String,
+        kind: CredentialKind,
+        expectedVersion: Int64,
+        now: Int64
+    ) throws(StorageError) {
+        try versionedUpdate(
+            "UPDATE accounts SET credential_kind = ?, updated_at = ?, version = version + 1 WHERE id = ? AND version = ?",
+            [.text(kind.rawValue), .integer(now), .text(id), .integer(expectedVersion)],
+            what: "account"
+        )
+    }
+
+    func upsertPasswordCredential(_ credential: PasswordCredentialRecord) throws(StorageError) {
+        try rows(
+            """
+            INSERT INTO password_credentials (account_id, hash, format, updated_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, format = excluded.format, updated_at = excluded.updated_at
+            """,
+            [
+                .text(credential.accountID), .text(credential.hash), .text(credential.format),
+                .integer(credential.updatedAt),
+            ]
+        )
+    }
+
+    func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord? {
+        try rows(
+            "SELECT account_id, hash, format, updated_at FROM password_credentials WHERE account_id = ?",
+            [.text(accountID)]
+        )
+        .first.map { row in
+            PasswordCredentialRecord(
+                accountID: row[0].string ?? "",
+                hash: row[1].string ?? "",
+                format: row[2].string ?? "",
+                updatedAt: row[3].int ?? 0
+            )
+        }
+    }
+
+    func deletePasswordCredential(accountID: String) throws(StorageError) -> Bool {
+        try rows("DELETE FROM password_credentials WHERE account_id = ?", [.text(accountID)])
+        return connection.changes == 1
+    }
+
+    // MARK: Second factor
+
+    func upsertTOTPEnrollment(_ enrollment: TOTPEnrollmentRecord) throws(StorageError) {
+        try rows(
+            """
+            INSERT INTO totp_enrollments (account_id, secret_ciphertext, algorithm, digits, period, last_accepted_step, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (account_id) DO UPDATE SET secret_ciphertext = excluded.secret_ciphertext, algorithm = excluded.algorithm,
+                digits = excluded.digits, period = excluded.period, last_accepted_step = excluded.last_accepted_step,
+                created_at = excluded.created_at
+            """,
+            [
+                .text(enrollment.accountID), .blob(enrollment.secretCiphertext), .text(enrollment.algorithm.rawValue),
+                .integer(Int64(enrollment.digits)), .integer(Int64(enrollment.period)),
+                SQLValue(enrollment.lastAcceptedStep),
+                .integer(enrollment.createdAt),
+            ]
+        )
+    }
+
+    func totpEnrollment(accountID: String) throws(StorageError) -> TOTPEnrollmentRecord? {
+        try rows(
+            "SELECT account_id, secret_ciphertext, algorithm, digits, period, last_accepted_step, created_at FROM totp_enrollments WHERE account_id = ?",
+            [.text(accountID)]
+        ).first.map { row in
+            TOTPEnrollmentRecord(
+                accountID: row[0].string ?? "",
+                secretCiphertext: row[1].bytes ?? [],
+                algorithm: DigestAlgorithm(rawValue: row[2].string ?? "") ?? .sha1,
+                digits: Int(row[3].int ?? 6),
+                period: Int(row[4].int ?? 30),
+                lastAcceptedStep: row[5].int,
+                createdAt: row[6].int ?? 0
+            )
+        }
+    }
+
+    func advanceTOTPStep(accountID: String, step: Int64) throws(StorageError) -> Bool {
+        try rows(
+            "UPDATE totp_enrollments SET last_accepted_step = ? WHERE account_id = ? AND (last_accepted_step IS NULL OR last_accepted_step < ?)",
+            [.integer(step), .text(accountID), .integer(step)]
+        )
+        return connection.changes == 1
+    }
+
+    func insertRecoveryCodes(accountID: String, codeHashes: [String]) throws(StorageError) {
+        for hash in codeHashes {
+            try rows(
+                "INSERT INTO recovery_codes (account_id, code_hash, used_at) VALUES (?, ?, NULL)",
+                [.text(accountID), .text(hash)]
+            )
+        }
+    }
+
+    func consumeRecoveryCode(accountID: String, codeHash: String, now: Int64) throws(StorageError) -> Bool {
+        try rows(
+            "UPDATE recovery_codes SET used_at = ? WHERE account_id = ? AND code_hash = ? AND used_at IS NULL",
+            [.integer(now), .text(accountID), .text(codeHash)]
+        )
+        return connection.changes == 1
+    }
+
+    func unusedRecoveryCodeCount(accountID: String) throws(StorageError) -> Int {
+        Int(
+            try connection.scalarInt(
+                "SELECT count(*) FROM recovery_codes WHERE account_id = ? AND used_at IS NULL",
+                [.text(accountID)]
+            ) ?? 0
+        )
+    }
+
+    // MARK: Throttling
+
+    func throttle(usernameKey: String) throws(StorageError) -> ThrottleRecord? {
+        try rows(
+            "SELECT username_key, failures, last_failure_at FROM login_throttle WHERE username_key = ?",
+            [.text(usernameKey)]
+        )
+        .first.map {
+            ThrottleRecord(
+                usernameKey: $0[0].string ?? "",
+                failures: Int($0[1].int ?? 0),
+                lastFailureAt: $0[2].int ?? 0
+            )
+        }
+    }
+
+    func recordFailure(usernameKey: String, now: Int64) throws(StorageError) -> ThrottleRecord {
+        try rows(
+            """
+            INSERT INTO login_throttle (username_key, failures, last_failure_at) VALUES (?, 1, ?)
+            ON CONFLICT (username_key) DO UPDATE SET failures = failures + 1, last_failure_at = excluded.last_failure_at
+            """,
+            [.text(usernameKey), .integer(now)]
+        )
+        return try throttle(usernameKey: usernameKey)
+            ?? ThrottleRecord(usernameKey: usernameKey, failures: 1, lastFailureAt: now)
+    }
+
+    func clearFailures(usernameKey: String) throws(StorageError) {
+        try rows("DELETE FROM login_throttle WHERE username_key = ?", [.text(usernameKey)])
+    }
+
+    // MARK: Apple links
+
+    private static let linkColumns =
+        "account_id, sub, team_id, client_id, email, is_private_email, refresh_token_ciphertext, status, linked_at, updated_at, version"
+
+    private static func link(_ row: [SQLValue]) -> AppleLinkRecord {
+        AppleLinkRecord(
+            accountID: row[0].string ?? "",
+            sub: row[1].string ?? "",
+            teamID: row[2].string ?? "",
+            clientID: row[3].string ?? "",
+            email: row[4].string,
+            isPrivateEmail: row[5].int.map { $0 != 0 },
+            refreshTokenCiphertext: row[6].bytes,
+            status: AppleLinkStatus(rawValue: row[7].string ?? "") ?? .revoked,
+            linkedAt: row[8].int ?? 0,
+            updatedAt: row[9].int ?? 0,
+            version: row[10].int ?? 0
+        )
+    }
+
+    func insertAppleLink(_ link: AppleLinkRecord) throws(StorageError) {
+        try rows(
+            "INSERT INTO apple_links (\(Self.linkColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                .text(link.accountID), .text(link.sub), .text(link.teamID), .text(link.clientID), SQLValue(link.email),
+                SQLValue(link.isPrivateEmail), SQLValue(link.refreshTokenCiphertext), .text(link.status.rawValue),
+                .integer(link.linkedAt), .integer(link.updatedAt), .integer(link.version),
+            ]
+        )
+    }
+
+    func appleLink(accountID: String) throws(StorageError) -> AppleLinkRecord? {
+        try rows("SELECT \(Self.linkColumns) FROM apple_links WHERE account_id = ?", [.text(accountID)]).first.map(
+            Self.link
+        )
+    }
+
+    func appleLink(sub: String) throws(StorageError) -> AppleLinkRecord? {
+        try rows("SELECT \(Self.linkColumns) FROM apple_links WHERE sub = ?", [.text(sub)]).first.map(Self.link)
+    }
+
+    func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError) {
+        try versionedUpdate(
+            """
+            UPDATE apple_links SET sub = ?, team_id = ?, client_id = ?, email = ?, is_private_email = ?, refresh_token_ciphertext = ?,
+                status = ?, updated_at = ?, version = version + 1
+            WHERE account_id = ? AND version = ?
+            """,
+            [
+                .text(link.sub), .text(link.teamID), .text(link.clientID), SQLValue(link.email),
+                SQLValue(link.isPrivateEmail),
+                SQLValue(link.refreshTokenCiphertext), .text(link.status.rawValue), .integer(link.updatedAt),
+                .text(link.accountID), .integer(expectedVersion),
+            ],
+            what: "Apple link"
+        )
+    }
+
+    // MARK: Upgrade sessions
+
+    private static let sessionColumns =
+        "id, account_id, username_key, service_identifier, status, machine, state_hash, nonce_hash, linked_sub, created_at, expires_at, updated_at, version"
+
+    func insertUpgradeSession(_ session: UpgradeSessionRecord) throws(StorageError) {
+        try rows(
+            "INSERT INTO upgrade_sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                .text(session.id), SQLValue(session.accountID), .text(session.usernameKey),
+                .text(session.serviceIdentifier),
+                .text(session.status), .text(session.machine), SQLValue(session.stateHash), SQLValue(session.nonceHash),
+                SQLValue(session.linkedSub), .integer(session.createdAt), .integer(session.expiresAt),
+                .integer(session.updatedAt),
+                .integer(session.version),
+            ]
+        )
+    }
+
+    func upgradeSession(id: String) throws(StorageError) -> UpgradeSessionRecord? {
+        try rows("SELECT \(Self.sessionColumns) FROM upgrade_sessions WHERE id = ?", [.text(id)]).first.map { row in
+            UpgradeSessionRecord(
+                id: row[0].string ?? "",
+                accountID: row[1].string,
+                usernameKey: row[2].string ?? "",
+                serviceIdentifier: row[3].string ?? "",
+                status: row[4].string ?? "",
+                machine: row[5].string ?? "",
+                stateHash: row[6].string,
+                nonceHash: row[7].string,
+                linkedSub: row[8].string,
+                createdAt: row[9].int ?? 0,
+                expiresAt: row[10].int ?? 0,
+                updatedAt: row[11].int ?? 0,
+                version: row[12].int ?? 0
+            )
+        }
+    }
+
+    func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError) {
+        try versionedUpdate(
+            """
+            UPDATE upgrade_sessions SET account_id = ?, status = ?, machine = ?, state_hash = ?, nonce_hash = ?, linked_sub = ?,
+                expires_at = ?, updated_at = ?, version = version + 1
+            WHERE id = ? AND version = ?
+            """,
+            [
+                SQLValue(session.accountID), .text(session.status), .text(session.machine), SQLValue(session.stateHash),
+                SQLValue(session.nonceHash), SQLValue(session.linkedSub), .integer(session.expiresAt),
+                .integer(session.updatedAt),
+                .text(session.id), .integer(expectedVersion),
+            ],
+            what: "upgrade"
+        )
+    }
+
+    // MARK: Team transfer
+
+    private static let transferColumns =
+        "account_id, status, machine, old_sub, transfer_sub, new_sub, target_team_id, failure_reason, attempts, window_ends_at, updated_at, version"
+
+    private static func transfer(_ row: [SQLValue]) -> TransferRecord {
+        TransferRecord(
+            accountID: row[0].string ?? "",
+            status: row[1].string ?? "",
+            machine: row[2].string ?? "",
+            oldSub: row[3].string ?? "",
+            transferSub: row[4].string,
+            newSub: row[5].string,
+            targetTeamID: row[6].string ?? "",
+            failureReason: row[7].string,
+            attempts: Int(row[8].int ?? 0),
+            windowEndsAt: row[9].int,
+            updatedAt: row[10].int ?? 0,
+            version: row[11].int ?? 0
+        )
+    }
+
+    func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError) {
+        let values: [SQLValue] = [
+            .text(record.status), .text(record.machine), .text(record.oldSub), SQLValue(record.transferSub),
+            SQLValue(record.newSub),
+            .text(record.targetTeamID), SQLValue(record.failureReason), .integer(Int64(record.attempts)),
+            SQLValue(record.windowEndsAt),
+            .integer(record.updatedAt),
+        ]
+        guard let expectedVersion else {
+            try rows(
+                "INSERT INTO transfer_records (\(Self.transferColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                [.text(record.accountID)] + values
+            )
+            return
+        }
+        try versionedUpdate(
+            """
+            UPDATE transfer_records SET status = ?, machine = ?, old_sub = ?, transfer_sub = ?, new_sub = ?, target_team_id = ?,
+                failure_reason = ?, attempts = ?, window_ends_at = ?, updated_at = ?, version = version + 1
+            WHERE account_id = ? AND version = ?
+            """,
+            values + [.text(record.accountID), .integer(expectedVersion)],
+            what: "transfer record"
+        )
+    }
+
+    func transferRecord(accountID: String) throws(StorageError) -> TransferRecord? {
+        try rows("SELECT \(Self.transferColumns) FROM transfer_records WHERE account_id = ?", [.text(accountID)]).first
+            .map(Self.transfer)
+    }
+
+    func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord? {
+        try rows("SELECT \(Self.transferColumns) FROM transfer_records WHERE transfer_sub = ?", [.text(transferSub)])
+            .first.map(Self.transfer)
+    }
+
+    func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord] {
+        if let status {
+            return try rows(
+                "SELECT \(Self.transferColumns) FROM transfer_records WHERE status = ? ORDER BY account_id LIMIT ?",
+                [.text(status), .integer(Int64(limit))]
+            ).map(Self.transfer)
+        }
+        return try rows(
+            "SELECT \(Self.transferColumns) FROM transfer_records ORDER BY account_id LIMIT ?",
+            [.integer(Int64(limit))]
+        )
+        .map(Self.transfer)
+    }
+
+    func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String] {
+        try rows(
+            "SELECT account_id FROM apple_links WHERE status = 'linked' AND account_id > ? ORDER BY account_id LIMIT ?",
+            [.text(afterAccountID ?? ""), .integer(Int64(limit))]
+        ).compactMap { $0[0].string }
+    }
+
+    // MARK: Audit
+
+    func appendAudit(_ event: AuditEvent) throws(StorageError) {
+        let detail: String
+        do {
+            let data = try JSONSerialization.data(withJSONObject: event.detail, options: [.sortedKeys])
+            detail = String(decoding: data, as: UTF8.self)
+        } catch {
+            throw StorageError(.io, "audit detail is not encodable")
+        }
+        try rows(
+            "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                .integer(event.at), SQLValue(event.accountID), SQLValue(event.upgradeID), .text(event.event),
+                SQLValue(event.fromStatus), SQLValue(event.toStatus), .text(detail),
+            ]
+        )
+    }
+
+    private static func audit(_ row: [SQLValue]) -> AuditEvent {
+        let detailText = row[7].string ?? "{}"
+        let detail = (try? JSONSerialization.jsonObject(with: Data(detailText.utf8))) as? [String: String] ?? [:]
+        return AuditEvent(
+            id: row[0].int,
+            at: row[1].int ?? 0,
+            accountID: row[2].string,
+            upgradeID: row[3].string,
+            event: row[4].string ?? "",
+            fromStatus: row[5].string,
+            toStatus: row[6].string,
+            detail: detail
+        )
+    }
+
+    func auditTrail(accountID: String, limit: Int) throws(StorageError) -> [AuditEvent] {
+        try rows(
+            "SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events WHERE account_id = ? ORDER BY id LIMIT ?",
+            [.text(accountID), .integer(Int64(limit))]
+        ).map(Self.audit)
+    }
+
+    func auditTrail(upgradeID: String, limit: Int) throws(StorageError) -> [AuditEvent] {
+        try rows(
+            "SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events WHERE upgrade_id = ? ORDER BY id LIMIT ?",
+            [.text(upgradeID), .integer(Int64(limit))]
+        ).map(Self.audit)
+    }
+}

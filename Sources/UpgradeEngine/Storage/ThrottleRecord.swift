@@ -1,0 +1,12 @@
+/// Failed password attempts for one username key (the username as typed, normalised).
+public struct ThrottleRecord: Sendable, Equatable {
+    public var usernameKey: String
+    public var failures: Int
+    public var lastFailureAt: Int64
+
+    public init(usernameKey: String, failures: Int, lastFailureAt: Int64) {
+        self.usernameKey = usernameKey
+        self.failures = failures
+        self.lastFailureAt = lastFailureAt
+    }
+}

@@ -1,0 +1,91 @@
+/// The engine's storage, designed for two backends (SQLite embedded, PostgreSQL for many stateless
+/// instances). Nothing here assumes SQLite: transactions are closures that either commit as a whole or
+/// roll back, optimistic concurrency is expressed by `expectedVersion` arguments, and uniqueness
+/// failures surface as `StorageError.uniqueViolation` naming the column.
+public protocol UpgradeStore: Sendable {
+    /// Applies pending schema migrations in order; returns the ones applied now.
+    func migrate(now: Int64) throws(StorageError) -> [MigrationStatus]
+    /// Every known migration and whether (and when) it was applied.
+    func migrationStatus() throws(StorageError) -> [MigrationStatus]
+    /// Runs `body` in a read-write transaction that commits if it returns and rolls back if it throws.
+    /// The first error thrown is rethrown unchanged.
+    func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// Runs `body` against a consistent snapshot; writes are refused.
+    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// Cheap liveness probe for readiness checks.
+    func ping() throws(StorageError)
+}
+
+/// What a transaction can do. Updates that take `expectedVersion` fail with `.versionConflict` when the
+/// row changed since it was read; the row's version then increases by one.
+public protocol StoreTransaction {
+    // Accounts and credentials
+    func insertAccount(_ account: AccountRecord) throws(StorageError)
+    func account(id: String) throws(StorageError) -> AccountRecord?
+    func account(username: String) throws(StorageError) -> AccountRecord?
+    func updateAccountCredentialKind(
+        id: String,
+        kind: CredentialKind,
+        expectedVersion: Int64,
+        now: Int64
+    ) throws(StorageError)
+    func upsertPasswordCredential(_ credential: PasswordCredentialRecord) throws(StorageError)
+    func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord?
+    /// Returns whether a row was deleted.
+    @discardableResult
+    func deletePasswordCredential(accountID: String) throws(StorageError) -> Bool
+
+    // Second factor
+    func upsertTOTPEnrollment(_ enrollment: TOTPEnrollmentRecord) throws(StorageError)
+    func totpEnrollment(accountID: String) throws(StorageError) -> TOTPEnrollmentRecord?
+    /// Records an accepted step only if it is newer than the stored one; returns false if another request
+    /// already accepted this step or a later one (so a code can never be used twice, even concurrently).
+    func advanceTOTPStep(accountID: String, step: Int64) throws(StorageError) -> Bool
+    func insertRecoveryCodes(accountID: String, codeHashes: [String]) throws(StorageError)
+    /// Marks an unused code as used; returns false if it does not exist or was already used.
+    func consumeRecoveryCode(accountID: String, codeHash: String, now: Int64) throws(StorageError) -> Bool
+    func unusedRecoveryCodeCount(accountID: String) throws(StorageError) -> Int
+
+    // Throttling
+    func throttle(usernameKey: String) throws(StorageError) -> ThrottleRecord?
+    func recordFailure(usernameKey: String, now: Int64) throws(StorageError) -> ThrottleRecord
+    func clearFailures(usernameKey: String) throws(StorageError)
+
+    // Apple links
+    func insertAppleLink(_ link: AppleLinkRecord) throws(StorageError)
+    func appleLink(accountID: String) throws(StorageError) -> AppleLinkRecord?
+    func appleLink(sub: String) throws(StorageError) -> AppleLinkRecord?
+    func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError)
+
+    // Upgrade sessions
+    func insertUpgradeSession(_ session: UpgradeSessionRecord) throws(StorageError)
+    func upgradeSession(id: String) throws(StorageError) -> UpgradeSessionRecord?
+    func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError)
+
+    // Team transfer
+    func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError)
+    func transferRecord(accountID: String) throws(StorageError) -> TransferRecord?
+    func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord?
+    func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord]
+    func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String]
+
+    // Audit
+    func appendAudit(_ event: AuditEvent) throws(StorageError)
+    func auditTrail(accountID: String, limit: Int) throws(StorageError) -> [AuditEvent]
+    func auditTrail(upgradeID: String, limit: Int) throws(StorageError) -> [AuditEvent]
+}
+
+/// A schema migration known to the binary and, once applied, recorded in the database.
+public struct MigrationStatus: Sendable, Equatable {
+    public var version: Int
+    public var name: String
+    public var checksum: String
+    public var appliedAt: Int64?
+
+    public init(version: Int, name: String, checksum: String, appliedAt: Int64?) {
+        self.version = version
+        self.name = name
+        self.checksum = checksum
+        self.appliedAt = appliedAt
+    }
+}

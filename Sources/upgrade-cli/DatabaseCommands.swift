@@ -1,0 +1,88 @@
+import Foundation
+import UpgradeEngine
+
+/// Opens the store named by `--db` or `UPGRADE_DB` (default `sqlite:upgrade.db`).
+enum StoreOption {
+    /// Reads the location without touching the database: commands call `open` only after every
+    /// argument is validated, so bad input never creates a database file.
+    static func location(_ arguments: inout ArgumentReader) throws -> DatabaseLocation {
+        let text =
+            try arguments.option("--db") ?? ProcessInfo.processInfo.environment["UPGRADE_DB"]
+            ?? DatabaseLocation.defaultValue
+        do {
+            return try DatabaseLocation.parse(text)
+        } catch {
+            throw UsageError(error.message)
+        }
+    }
+
+    static func open(_ location: DatabaseLocation) throws -> any UpgradeStore {
+        do {
+            return try location.open()
+        } catch {
+            throw UsageError(error.message)
+        }
+    }
+
+    /// Opens the store and refuses to go on if migrations are pending, naming the fix.
+    static func openMigrated(_ location: DatabaseLocation) throws -> any UpgradeStore {
+        let store = try open(location)
+        let pending = try store.migrationStatus().filter { $0.appliedAt == nil }
+        guard pending.isEmpty else {
+            throw UsageError(
+                "the database has \(pending.count) pending migration(s); run 'upgrade-cli db migrate' first"
+            )
+        }
+        return store
+    }
+}
+
+enum Clock {
+    static var nowSeconds: Int64 { Int64(Date().timeIntervalSince1970) }
+}
+
+struct DatabaseMigrateCommand: CLICommand {
+    static let path = ["db", "migrate"]
+    static let summary = "apply pending schema migrations"
+    static let usage = "upgrade-cli db migrate [--db sqlite:PATH]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let location = try StoreOption.location(&arguments)
+        try arguments.finish()
+        let store = try StoreOption.open(location)
+        let applied = try store.migrate(now: Clock.nowSeconds)
+        for migration in applied {
+            Console.out("applied \(String(format: "%04d", migration.version)) \(migration.name)")
+        }
+        let total = try store.migrationStatus().count
+        Console.out(
+            applied.isEmpty
+                ? "schema is up to date (\(total) migrations)"
+                : "schema is up to date (\(total) migrations, \(applied.count) applied now)"
+        )
+        return ExitCode.success
+    }
+}
+
+struct DatabaseStatusCommand: CLICommand {
+    static let path = ["db", "status"]
+    static let summary = "list schema migrations and whether each is applied"
+    static let usage = "upgrade-cli db status [--db sqlite:PATH]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let location = try StoreOption.location(&arguments)
+        try arguments.finish()
+        let store = try StoreOption.open(location)
+        let formatter = ISO8601DateFormatter()
+        for migration in try store.migrationStatus() {
+            let when =
+                migration.appliedAt.map {
+                    "applied \(formatter.string(from: Date(timeIntervalSince1970: TimeInterval($0))))"
+                } ?? "pending"
+            Console.out(
+                "\(String(format: "%04d", migration.version)) \(migration.name.padding(toLength: 24, withPad: " ", startingAt: 0)) \(when)"
+            )
+        }
+        return ExitCode.success
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+import Testing
+
+@testable import UpgradeEngine
+
+/// A fresh, migrated SQLite database in a temporary directory, removed when the value is released.
+final class TemporaryDatabase: Sendable {
+    let directory: URL
+    let store: SQLiteStore
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        store = try SQLiteStore(path: directory.appendingPathComponent("upgrade.db").path)
+        _ = try store.migrate(now: 1_700_000_000)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+@Suite("SQLite store")
+struct SQLiteStoreTests {
+    static let now: Int64 = 1_700_000_000
+
+    func account(_ name: String, id: String? = nil) -> AccountRecord {
+        AccountRecord(
+            id: id ?? UUID().uuidString,
+            username: name,
+            credentialKind: .password,
+            createdAt: Self.now,
+            updatedAt: Self.now
+        )
+    }
+
+    @Test("the embedded schema is exactly Schema/sqlite (rerun Scripts/embed-schema if this fails)")
+    func embeddedSchemaMatchesFiles() throws {
+        let folder = Fixtures.root.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "Schema/sqlite"
+        )
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }
+            .sorted()
+        #expect(files.count == EmbeddedSchema.sqlite.count)
+        for (file, migration) in zip(files, EmbeddedSchema.sqlite) {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            #expect(text.trimmingCharacters(in: .newlines) == migration.sql, "\(file)")
+            #expect(file.hasPrefix(String(format: "%04d_", migration.version)))
+        }
+    }
+
+    @Test("migrate applies each migration once; status lists them")
+    func migrateIsIdempotent() throws {
+        let db = try TemporaryDatabase()
+        #expect(try db.store.migrate(now: Self.now).isEmpty)
+        let status = try db.store.migrationStatus()
+        #expect(status.count == EmbeddedSchema.sqlite.count)
+        #expect(status.allSatisfy { $0.appliedAt == 1_700_000_000 })
+    }
+
+    @Test("status on an empty database lists every migration as pending")
+    func statusBeforeMigrate() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteStore(path: directory.appendingPathComponent("x.db").path)
+        #expect(try store.migrationStatus().allSatisfy { $0.appliedAt == nil })
+    }
+
+    @Test("an edited, already-applied migration is refused")
+    func checksumDrift() throws {
+        let db = try TemporaryDatabase()
+        _ = try db.store.write { tx in
+            try (tx as! SQLiteTransaction).connection.query(
+                "UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1"
+            )
+        }
+        #expect(throws: StorageError.self) { try db.store.migrate(now: Self.now) }
+    }
+
+    @Test("WAL mode and foreign keys are on")
+    func pragmas() throws {
+        let db = try TemporaryDatabase()
+        let (mode, foreignKeys) = try db.store.read { tx in
+            let connection = (tx as! SQLiteTransaction).connection
+            return (
+                try connection.query("PRAGMA journal_mode").first?.first,
+                try connection.scalarInt("PRAGMA foreign_keys")
+            )
+        }
+        #expect(mode == .text("wal"))
+        #expect(foreignKeys == 1)
+    }
+
+    @Test("one Apple sub cannot be linked to two accounts")
+    func subIsUnique() throws {
+        let db = try TemporaryDatabase()
+        let first = account("alice")
+        let second = account("bob")
+        try db.store.write { tx in
+            try tx.insertAccount(first)
+            try tx.insertAccount(second)
+            try tx.insertAppleLink(link(first.id, sub: "001.abc.1"))
+        }
+        do {
+            try db.store.write { tx in try tx.insertAppleLink(link(second.id, sub: "001.abc.1")) }
+            Issue.record("second link was accepted")
+        } catch let error as StorageError {
+            #expect(error.code == .uniqueViolation)
+            #expect(error.constraint == "apple_links.sub")
+        }
+        #expect(try db.store.read { try $0.appleLink(accountID: second.id) } == nil)
+    }
+
+    func link(_ accountID: String, sub: String) -> AppleLinkRecord {
+        AppleLinkRecord(
+            accountID: accountID,
+            sub: sub,
+            teamID: "TEAMA12345",
+            clientID: "com.example.app",
+            email: nil,
+            isPrivateEmail: nil,
+            refreshTokenCiphertext: nil,
+            status: .linked,
+            linkedAt: Self.now,
+            updatedAt: Self.now
+        )
+    }
+
+    @Test("a stale version loses; the row is unchanged")
+    func optimisticConcurrency() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        try db.store.write { try $0.insertAccount(alice) }
+        try db.store.write {
+            try $0.updateAccountCredentialKind(id: alice.id, kind: .appleOnly, expectedVersion: 1, now: Self.now)
+        }
+        #expect(throws: StorageError(.versionConflict, "account was changed by another request; reload and retry")) {
+            try db.store.write {
+                try $0.updateAccountCredentialKind(id: alice.id, kind: .password, expectedVersion: 1, now: Self.now)
+            }
+        }
+        let stored = try db.store.read { try $0.account(id: alice.id) }
+        #expect(stored?.credentialKind == .appleOnly)
+        #expect(stored?.version == 2)
+    }
+
+    @Test("a throwing transaction rolls back everything it wrote")
+    func rollback() throws {
+        struct Boom: Error {}
+        let db = try TemporaryDatabase()
+        #expect(throws: Boom.self) {
+            try db.store.write { tx in
+                try tx.insertAccount(account("carol"))
+                throw Boom()
+            }
+        }
+        #expect(try db.store.read { try $0.account(username: "carol") } == nil)
+    }
+
+    @Test("usernames match case-insensitively and trimmed")
+    func usernameNormalisation() throws {
+        let db = try TemporaryDatabase()
+        try db.store.write { try $0.insertAccount(account(" Alice ")) }
+        #expect(try db.store.read { try $0.account(username: "ALICE") }?.username == "alice")
+    }
+
+    @Test("the audit trail is append-only")
+    func auditAppendOnly() throws {
+        let db = try TemporaryDatabase()
+        try db.store.write {
+            try $0.appendAudit(
+                AuditEvent(at: Self.now, accountID: "a", upgradeID: nil, event: "test", detail: ["k": "v"])
+            )
+        }
+        #expect(throws: StorageError.self) {
+            try db.store.write {
+                try ($0 as! SQLiteTransaction).connection.query("UPDATE audit_events SET event = 'x'")
+            }
+        }
+        #expect(throws: StorageError.self) {
+            try db.store.write { try ($0 as! SQLiteTransaction).connection.query("DELETE FROM audit_events") }
+        }
+        let trail = try db.store.read { try $0.auditTrail(accountID: "a", limit: 10) }
+        #expect(trail.map(\.event) == ["test"])
+        #expect(trail.first?.detail == ["k": "v"])
+    }
+
+    @Test("a TOTP step and a recovery code can each be used once")
+    func singleUseSecondFactor() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.upsertTOTPEnrollment(
+                TOTPEnrollmentRecord(
+                    accountID: alice.id,
+                    secretCiphertext: [1, 2, 3],
+                    algorithm: .sha1,
+                    digits: 6,
+                    period: 30,
+                    lastAcceptedStep: nil,
+                    createdAt: Self.now
+                )
+            )
+            try tx.insertRecoveryCodes(accountID: alice.id, codeHashes: ["h1", "h2"])
+        }
+        #expect(try db.store.write { try $0.advanceTOTPStep(accountID: alice.id, step: 100) })
+        #expect(try !db.store.write { try $0.advanceTOTPStep(accountID: alice.id, step: 100) })
+        #expect(try !db.store.write { try $0.advanceTOTPStep(accountID: alice.id, step: 99) })
+        #expect(try db.store.write { try $0.consumeRecoveryCode(accountID: alice.id, codeHash: "h1", now: Self.now) })
+        #expect(try !db.store.write { try $0.consumeRecoveryCode(accountID: alice.id, codeHash: "h1", now: Self.now) })
+        #expect(try db.store.read { try $0.unusedRecoveryCodeCount(accountID: alice.id) } == 1)
+    }
+
+    @Test("deleting an account's password leaves a database with no hash for it")
+    func deletePassword() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.upsertPasswordCredential(
+                PasswordCredentialRecord(accountID: alice.id, hash: "$2b$04$x", format: "bcrypt", updatedAt: Self.now)
+            )
+        }
+        #expect(try db.store.write { try $0.deletePasswordCredential(accountID: alice.id) })
+        #expect(try db.store.read { try $0.passwordCredential(accountID: alice.id) } == nil)
+    }
+
+    @Test("many threads writing at once: every increment lands exactly once")
+    func concurrentWriters() async throws {
+        let db = try TemporaryDatabase()
+        let store = db.store
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    _ = try? store.write { try $0.recordFailure(usernameKey: "shared", now: Self.now) }
+                }
+            }
+        }
+        #expect(try store.read { try $0.throttle(usernameKey: "shared") }?.failures == 40)
+    }
+
+    @Test("UPGRADE_DB parsing")
+    func databaseLocation() throws {
+        #expect(try DatabaseLocation.parse("sqlite:upgrade.db") == .sqlite(path: "upgrade.db"))
+        #expect(throws: StorageError.self) { try DatabaseLocation.parse("sqlite:") }
+        #expect(throws: StorageError.self) { try DatabaseLocation.parse("mysql://x") }
+        #expect(!String(describing: try DatabaseLocation.parse("postgres://u:secretpw@h/db")).contains("secretpw"))
+    }
+}
