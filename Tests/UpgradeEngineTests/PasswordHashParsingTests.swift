@@ -126,6 +126,7 @@ struct PasswordHashParsingTests {
         Case("unknown crypt prefix", "$3$$8846f7eaee8fb117ad06bdd830b7586c"),
         Case("bare prefix of a known one", "$2"),
         Case("hex digest", "5f4dcc3b5aa765d61d8327deb882cf99"),
+        Case("long text over the length limit", String(repeating: "plaintext ", count: 1000)),
     ]
 
     static let unsupported: [Case] = [

@@ -11,28 +11,31 @@ enum PasswordHash: Sendable {
     case pbkdf2(PBKDF2)
 
     init(parsing encoded: String, limits: PasswordHashLimits) throws(PasswordHashError) {
-        let bytes = Array(encoded.utf8)
-        guard bytes.count <= limits.maxEncodedHashBytes else {
-            throw PasswordHashError(
-                .malformed,
-                "stored hash is \(bytes.count) bytes, longer than any supported format needs "
-                    + "(PasswordHashLimits.maxEncodedHashBytes = \(limits.maxEncodedHashBytes))"
-            )
-        }
-        guard let (scheme, parse) = Self.scheme(of: bytes) else {
-            let trimmed = bytes.drop { $0 == 0x20 || (0x09...0x0d).contains($0) }
-            if trimmed.count < bytes.count, let (scheme, _) = Self.scheme(of: Array(trimmed)) {
+        // The scheme is told by a short prefix, so even a huge value is classified without copying it.
+        let utf8 = encoded.utf8
+        guard let (scheme, parse) = Self.scheme(of: Array(utf8.prefix(Self.longestPrefix))) else {
+            let isSpace = { (c: UInt8) in c == 0x20 || (0x09...0x0d).contains(c) }
+            let trimmed = Array(utf8.drop(while: isSpace).prefix(Self.longestPrefix))
+            if let first = utf8.first, isSpace(first), let (scheme, _) = Self.scheme(of: trimmed) {
                 throw .malformed(scheme, "it starts with whitespace", fix: "trim the stored value")
             }
             throw PasswordHashError(
                 .unknownFormat,
-                "not a supported password hash (\(bytes.count) bytes); expected bcrypt ($2a$, $2b$, $2y$), "
+                "not a supported password hash (\(utf8.count) bytes); expected bcrypt ($2a$, $2b$, $2y$), "
                     + "argon2id or argon2i PHC ($argon2id$), scrypt ($scrypt$, $7$), PBKDF2 (pbkdf2_sha256$, "
                     + "pbkdf2_sha1$, $pbkdf2$, $pbkdf2-sha256$, $pbkdf2-sha512$), sha512-crypt ($6$), "
                     + "sha256-crypt ($5$), md5-crypt ($1$) or yescrypt ($y$); convert the export to one of these "
                     + "or have the user reset the password"
             )
         }
+        guard utf8.count <= limits.maxEncodedHashBytes else {
+            throw .malformed(
+                scheme,
+                "it is \(utf8.count) bytes, longer than any supported encoding needs "
+                    + "(PasswordHashLimits.maxEncodedHashBytes = \(limits.maxEncodedHashBytes))"
+            )
+        }
+        let bytes = Array(utf8)
         // Every supported encoding is printable ASCII; anything else (a trailing newline from a CSV
         // export, a non-breaking space) would otherwise surface as a confusing parse error later.
         if let index = bytes.firstIndex(where: { !(0x21...0x7e).contains($0) }) {
@@ -46,6 +49,8 @@ enum PasswordHash: Sendable {
     }
 
     private typealias Parser = @Sendable ([UInt8], PasswordHashLimits) throws(PasswordHashError) -> PasswordHash
+
+    private static let longestPrefix = schemes.map(\.0.utf8.count).max() ?? 0
 
     private static func scheme(of bytes: [UInt8]) -> (String, Parser)? {
         schemes.first { bytes.starts(with: $0.0.utf8) }
