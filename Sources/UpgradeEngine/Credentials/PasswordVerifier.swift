@@ -1,0 +1,74 @@
+/// Checks passwords against stored hashes in every format `PasswordHashFormat` lists.
+///
+/// Work happens in a fixed order, so a hostile or damaged hash costs almost nothing:
+/// 1. the hash is parsed strictly and every cost parameter is compared with `limits`;
+///    a failure throws before any key derivation is started;
+/// 2. the password's length is checked against `limits` (and the format's own constraints);
+/// 3. only then is the hash recomputed, and compared with the stored one in constant time.
+/// How little a refusal costs is measured in `Benchmarks/`, not asserted by tests.
+///
+/// Holds only immutable values and calls C functions that keep their state per call, so one
+/// verifier may be used from any number of threads at once.
+public struct PasswordVerifier: Sendable {
+    public let limits: PasswordHashLimits
+
+    /// What `verifyDummy` recomputes: argon2id with the hasher's parameters, random salt and output.
+    let dummy: PasswordHash
+
+    /// - Parameters:
+    ///   - limits: bounds on stored hashes and passwords.
+    ///   - dummyParameters: the parameters `verifyDummy` spends, normally the ones the service's
+    ///     `PasswordHasher` uses, so that an unknown user costs what a known, upgraded user costs.
+    public init(limits: PasswordHashLimits = .default, dummyParameters: PasswordHasher.Parameters = .default) {
+        self.limits = limits
+        // Random salt and output: no password is known to match, and none needs to, because the
+        // result is discarded. Built directly, not parsed, so it does not depend on `limits`.
+        self.dummy = .argon2(
+            PasswordHash.Argon2(
+                variant: .id,
+                version: 0x13,
+                memoryKiB: dummyParameters.memoryKiB,
+                iterations: dummyParameters.iterations,
+                parallelism: dummyParameters.parallelism,
+                salt: SecureRandom.bytes(max(dummyParameters.saltLength, 8)),
+                hash: SecureRandom.bytes(max(dummyParameters.hashLength, 4))
+            )
+        )
+    }
+
+    /// The stored hash's format and cost, after the same strict parsing and bounds checks that
+    /// `verify` applies. Nothing is computed.
+    public func inspect(_ encodedHash: String) throws(PasswordHashError) -> PasswordHashInspection {
+        try PasswordHash(parsing: encodedHash, limits: limits).inspection
+    }
+
+    /// Whether `password` matches `encodedHash`.
+    ///
+    /// Returns `false` for a wrong password. Throws when the answer cannot be trusted either way:
+    /// an unknown, malformed, unsupported or too costly hash, or a password that is too long or that
+    /// the format cannot represent (`PasswordHashError.Code`). The password is taken as its exact
+    /// UTF-8 bytes, without normalisation, as the systems that wrote these hashes took it.
+    public func verify(password: String, encodedHash: String) throws(PasswordHashError) -> Bool {
+        // Parse and bound the stored hash before anything else: no key derivation runs unless this succeeds.
+        let hash = try PasswordHash(parsing: encodedHash, limits: limits)
+        return try verify(password: password, against: hash)
+    }
+
+    /// Spends what verifying `password` against a current hash would, and discards the result.
+    ///
+    /// Call it when the username is unknown (or the account has no password), where `verify` would
+    /// otherwise have been called, so that response time does not reveal which accounts exist. The
+    /// dummy is argon2id with `dummyParameters`, the cost of every account hashed by this service's
+    /// `PasswordHasher`. Accounts still holding an imported legacy hash cost what their own format
+    /// costs; they converge on the dummy's cost as they move to Sign in with Apple or are rehashed.
+    /// A password `verify` would refuse before hashing (too long) is refused here just as early.
+    public func verifyDummy(password: String) {
+        _ = try? verify(password: password, against: dummy)
+    }
+
+    private func verify(password: String, against hash: PasswordHash) throws(PasswordHashError) -> Bool {
+        var bytes = try limits.passwordBytes(password)
+        defer { PasswordKDF.wipe(&bytes) }
+        return try hash.verify(password: bytes)
+    }
+}
