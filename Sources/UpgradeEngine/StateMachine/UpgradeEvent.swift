@@ -1,0 +1,111 @@
+/// Something that happened to an upgrade. The driver does the cryptography (password hash, TOTP,
+/// identity token, state and nonce comparison) and reports the outcome; the machine owns the
+/// policy: attempt counting, deadlines, and what each outcome leads to. No event carries a secret,
+/// so events and their names are safe to log and audit.
+public enum UpgradeEvent: Sendable, Hashable {
+    /// The existing password was checked (`POST /v1/upgrades`).
+    case passwordEvaluated(PasswordOutcome)
+    /// A TOTP or recovery code was checked (`POST /v1/upgrades/{id}/step-up`).
+    case stepUpEvaluated(StepUpOutcome)
+    /// Apple's credential was checked: identity token signature and claims, the echoed `state`
+    /// and the token's `nonce` against the issued ones, and the `sub` against existing links.
+    case appleCredentialEvaluated(AppleCredentialOutcome)
+    /// Apple accepted the authorization code (see ``UpgradeEffect/exchangeAuthorizationCode``).
+    case authorizationCodeExchanged
+    /// The code exchange or the conversion transaction failed.
+    case conversionFailed(ConversionFailure)
+    /// The extension called `cancelRequest(withError:)` (`POST /v1/upgrades/{id}/cancel`).
+    case cancel(reason: ASExtensionErrorCode)
+    /// A sweeper found the state's deadline behind it. Any other event arriving late expires the
+    /// upgrade just the same; this one exists so that abandoned upgrades expire without a client.
+    case deadlinePassed
+
+    public enum PasswordOutcome: Sendable, Hashable {
+        /// `secondFactor` is whether the account has TOTP enrolled.
+        case accepted(secondFactor: Bool)
+        case rejected(reason: PasswordRejection)
+    }
+
+    public enum PasswordRejection: String, Sendable, Hashable, CaseIterable {
+        case invalidCredentials
+        case locked
+        case notEligible
+    }
+
+    public enum StepUpOutcome: Sendable, Hashable {
+        case accepted
+        case rejected(reason: StepUpRejection)
+    }
+
+    public enum StepUpRejection: String, Sendable, Hashable, CaseIterable {
+        /// Wrong, malformed or replayed code: counts against the attempt limit.
+        case invalidCode
+        /// The lockout policy locked the account meanwhile: ends the upgrade at once.
+        case locked
+    }
+
+    public enum AppleCredentialOutcome: Sendable, Hashable {
+        /// Every check passed; `sub` is Apple's team-scoped user id from the identity token.
+        case verified(sub: String)
+        case rejected(reason: AppleCredentialRejection)
+    }
+
+    public enum AppleCredentialRejection: String, Sendable, Hashable, CaseIterable {
+        case stateMismatch
+        case nonceMismatch
+        case invalidIdentityToken
+        case subConflict
+        case notEligible
+    }
+
+    public enum ConversionFailure: String, Sendable, Hashable, CaseIterable {
+        case appleExchangeFailed
+        case subConflict
+        case notEligible
+    }
+
+    /// Stable name for errors and the audit trail.
+    public var name: String {
+        switch self {
+        case .passwordEvaluated: "passwordEvaluated"
+        case .stepUpEvaluated: "stepUpEvaluated"
+        case .appleCredentialEvaluated: "appleCredentialEvaluated"
+        case .authorizationCodeExchanged: "authorizationCodeExchanged"
+        case .conversionFailed: "conversionFailed"
+        case .cancel: "cancel"
+        case .deadlinePassed: "deadlinePassed"
+        }
+    }
+}
+
+extension UpgradeEvent.PasswordRejection {
+    var failureReason: UpgradeFailureReason {
+        switch self {
+        case .invalidCredentials: .invalidCredentials
+        case .locked: .locked
+        case .notEligible: .notEligible
+        }
+    }
+}
+
+extension UpgradeEvent.AppleCredentialRejection {
+    var failureReason: UpgradeFailureReason {
+        switch self {
+        case .stateMismatch: .stateMismatch
+        case .nonceMismatch: .nonceMismatch
+        case .invalidIdentityToken: .invalidIdentityToken
+        case .subConflict: .subConflict
+        case .notEligible: .notEligible
+        }
+    }
+}
+
+extension UpgradeEvent.ConversionFailure {
+    var failureReason: UpgradeFailureReason {
+        switch self {
+        case .appleExchangeFailed: .appleExchangeFailed
+        case .subConflict: .subConflict
+        case .notEligible: .notEligible
+        }
+    }
+}

@@ -1,0 +1,33 @@
+/// Why an upgrade call failed. The raw value is the stable slug that ends the problem `type` URI
+/// (design §5). A `failed` state stores one of the reasons for which ``endsUpgrade`` is true;
+/// ``invalidCode`` and ``upgradeExpired`` only ever describe an answer.
+public enum UpgradeFailureReason: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Wrong password or unknown user; the two must look the same.
+    case invalidCredentials = "invalid-credentials"
+    /// The account (or the username as typed) is locked by the lockout policy.
+    case locked = "locked"
+    /// The account cannot be upgraded (already Apple-only, disabled, or changed meanwhile).
+    case notEligible = "not-eligible"
+    /// A wrong TOTP or recovery code with attempts left; the upgrade stays in `stepUpRequired`.
+    case invalidCode = "invalid-code"
+    /// The last allowed step-up attempt was wrong.
+    case tooManyAttempts = "too-many-attempts"
+    case stateMismatch = "state-mismatch"
+    case nonceMismatch = "nonce-mismatch"
+    case invalidIdentityToken = "invalid-identity-token"
+    /// The Apple `sub` is already linked to another account: a conflict, never a merge.
+    case subConflict = "sub-conflict"
+    /// Apple refused the authorization code (expired, used, issued to another client) or could not
+    /// be reached.
+    case appleExchangeFailed = "apple-exchange-failed"
+    /// The upgrade's deadline passed.
+    case upgradeExpired = "upgrade-expired"
+
+    /// Whether a `failed` state can carry this reason.
+    public var endsUpgrade: Bool {
+        switch self {
+        case .invalidCode, .upgradeExpired: false
+        default: true
+        }
+    }
+}

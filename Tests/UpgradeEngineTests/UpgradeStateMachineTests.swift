@@ -1,0 +1,252 @@
+import Testing
+
+@testable import UpgradeEngine
+
+/// Every (state, event) pair of the upgrade machine: either the defined transition, with its exact
+/// next state, effects and problem, or a refusal that changes nothing.
+@Suite("Upgrade state machine: every state and event")
+struct UpgradeStateMachineTests {
+    /// Samples are built around `t0`; events in the table arrive at `now`, before every deadline.
+    static let t0: Int64 = 1_700_000_000
+    static let now: Int64 = t0 + 10
+
+    /// One sample per state, two for `stepUpRequired` so both sides of the attempt limit are covered.
+    enum Sample: String, CaseIterable, CustomTestStringConvertible {
+        case started
+        case stepUpFresh
+        case stepUpLastTry
+        case awaiting
+        case converting
+        case completed
+        case failed
+        case cancelled
+        case expired
+
+        var state: UpgradeState {
+            switch self {
+            case .started: .started(.init(deadline: t0 + 600))
+            case .stepUpFresh: .stepUpRequired(.init(deadline: t0 + 300, sessionDeadline: t0 + 600, failedAttempts: 0))
+            case .stepUpLastTry:
+                .stepUpRequired(.init(deadline: t0 + 300, sessionDeadline: t0 + 600, failedAttempts: 4))
+            case .awaiting: .awaitingAppleCredential(.init(deadline: t0 + 300))
+            case .converting: .converting(.init(sub: "sub-A", deadline: t0 + 120))
+            case .completed: .completed(.init(sub: "sub-A"))
+            case .failed: .failed(.init(reason: .invalidCredentials))
+            case .cancelled: .cancelled(.init(reason: .userCanceled))
+            case .expired: .expired
+            }
+        }
+
+        var testDescription: String { rawValue }
+    }
+
+    /// One input per event and per outcome the event can carry.
+    enum Input: String, CaseIterable, CustomTestStringConvertible {
+        case passwordOK
+        case password2FA
+        case passwordWrong
+        case passwordLocked
+        case passwordNotEligible
+        case codeOK
+        case codeWrong
+        case codeLocked
+        case credentialSubA
+        case credentialSubB
+        case stateMismatch
+        case nonceMismatch
+        case invalidToken
+        case credentialSubConflict
+        case credentialNotEligible
+        case codeExchanged
+        case exchangeFailed
+        case conversionSubConflict
+        case conversionNotEligible
+        case cancelFailed
+        case cancelUser
+        case cancelInteraction
+        case cancelNotFound
+        case deadlinePassed
+
+        var event: UpgradeEvent {
+            switch self {
+            case .passwordOK: .passwordEvaluated(.accepted(secondFactor: false))
+            case .password2FA: .passwordEvaluated(.accepted(secondFactor: true))
+            case .passwordWrong: .passwordEvaluated(.rejected(reason: .invalidCredentials))
+            case .passwordLocked: .passwordEvaluated(.rejected(reason: .locked))
+            case .passwordNotEligible: .passwordEvaluated(.rejected(reason: .notEligible))
+            case .codeOK: .stepUpEvaluated(.accepted)
+            case .codeWrong: .stepUpEvaluated(.rejected(reason: .invalidCode))
+            case .codeLocked: .stepUpEvaluated(.rejected(reason: .locked))
+            case .credentialSubA: .appleCredentialEvaluated(.verified(sub: "sub-A"))
+            case .credentialSubB: .appleCredentialEvaluated(.verified(sub: "sub-B"))
+            case .stateMismatch: .appleCredentialEvaluated(.rejected(reason: .stateMismatch))
+            case .nonceMismatch: .appleCredentialEvaluated(.rejected(reason: .nonceMismatch))
+            case .invalidToken: .appleCredentialEvaluated(.rejected(reason: .invalidIdentityToken))
+            case .credentialSubConflict: .appleCredentialEvaluated(.rejected(reason: .subConflict))
+            case .credentialNotEligible: .appleCredentialEvaluated(.rejected(reason: .notEligible))
+            case .codeExchanged: .authorizationCodeExchanged
+            case .exchangeFailed: .conversionFailed(.appleExchangeFailed)
+            case .conversionSubConflict: .conversionFailed(.subConflict)
+            case .conversionNotEligible: .conversionFailed(.notEligible)
+            case .cancelFailed: .cancel(reason: .failed)
+            case .cancelUser: .cancel(reason: .userCanceled)
+            case .cancelInteraction: .cancel(reason: .userInteractionRequired)
+            case .cancelNotFound: .cancel(reason: .credentialIdentityNotFound)
+            case .deadlinePassed: .deadlinePassed
+            }
+        }
+
+        var testDescription: String { rawValue }
+    }
+
+    enum Expected: Equatable {
+        case moves(to: UpgradeState, effects: [UpgradeEffect] = [], problem: UpgradeFailureReason? = nil)
+        case replay
+        case refused(TransitionError.Code)
+    }
+
+    static func failed(_ reason: UpgradeFailureReason) -> Expected {
+        .moves(to: .failed(.init(reason: reason)), problem: reason)
+    }
+
+    static func cancelled(_ code: ASExtensionErrorCode) -> Expected {
+        .moves(to: .cancelled(.init(reason: code)))
+    }
+
+    /// The specification, row by row. Any pair not listed is refused as not allowed.
+    static func expected(_ sample: Sample, _ input: Input) -> Expected {
+        // Default policy: sessions 600 s, step-up 300 s, Apple credential 300 s, conversion 120 s,
+        // 5 attempts. At `now` = t0 + 10 the 300 s windows end at t0 + 310, inside the session.
+        let awaiting = Expected.moves(
+            to: .awaitingAppleCredential(.init(deadline: t0 + 310)),
+            effects: [.issueStateAndNonce]
+        )
+        switch (sample, input) {
+        case (.started, .passwordOK): return awaiting
+        case (.started, .password2FA):
+            return .moves(
+                to: .stepUpRequired(.init(deadline: t0 + 310, sessionDeadline: t0 + 600, failedAttempts: 0))
+            )
+        case (.started, .passwordWrong): return failed(.invalidCredentials)
+        case (.started, .passwordLocked): return failed(.locked)
+        case (.started, .passwordNotEligible): return failed(.notEligible)
+
+        case (.stepUpFresh, .codeOK), (.stepUpLastTry, .codeOK): return awaiting
+        case (.stepUpFresh, .codeWrong):
+            return .moves(
+                to: .stepUpRequired(.init(deadline: t0 + 300, sessionDeadline: t0 + 600, failedAttempts: 1)),
+                problem: .invalidCode
+            )
+        case (.stepUpLastTry, .codeWrong): return failed(.tooManyAttempts)
+        case (.stepUpFresh, .codeLocked), (.stepUpLastTry, .codeLocked): return failed(.locked)
+
+        case (.awaiting, .credentialSubA):
+            return .moves(
+                to: .converting(.init(sub: "sub-A", deadline: t0 + 130)),
+                effects: [.exchangeAuthorizationCode]
+            )
+        case (.awaiting, .credentialSubB):
+            return .moves(
+                to: .converting(.init(sub: "sub-B", deadline: t0 + 130)),
+                effects: [.exchangeAuthorizationCode]
+            )
+        case (.awaiting, .stateMismatch): return failed(.stateMismatch)
+        case (.awaiting, .nonceMismatch): return failed(.nonceMismatch)
+        case (.awaiting, .invalidToken): return failed(.invalidIdentityToken)
+        case (.awaiting, .credentialSubConflict): return failed(.subConflict)
+        case (.awaiting, .credentialNotEligible): return failed(.notEligible)
+
+        case (.converting, .codeExchanged):
+            return .moves(to: .completed(.init(sub: "sub-A")), effects: [.convertAccount(sub: "sub-A")])
+        case (.converting, .exchangeFailed): return failed(.appleExchangeFailed)
+        case (.converting, .conversionSubConflict): return failed(.subConflict)
+        case (.converting, .conversionNotEligible): return failed(.notEligible)
+
+        case (.started, .cancelFailed), (.stepUpFresh, .cancelFailed), (.stepUpLastTry, .cancelFailed),
+            (.awaiting, .cancelFailed):
+            return cancelled(.failed)
+        case (.started, .cancelUser), (.stepUpFresh, .cancelUser), (.stepUpLastTry, .cancelUser),
+            (.awaiting, .cancelUser):
+            return cancelled(.userCanceled)
+        case (.started, .cancelInteraction), (.stepUpFresh, .cancelInteraction), (.stepUpLastTry, .cancelInteraction),
+            (.awaiting, .cancelInteraction):
+            return cancelled(.userInteractionRequired)
+        case (.started, .cancelNotFound), (.stepUpFresh, .cancelNotFound), (.stepUpLastTry, .cancelNotFound),
+            (.awaiting, .cancelNotFound):
+            return cancelled(.credentialIdentityNotFound)
+
+        case (.started, .deadlinePassed), (.stepUpFresh, .deadlinePassed), (.stepUpLastTry, .deadlinePassed),
+            (.awaiting, .deadlinePassed), (.converting, .deadlinePassed):
+            return .refused(.deadlineNotReached)
+
+        // Retrying the call that finished the upgrade is answered again, without changes.
+        case (.completed, .credentialSubA): return .replay
+        case (.completed, .credentialSubB): return .refused(.conflict)
+        case (.cancelled, .cancelFailed), (.cancelled, .cancelUser), (.cancelled, .cancelInteraction),
+            (.cancelled, .cancelNotFound):
+            return .replay
+
+        default: return .refused(.notAllowed)
+        }
+    }
+
+    @Test("each pair is its defined transition or a refusal", arguments: Sample.allCases, Input.allCases)
+    func everyPair(sample: Sample, input: Input) {
+        var machine = UpgradeStateMachine(state: sample.state)
+        let before = machine
+        let event = input.event
+        switch Self.expected(sample, input) {
+        case .moves(let next, let effects, let problem):
+            let transition = try? machine.apply(event, now: Self.now)
+            #expect(machine.state == next)
+            #expect(
+                transition
+                    == UpgradeTransition(
+                        from: sample.state.status,
+                        to: next.status,
+                        event: event.name,
+                        effects: effects,
+                        problem: problem,
+                        isReplay: false
+                    )
+            )
+        case .replay:
+            let transition = try? machine.apply(event, now: Self.now)
+            #expect(machine == before, "a replay changes nothing")
+            #expect(transition?.isReplay == true)
+            #expect(transition?.stateChanged == false)
+            #expect(transition?.effects == [])
+            #expect(transition?.problem == nil)
+        case .refused(let code):
+            let error = #expect(throws: TransitionError.self) { try machine.apply(event, now: Self.now) }
+            #expect(error?.code == code)
+            #expect(error?.state == sample.state.status.rawValue)
+            #expect(error?.event == event.name)
+            #expect(machine == before, "a refused event changes nothing")
+        }
+    }
+
+    static let openSamples: [Sample] = [.started, .stepUpFresh, .stepUpLastTry, .awaiting, .converting]
+
+    @Test("any event at or after an open state's deadline expires the upgrade", arguments: openSamples, Input.allCases)
+    func lateEventExpires(sample: Sample, input: Input) throws {
+        let deadline = try #require(sample.state.deadline)
+        var machine = UpgradeStateMachine(state: sample.state)
+        let transition = try machine.apply(input.event, now: deadline)
+        #expect(machine.state == .expired)
+        #expect(transition.effects == [])
+        #expect(transition.problem == .upgradeExpired)
+        #expect(transition.to == .expired)
+        #expect(!transition.isReplay)
+    }
+
+    @Test("terminal states refuse late events as they refuse early ones", arguments: [Sample.failed, .expired])
+    func terminalIgnoresDeadline(sample: Sample) {
+        var machine = UpgradeStateMachine(state: sample.state)
+        for input in Input.allCases {
+            let error = #expect(throws: TransitionError.self) { try machine.apply(input.event, now: .max) }
+            #expect(error?.code == .notAllowed, "\(input)")
+        }
+        #expect(machine.state == sample.state)
+    }
+}
