@@ -30,3 +30,4 @@ let key = SecureRandom.bytes(32)
 let message = SecureRandom.bytes(64)
 let hmacRate = measure { _ = Digest.hmac(.sha256, key: key, message: message) }
 report("HMAC-SHA256 (64-byte message)", hmacRate)
+try benchmarkIdentityTokens()

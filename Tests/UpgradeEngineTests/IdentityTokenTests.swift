@@ -217,6 +217,21 @@ struct IdentityTokenTests {
         let header = JWSJSON.object(["kid": .string("k"), "alg": .string("RS256")])
         let duplicate = JWSCompact.sign(header: header, payload: payload) { Self.signingKey.signRS256($0) }
         #expect(try Self.code(duplicate) == "invalidClaim")
+        // A claim name spelled with an escape is the same claim (and still a duplicate).
+        let escaped = Array(
+            #"{"iss":"https://appleid.apple.com","aud":"com.example.app","exp":1800000600,"iat":1800000000,"s\u0075b":"a","nonce":"n1"}"#
+                .utf8
+        )
+        let escapedToken = JWSCompact.sign(header: header, payload: escaped) { Self.signingKey.signRS256($0) }
+        #expect(try Self.verifier().verify(escapedToken, expectedNonce: "n1", now: Self.now).subject == "a")
+        let escapedDuplicate = Array(
+            #"{"iss":"https://appleid.apple.com","aud":"com.example.app","exp":1800000600,"iat":1800000000,"sub":"a","s\u0075b":"b","nonce":"n1"}"#
+                .utf8
+        )
+        let escapedDuplicateToken = JWSCompact.sign(header: header, payload: escapedDuplicate) {
+            Self.signingKey.signRS256($0)
+        }
+        #expect(try Self.code(escapedDuplicateToken) == "invalidClaim")
         let notObject = JWSCompact.sign(header: header, payload: Array("[1]".utf8)) { Self.signingKey.signRS256($0) }
         #expect(try Self.code(notObject) == "malformed")
     }

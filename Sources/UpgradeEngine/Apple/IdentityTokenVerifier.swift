@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Verifies Sign in with Apple identity tokens (facts §1.4).
 ///
 /// The order is fixed and every step can only reject:
@@ -149,7 +155,7 @@ public struct IdentityTokenVerifier: Sendable {
                     "identity token has no nonce claim, but a nonce was issued for this sign-in"
                 )
             }
-            guard ConstantTime.equals(Array(nonce.utf8), Array(expectedNonce.utf8)) else {
+            guard ConstantTime.equals(nonce.utf8, expectedNonce.utf8) else {
                 throw IdentityTokenError(.nonceMismatch, "identity token nonce does not match the nonce issued")
             }
         }
@@ -209,7 +215,7 @@ private struct RawClaims {
             try payload.withUnsafeBufferPointer { buffer throws(JWSJSONError) in
                 var reader = JWSJSONReader(buffer)
                 var seen: UInt32 = 0
-                try reader.readObject { key, reader throws(JWSJSONError) in
+                try reader.readObjectRawKeys { key, reader throws(JWSJSONError) in
                     try claims.read(key, &reader, seen: &seen)
                 }
                 try reader.finish()
@@ -285,26 +291,92 @@ private struct RawClaims {
         case iss, aud, sub, iat, exp, nbf, nonce, email, emailVerified, isPrivateEmail, nonceSupported,
             realUserStatus, transferSub, authTime, orgID, cHash, atHash
 
-        init?(_ name: String) {
-            switch name {
-            case "iss": self = .iss
-            case "aud": self = .aud
-            case "sub": self = .sub
-            case "iat": self = .iat
-            case "exp": self = .exp
-            case "nbf": self = .nbf
-            case "nonce": self = .nonce
-            case "email": self = .email
-            case "email_verified": self = .emailVerified
-            case "is_private_email": self = .isPrivateEmail
-            case "nonce_supported": self = .nonceSupported
-            case "real_user_status": self = .realUserStatus
-            case "transfer_sub": self = .transferSub
-            case "auth_time": self = .authTime
-            case "org_id": self = .orgID
-            case "c_hash": self = .cHash
-            case "at_hash": self = .atHash
+        /// Matched on the raw name bytes (length first), without building a `String`.
+        init?(_ name: UnsafeBufferPointer<UInt8>) {
+            func matches(_ literal: StaticString) -> Bool {
+                literal.withUTF8Buffer { literal in
+                    literal.count == name.count && memcmp(literal.baseAddress!, name.baseAddress!, name.count) == 0
+                }
+            }
+            switch name.count {
+            case 3:
+                if matches("iss") {
+                    self = .iss
+                } else if matches("aud") {
+                    self = .aud
+                } else if matches("sub") {
+                    self = .sub
+                } else if matches("iat") {
+                    self = .iat
+                } else if matches("exp") {
+                    self = .exp
+                } else if matches("nbf") {
+                    self = .nbf
+                } else {
+                    return nil
+                }
+            case 5:
+                if matches("nonce") {
+                    self = .nonce
+                } else if matches("email") {
+                    self = .email
+                } else {
+                    return nil
+                }
+            case 6:
+                if matches("c_hash") {
+                    self = .cHash
+                } else if matches("org_id") {
+                    self = .orgID
+                } else {
+                    return nil
+                }
+            case 7:
+                guard matches("at_hash") else { return nil }
+                self = .atHash
+            case 9:
+                guard matches("auth_time") else { return nil }
+                self = .authTime
+            case 12:
+                guard matches("transfer_sub") else { return nil }
+                self = .transferSub
+            case 14:
+                guard matches("email_verified") else { return nil }
+                self = .emailVerified
+            case 15:
+                guard matches("nonce_supported") else { return nil }
+                self = .nonceSupported
+            case 16:
+                if matches("is_private_email") {
+                    self = .isPrivateEmail
+                } else if matches("real_user_status") {
+                    self = .realUserStatus
+                } else {
+                    return nil
+                }
             default: return nil
+            }
+        }
+
+        var name: String {
+            switch self {
+            case .iss: "iss"
+            case .aud: "aud"
+            case .sub: "sub"
+            case .iat: "iat"
+            case .exp: "exp"
+            case .nbf: "nbf"
+            case .nonce: "nonce"
+            case .email: "email"
+            case .emailVerified: "email_verified"
+            case .isPrivateEmail: "is_private_email"
+            case .nonceSupported: "nonce_supported"
+            case .realUserStatus: "real_user_status"
+            case .transferSub: "transfer_sub"
+            case .authTime: "auth_time"
+            case .orgID: "org_id"
+            case .cHash: "c_hash"
+            case .atHash: "at_hash"
             }
         }
     }
@@ -313,11 +385,16 @@ private struct RawClaims {
         if self.problem == nil { self.problem = problem }
     }
 
-    private mutating func read(_ name: String, _ reader: inout JWSJSONReader, seen: inout UInt32) throws(JWSJSONError) {
-        guard let claim = Claim(name) else {
+    private mutating func read(
+        _ rawName: UnsafeBufferPointer<UInt8>,
+        _ reader: inout JWSJSONReader,
+        seen: inout UInt32
+    ) throws(JWSJSONError) {
+        guard let claim = Claim(rawName) else {
             try reader.skipValue()
             return
         }
+        let name = claim.name
         let bit: UInt32 = 1 << claim.rawValue
         if seen & bit != 0 { note("claim \(name) appears more than once") }
         seen |= bit

@@ -23,29 +23,38 @@ public struct JWSCompact: Sendable {
             throw JWSError("token is \(utf8.count) bytes long; at most \(maximumLength) are accepted")
         }
         let bytes = Array(utf8)
-        var dots: [Int] = []
-        for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: ".") {
-            dots.append(index)
-            if dots.count > 2 { break }
+        var first = -1
+        var second = -1
+        var extra = false
+        for index in bytes.indices where bytes[index] == UInt8(ascii: ".") {
+            if first < 0 {
+                first = index
+            } else if second < 0 {
+                second = index
+            } else {
+                extra = true
+                break
+            }
         }
-        guard dots.count == 2 else {
-            throw JWSError(
-                dots.count > 2
-                    ? "token has more than three dot-separated parts (an encrypted JWE is not accepted)"
-                    : "token has \(dots.count + 1) dot-separated part\(dots.isEmpty ? "" : "s"); a JWS has three"
-            )
+        guard !extra else {
+            throw JWSError("token has more than three dot-separated parts (an encrypted JWE is not accepted)")
         }
-        let (first, second) = (dots[0], dots[1])
+        guard second >= 0 else {
+            throw JWSError("token has \(first < 0 ? "one part" : "two parts"); a JWS has three, separated by dots")
+        }
         guard first > 0 else { throw JWSError("token's header part is empty") }
         guard second > first + 1 else { throw JWSError("token's payload part is empty") }
         guard second < bytes.count - 1 else { throw JWSError("token's signature part is empty") }
-        guard let header = Self.decode(bytes[..<first]) else { throw JWSError("token's header is not base64url") }
-        guard let payload = Self.decode(bytes[(first + 1)..<second]) else {
-            throw JWSError("token's payload is not base64url")
+        let decoded = bytes.withUnsafeBufferPointer { buffer in
+            (
+                Self.decode(UnsafeBufferPointer(rebasing: buffer[..<first])),
+                Self.decode(UnsafeBufferPointer(rebasing: buffer[(first + 1)..<second])),
+                Self.decode(UnsafeBufferPointer(rebasing: buffer[(second + 1)...]))
+            )
         }
-        guard let signature = Self.decode(bytes[(second + 1)...]) else {
-            throw JWSError("token's signature is not base64url")
-        }
+        guard let header = decoded.0 else { throw JWSError("token's header is not base64url") }
+        guard let payload = decoded.1 else { throw JWSError("token's payload is not base64url") }
+        guard let signature = decoded.2 else { throw JWSError("token's signature is not base64url") }
         self.bytes = bytes
         self.signingInputEnd = second
         self.header = header
@@ -76,44 +85,52 @@ public struct JWSCompact: Sendable {
     }()
 
     /// Strict, canonical base64url without padding. `Base64URL.decode` goes through Foundation and
-    /// re-encodes to check canonicity; this runs on every token, so it decodes in one pass and
-    /// checks the unused low bits of the last symbol instead.
-    static func decode(_ text: ArraySlice<UInt8>) -> [UInt8]? {
+    /// re-encodes to check canonicity; this runs on every token, so it decodes in one pass into
+    /// uninitialized storage and checks the unused low bits of the last symbol instead.
+    static func decode(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         let remainder = text.count % 4
         guard remainder != 1 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(text.count / 4 * 3 + 2)
-        return alphabet.withUnsafeBufferPointer { table -> [UInt8]? in
-            var index = text.startIndex
-            let fullEnd = text.endIndex - remainder
-            while index < fullEnd {
-                let a = table[Int(text[index])]
-                let b = table[Int(text[index + 1])]
-                let c = table[Int(text[index + 2])]
-                let d = table[Int(text[index + 3])]
-                guard (a | b | c | d) & 0xC0 == 0 else { return nil }
-                let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
-                out.append(UInt8(truncatingIfNeeded: group >> 16))
-                out.append(UInt8(truncatingIfNeeded: group >> 8))
-                out.append(UInt8(truncatingIfNeeded: group))
-                index += 4
+        let groups = text.count / 4
+        let outputCount = groups * 3 + (remainder == 0 ? 0 : remainder - 1)
+        var valid = true
+        let output = alphabet.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+                var bad: UInt8 = 0
+                var input = 0
+                var output = 0
+                for _ in 0..<groups {
+                    let a = table[Int(text[input])]
+                    let b = table[Int(text[input + 1])]
+                    let c = table[Int(text[input + 2])]
+                    let d = table[Int(text[input + 3])]
+                    bad |= a | b | c | d
+                    let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[output] = UInt8(truncatingIfNeeded: group >> 16)
+                    out[output + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    out[output + 2] = UInt8(truncatingIfNeeded: group)
+                    input += 4
+                    output += 3
+                }
+                switch remainder {
+                case 2:
+                    let a = table[Int(text[input])]
+                    let b = table[Int(text[input + 1])]
+                    bad |= a | b | (b & 0x0F == 0 ? 0 : 0xFF)
+                    out[output] = a << 2 | b >> 4
+                case 3:
+                    let a = table[Int(text[input])]
+                    let b = table[Int(text[input + 1])]
+                    let c = table[Int(text[input + 2])]
+                    bad |= a | b | c | (c & 0x03 == 0 ? 0 : 0xFF)
+                    out[output] = a << 2 | b >> 4
+                    out[output + 1] = b << 4 | c >> 2
+                default: break
+                }
+                // Every byte was written (garbage on failure, which is then discarded).
+                initialized = outputCount
+                valid = bad & 0xC0 == 0
             }
-            switch remainder {
-            case 2:
-                let a = table[Int(text[index])]
-                let b = table[Int(text[index + 1])]
-                guard (a | b) & 0xC0 == 0, b & 0x0F == 0 else { return nil }
-                out.append(a << 2 | b >> 4)
-            case 3:
-                let a = table[Int(text[index])]
-                let b = table[Int(text[index + 1])]
-                let c = table[Int(text[index + 2])]
-                guard (a | b | c) & 0xC0 == 0, c & 0x03 == 0 else { return nil }
-                out.append(a << 2 | b >> 4)
-                out.append(b << 4 | c >> 2)
-            default: break
-            }
-            return out
         }
+        return valid ? output : nil
     }
 }

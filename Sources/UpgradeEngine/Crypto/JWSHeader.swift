@@ -24,11 +24,21 @@ public struct JWSHeader: Sendable, Equatable {
         do {
             try bytes.withUnsafeBufferPointer { buffer throws(JWSJSONError) in
                 var reader = JWSJSONReader(buffer)
-                var seen: Set<String> = []
+                // Duplicates matter only for the members we act on; a bit each is enough.
+                var seen: UInt8 = 0
                 try reader.readObject { key, reader throws(JWSJSONError) in
-                    guard seen.insert(key).inserted else {
+                    let bit: UInt8 =
+                        switch key {
+                        case "alg": 1
+                        case "kid": 2
+                        case "typ": 4
+                        case "crit": 8
+                        default: 0
+                        }
+                    guard seen & bit == 0 else {
                         throw JWSJSONError(offset: reader.index, message: "duplicate member \(key)")
                     }
+                    seen |= bit
                     switch key {
                     case "alg", "kid", "typ":
                         guard try reader.peekKind() == .string else {

@@ -55,6 +55,16 @@ struct JWSJSONReader {
     mutating func readObject(
         _ member: (String, inout JWSJSONReader) throws(JWSJSONError) -> Void
     ) throws(JWSJSONError) {
+        try readObjectRawKeys { key, reader throws(JWSJSONError) in
+            try member(String(decoding: key, as: UTF8.self), &reader)
+        }
+    }
+
+    /// Like `readObject`, but hands over each name as its (unescaped, valid UTF-8) bytes, valid only
+    /// during the call: matching names byte-wise spares a `String` per member on the hot path.
+    mutating func readObjectRawKeys(
+        _ member: (UnsafeBufferPointer<UInt8>, inout JWSJSONReader) throws(JWSJSONError) -> Void
+    ) throws(JWSJSONError) {
         try expect(UInt8(ascii: "{"))
         depth += 1
         guard depth <= Self.maximumDepth else { throw fail("nesting deeper than \(Self.maximumDepth)") }
@@ -65,9 +75,14 @@ struct JWSJSONReader {
         }
         while true {
             guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-            let key = try readString()
-            try expect(UInt8(ascii: ":"))
-            try member(key, &self)
+            if let raw = try readPlainString() {
+                try expect(UInt8(ascii: ":"))
+                try member(raw, &self)
+            } else {
+                let key = Array(try readString().utf8)
+                try expect(UInt8(ascii: ":"))
+                try key.withUnsafeBufferPointer { key throws(JWSJSONError) in try member(key, &self) }
+            }
             switch try peek() {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "}"):
@@ -77,6 +92,31 @@ struct JWSJSONReader {
             default: throw fail("expected ',' or '}'")
             }
         }
+    }
+
+    /// A string without escapes, as its bytes in the input (checked like `readString`); nil, with
+    /// nothing consumed, when it contains an escape.
+    private mutating func readPlainString() throws(JWSJSONError) -> UnsafeBufferPointer<UInt8>? {
+        let quote = index
+        index += 1
+        var union: UInt8 = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let raw = UnsafeBufferPointer(rebasing: bytes[(quote + 1)..<index])
+                guard union < 0x80 || Self.isValidUTF8(raw) else { throw fail("invalid UTF-8 in a string") }
+                index += 1
+                return raw
+            }
+            if byte == UInt8(ascii: "\\") {
+                index = quote
+                return nil
+            }
+            if byte < 0x20 { throw fail("unescaped control character in a string") }
+            union |= byte
+            index += 1
+        }
+        throw fail("unterminated string")
     }
 
     mutating func readArray(_ element: (inout JWSJSONReader) throws(JWSJSONError) -> Void) throws(JWSJSONError) {
@@ -235,17 +275,20 @@ struct JWSJSONReader {
     mutating func readString() throws(JWSJSONError) -> String {
         try expect(UInt8(ascii: "\""))
         let start = index
-        // Fast path: no escapes, which is every string in a real token.
+        // Fast path: no escapes, which is every string in a real token; pure ASCII needs no
+        // UTF-8 validation.
+        var union: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let raw = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                guard Self.isValidUTF8(raw) else { throw fail("invalid UTF-8 in a string") }
+                guard union < 0x80 || Self.isValidUTF8(raw) else { throw fail("invalid UTF-8 in a string") }
                 index += 1
                 return String(decoding: raw, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("unescaped control character in a string") }
+            union |= byte
             index += 1
         }
         var decoded = Array(bytes[start..<index])
