@@ -4,7 +4,8 @@ import Foundation
 enum CommandRegistry {
     static var all: [any CLICommand.Type] {
         [
-            HelpCommand.self
+            HelpCommand.self,
+            TokenVerifyCommand.self,
         ]
     }
 }
