@@ -57,3 +57,7 @@ let commitRate = try measure(batch: 16) {
     }
 }
 report("SQLite commit (one audit row, WAL, synchronous=NORMAL)", commitRate)
+
+// MARK: Identity tokens
+
+try benchmarkIdentityTokens()

@@ -41,4 +41,12 @@ static inline const char *copenssl_param_rsa_bits(void) { return OSSL_PKEY_PARAM
 static inline EVP_PKEY *copenssl_rsa_generate(unsigned int bits) { return EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)bits); }
 // EC key generation on a named curve, same reason.
 static inline EVP_PKEY *copenssl_ec_generate(const char *curve) { return EVP_PKEY_Q_keygen(NULL, NULL, "EC", curve); }
+
+// ---- Apple identity tokens, client secrets and the emulator (RS256 / ES256) ----
+// Names that OpenSSL may keep as pointers (EVP_PKEY_CTX_new_from_name stores its key-type name), so they
+// come from static C storage too.
+static inline const char *copenssl_name_rsa(void) { return "RSA"; }
+static inline const char *copenssl_name_ec(void) { return "EC"; }
+static inline const char *copenssl_name_sha256(void) { return "SHA256"; }
+static inline const char *copenssl_curve_p256(void) { return "prime256v1"; }
 #endif

@@ -63,6 +63,26 @@ struct ArgumentReader {
         return found
     }
 
+    /// Every `--name VALUE` / `--name=VALUE`, in order; empty when absent. For options that may repeat.
+    mutating func repeatedOption(_ name: String) throws -> [String] {
+        var values: [String] = []
+        var index = 0
+        while index < remaining.count {
+            let argument = remaining[index]
+            if argument == name {
+                guard index + 1 < remaining.count else { throw UsageError("\(name) needs a value") }
+                values.append(remaining[index + 1])
+                remaining.removeSubrange(index...(index + 1))
+            } else if argument.hasPrefix(name + "=") {
+                values.append(String(argument.dropFirst(name.count + 1)))
+                remaining.remove(at: index)
+            } else {
+                index += 1
+            }
+        }
+        return values
+    }
+
     mutating func requiredOption(_ name: String) throws -> String {
         guard let value = try option(name) else { throw UsageError("missing required option \(name)") }
         return value

@@ -1,0 +1,33 @@
+import UpgradeEngine
+
+/// Identity-token verification against the RS256 verification it wraps (same key, same signing
+/// input): the parsing and claim checks around the signature should cost little next to it.
+func benchmarkIdentityTokens() throws {
+    let key = try RSAPrivateKey(generatingBits: 2048)
+    let now: Int64 = 1_760_000_000
+    let claims = JWSJSON.object([
+        "iss": .string("https://appleid.apple.com"), "aud": .string("com.example.siwa-upgrade"),
+        "exp": .integer(now + 600), "iat": .integer(now - 30),
+        "sub": .string("001234.0123456789abcdef0123456789abcdef.1234"), "nonce": .string(SecureRandom.token()),
+        "c_hash": .string("9x8RgkcwXTThkHwbCnKW1A"), "email": .string("k2x9q7m4pd@privaterelay.appleid.com"),
+        "email_verified": .string("true"), "is_private_email": .string("true"), "auth_time": .integer(now - 31),
+        "nonce_supported": .bool(true), "real_user_status": .integer(2),
+    ])
+    let header = JWSJSON.object(["kid": .string("Wq7kT2r"), "alg": .string("RS256")])
+    let token = JWSCompact.sign(header: header, payload: claims.serialized()) { key.signRS256($0) }
+    let nonce = claims["nonce"]!.stringValue!
+    let verifier = IdentityTokenVerifier(
+        keys: try JWKSet(keys: [("Wq7kT2r", key.publicKey)]),
+        policy: try IdentityTokenPolicy(allowedAudiences: ["com.example.siwa-upgrade"])
+    )
+    let parts = try JWSCompact(parsing: token, maximumLength: 8192)
+    let signingInput = Array(parts.signingInput)
+    let signature = parts.signature
+    precondition(key.publicKey.verify(signature: signature, message: signingInput))
+    precondition((try? verifier.verify(token, expectedNonce: nonce, now: now)) != nil)
+
+    let rawRate = measure(2) { _ = key.publicKey.verify(signature: signature, message: signingInput) }
+    report("RS256 verify (\(signingInput.count)-byte signing input)", rawRate)
+    let tokenRate = measure(2) { _ = try? verifier.verify(token, expectedNonce: nonce, now: now) }
+    report("identity token verify (\(token.utf8.count) bytes)", tokenRate, relativeTo: ("RS256 verify", rawRate))
+}

@@ -1,0 +1,65 @@
+import Testing
+
+@testable import UpgradeEngine
+
+/// The strict JSON reader that identity-token headers, claims and JWK sets go through.
+@Suite("Identity token JSON")
+struct IdentityTokenJSONTests {
+    static func parse(_ text: String) throws -> JWSJSON {
+        try JWSJSON.parse(Array(text.utf8))
+    }
+
+    @Test("values")
+    func values() throws {
+        #expect(
+            try Self.parse(#" {"a" : [1, -2, 3.5, 1e3, true, false, null, "x"]} "#)
+                == .object([
+                    "a": .array([
+                        .integer(1), .integer(-2), .double(3.5), .double(1000), .bool(true), .bool(false), .null,
+                        .string("x"),
+                    ])
+                ])
+        )
+        #expect(try Self.parse("-9223372036854775808") == .integer(.min))
+        #expect(try Self.parse("9223372036854775808") == .double(9_223_372_036_854_775_808))
+        #expect(try Self.parse("0") == .integer(0))
+        #expect(try Self.parse("-0") == .integer(0))
+        #expect(try Self.parse(#""\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#) == .string("\"\\/\u{8}\u{c}\n\r\té😀"))
+        #expect(try Self.parse(#""é""#) == .string("é"))
+        #expect(try Self.parse("{}") == .object([]))
+        #expect(try Self.parse("[]") == .array([]))
+    }
+
+    @Test(
+        "refusals",
+        arguments: [
+            "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "01", "1.", ".5", "1e", "+1", "-", "NaN",
+            "tru", "nul", "\"abc", "\"a\u{1}b\"", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",
+            "\"\\ud800\\u0041\"", "{\"a\":1,\"a\":2}", "1 2", "[1]x", "1e999",
+            String(repeating: "[", count: 40) + String(repeating: "]", count: 40),
+        ]
+    )
+    func refusals(text: String) {
+        #expect(throws: JWSJSONError.self, "\(text.debugDescription)") { try Self.parse(text) }
+    }
+
+    @Test(
+        "invalid UTF-8 is refused",
+        arguments: [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF], [0xE2, 0x82]]
+    )
+    func invalidUTF8(bytes: [UInt8]) {
+        #expect(throws: JWSJSONError.self) { try JWSJSON.parse([UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")]) }
+    }
+
+    @Test("serialization round-trips and escapes what JSON requires")
+    func serialization() throws {
+        let value = JWSJSON.object([
+            "s": .string("a\"b\\c\n\u{1}/é"), "n": .integer(-5), "d": .double(0.5), "b": .bool(true), "z": .null,
+            "a": .array([.integer(1), .string("")]),
+        ])
+        let text = value.serializedString
+        #expect(text == #"{"s":"a\"b\\c\n\u0001/é","n":-5,"d":0.5,"b":true,"z":null,"a":[1,""]}"#)
+        #expect(try JWSJSON.parse(value.serialized()) == value)
+        #expect(JWSJSON.object(["a": nil, "b": .integer(1)]).serializedString == #"{"b":1}"#)
+    }
+}
