@@ -8,6 +8,8 @@ enum CommandRegistry {
             DatabaseMigrateCommand.self,
             DatabaseStatusCommand.self,
             TokenVerifyCommand.self,
+            AccountsAddCommand.self,
+            AccountsShowCommand.self,
         ]
     }
 }

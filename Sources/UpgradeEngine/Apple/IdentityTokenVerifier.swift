@@ -41,6 +41,30 @@ public struct IdentityTokenVerifier: Sendable {
     ) throws(IdentityTokenError)
         -> AppleIdentityClaims
     {
+        try verify(token, nonce: expectedNonce.map { .exact($0) }, now: now)
+    }
+
+    /// How the issued nonce is known: the value itself, or (what the upgrade service stores) the
+    /// lowercase hex SHA-256 of it. Either way the claim must be present and match in constant time.
+    public enum NonceExpectation: Sendable {
+        case exact(String)
+        case sha256Hex(String)
+
+        func matches(_ claim: String) -> Bool {
+            switch self {
+            case .exact(let expected): ConstantTime.equals(claim.utf8, expected.utf8)
+            case .sha256Hex(let digest): ConstantTime.equals(Digest.sha256(claim).hexString.utf8, digest.utf8)
+            }
+        }
+    }
+
+    public func verify(
+        _ token: String,
+        nonce expectedNonce: NonceExpectation?,
+        now: Int64
+    ) throws(IdentityTokenError)
+        -> AppleIdentityClaims
+    {
         let jws: JWSCompact
         do {
             jws = try JWSCompact(parsing: token, maximumLength: policy.maxTokenLength)
@@ -85,7 +109,7 @@ public struct IdentityTokenVerifier: Sendable {
 
     private func check(
         _ raw: RawClaims,
-        expectedNonce: String?,
+        expectedNonce: NonceExpectation?,
         now: Int64
     ) throws(IdentityTokenError)
         -> AppleIdentityClaims
@@ -155,7 +179,7 @@ public struct IdentityTokenVerifier: Sendable {
                     "identity token has no nonce claim, but a nonce was issued for this sign-in"
                 )
             }
-            guard ConstantTime.equals(nonce.utf8, expectedNonce.utf8) else {
+            guard expectedNonce.matches(nonce) else {
                 throw IdentityTokenError(.nonceMismatch, "identity token nonce does not match the nonce issued")
             }
         }
@@ -507,5 +531,15 @@ private struct RawClaims {
             try reader.skipValue()
             return nil
         }
+    }
+}
+
+extension IdentityTokenVerifier: IdentityTokenVerifying {
+    public func verifyIdentityToken(
+        _ token: String,
+        nonce: NonceExpectation?,
+        now: Int64
+    ) async throws(IdentityTokenError) -> AppleIdentityClaims {
+        try verify(token, nonce: nonce, now: now)
     }
 }

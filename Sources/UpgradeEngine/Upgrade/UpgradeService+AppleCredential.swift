@@ -1,0 +1,335 @@
+import Foundation
+
+extension UpgradeService {
+    /// Apple's credential as the extension received it.
+    public struct AppleCredential: Sendable {
+        public var identityToken: String
+        public var authorizationCode: String
+        /// The `state` we issued, echoed back by Apple's request.
+        public var state: String
+        /// Apple's user identifier as the device saw it; if given it must equal the token's `sub`.
+        public var user: String?
+
+        public init(identityToken: String, authorizationCode: String, state: String, user: String? = nil) {
+            self.identityToken = identityToken
+            self.authorizationCode = authorizationCode
+            self.state = state
+            self.user = user
+        }
+    }
+
+    /// `POST /v1/upgrades/{id}/apple-credential`: verifies the credential, claims the upgrade by moving
+    /// it to `converting` (only one racing request can), exchanges the code with Apple, and converts the
+    /// account in one transaction. A retry of a completed upgrade with the same `state` returns the same
+    /// answer and changes nothing.
+    public func submitAppleCredential(
+        id: String,
+        _ credential: AppleCredential,
+        now: Int64
+    ) async throws(UpgradeFailure)
+        -> UpgradeAnswer
+    {
+        try Self.require(credential.identityToken, "identityToken", maxBytes: Self.maxIdentityTokenBytes)
+        try Self.require(credential.authorizationCode, "authorizationCode", maxBytes: Self.maxAuthorizationCodeBytes)
+        try Self.require(credential.state, "state", maxBytes: Self.maxStateBytes)
+        if let user = credential.user { try Self.require(user, "user", maxBytes: 256) }
+
+        let record = try load(id)
+        var machine = try restore(record)
+        let stateMatches =
+            record.stateHash.map {
+                ConstantTime.equals(Self.hashOneTimeValue(credential.state), $0)
+            } ?? false
+
+        switch machine.status {
+        case .completed:
+            // The extension's retry: same state, same answer, nothing changes.
+            guard stateMatches else {
+                throw UpgradeFailure(
+                    .stateMismatch,
+                    Self.message(for: .stateMismatch),
+                    upgradeID: id,
+                    status: .completed
+                )
+            }
+            return answer(machine, id: id, accountID: record.accountID)
+        case .converting:
+            return try await awaitConversion(id: id, state: credential.state)
+        default:
+            break
+        }
+        if machine.hasExpired(now: now) {
+            throw try commitRejection(.deadlinePassed, detail: [:], record: record, machine: &machine, now: now)
+        }
+        guard machine.status == .awaitingAppleCredential else {
+            let refusal = TransitionError.notAllowed(state: machine.status.rawValue, event: "appleCredentialEvaluated")
+            throw failure(for: refusal, machine: machine, id: id)
+        }
+
+        // Checks in order of cost; the first that fails ends the upgrade (design §4).
+        let verdict = await evaluate(credential, record: record, stateMatches: stateMatches, now: now)
+        let claims: AppleIdentityClaims
+        switch verdict {
+        case .rejected(let reason, let detail):
+            let event = UpgradeEvent.appleCredentialEvaluated(.rejected(reason: reason))
+            throw try commitRejection(event, detail: detail, record: record, machine: &machine, now: now)
+        case .verified(let verified):
+            claims = verified
+        }
+
+        // Claim the upgrade: persist `converting` guarded by the version we read. A concurrent request
+        // with the same credential loses here and waits for this one's result instead of reaching Apple.
+        let claimed: UpgradeSessionRecord
+        do {
+            claimed = try commit(
+                .appleCredentialEvaluated(.verified(sub: claims.subject)),
+                detail: ["sub": claims.subject],
+                record: record,
+                machine: &machine,
+                now: now
+            ).record
+        } catch let failure where failure.kind == .inProgress {
+            return try await awaitConversion(id: id, state: credential.state)
+        }
+
+        // The code's client must be the token's audience (facts §2.1).
+        let tokens: AppleTokenResponse
+        do {
+            tokens = try await apple.exchangeAuthorizationCode(credential.authorizationCode, clientID: claims.audience)
+        } catch {
+            let kind: UpgradeFailure.Kind =
+                [.invalidGrant, .invalidRequest].contains(error.code) ? .invalidAuthorizationCode : .appleUnavailable
+            var converting = machine
+            _ = try? commit(
+                .conversionFailed(.appleExchangeFailed),
+                detail: ["apple": error.code.rawValue],
+                record: claimed,
+                machine: &converting,
+                now: now
+            )
+            throw UpgradeFailure(
+                kind,
+                kind == .invalidAuthorizationCode
+                    ? "Apple refused the authorization code (\(error.code)); it may be expired, used, or for another client"
+                    : "Apple could not exchange the authorization code (\(error.code)); start a new upgrade",
+                upgradeID: id,
+                status: .failed
+            )
+        }
+
+        return try convert(claimed, machine: machine, claims: claims, tokens: tokens, now: now)
+    }
+
+    enum CredentialVerdict {
+        case verified(AppleIdentityClaims)
+        case rejected(UpgradeEvent.AppleCredentialRejection, detail: [String: String])
+    }
+
+    private func evaluate(
+        _ credential: AppleCredential,
+        record: UpgradeSessionRecord,
+        stateMatches: Bool,
+        now: Int64
+    ) async -> CredentialVerdict {
+        guard stateMatches else { return .rejected(.stateMismatch, detail: [:]) }
+        guard let nonceHash = record.nonceHash else {
+            return .rejected(.nonceMismatch, detail: ["nonce": "not-issued"])
+        }
+        let claims: AppleIdentityClaims
+        do {
+            claims = try await identityTokens.verifyIdentityToken(
+                credential.identityToken,
+                nonce: .sha256Hex(nonceHash),
+                now: now
+            )
+        } catch  where error.code == .nonceMissing || error.code == .nonceMismatch {
+            // We always issue a nonce, so a token without one fails whatever `nonce_supported` says.
+            return .rejected(.nonceMismatch, detail: ["token": "\(error.code)"])
+        } catch {
+            return .rejected(.invalidIdentityToken, detail: ["token": "\(error.code)"])
+        }
+        if let user = credential.user, !ConstantTime.equals(user, claims.subject) {
+            return .rejected(.invalidIdentityToken, detail: ["token": "user-does-not-match-sub"])
+        }
+        do {
+            let (account, existing) = try store.read { tx in
+                (try record.accountID.flatMap { try tx.account(id: $0) }, try tx.appleLink(sub: claims.subject))
+            }
+            if let existing, existing.accountID != record.accountID {
+                return .rejected(.subConflict, detail: ["sub": claims.subject])
+            }
+            guard let account, account.credentialKind == .password else { return .rejected(.notEligible, detail: [:]) }
+        } catch {
+            return .rejected(.notEligible, detail: ["storage": "unavailable"])
+        }
+        return .verified(claims)
+    }
+
+    /// The conversion transaction: completed state, Apple link, password deleted, account Apple-only,
+    /// refresh token sealed, audit rows. Any failure rolls all of it back.
+    private func convert(
+        _ claimed: UpgradeSessionRecord,
+        machine: UpgradeStateMachine,
+        claims: AppleIdentityClaims,
+        tokens: AppleTokenResponse,
+        now: Int64
+    ) throws(UpgradeFailure) -> UpgradeAnswer {
+        var machine = machine
+        let transition: UpgradeTransition
+        do {
+            transition = try machine.apply(.authorizationCodeExchanged, now: now)
+        } catch {
+            throw failure(for: error, machine: machine, id: claimed.id)
+        }
+        guard let accountID = claimed.accountID else {
+            throw UpgradeFailure(.internalError, "the upgrade has no account")
+        }
+        let refreshCiphertext = tokens.refreshToken.map {
+            secrets.seal(Array($0.utf8), context: Self.refreshTokenContext(accountID: accountID))
+        }
+        var next = updated(claimed, machine, now: now)
+        next.linkedSub = claims.subject
+        // The state and nonce are single use: forget their hashes... except the state's, which lets the
+        // extension's retry of this call be recognised and answered idempotently.
+        next.nonceHash = nil
+        do {
+            try store.write { tx in
+                guard let account = try tx.account(id: accountID), account.credentialKind == .password else {
+                    throw UpgradeFailure(.notEligible, Self.message(for: .notEligible))
+                }
+                try tx.updateUpgradeSession(next, expectedVersion: claimed.version)
+                try tx.insertAppleLink(
+                    AppleLinkRecord(
+                        accountID: accountID,
+                        sub: claims.subject,
+                        teamID: configuration.appleTeamID,
+                        clientID: claims.audience,
+                        email: claims.email,
+                        isPrivateEmail: claims.isPrivateEmail,
+                        refreshTokenCiphertext: refreshCiphertext,
+                        status: .linked,
+                        linkedAt: now,
+                        updatedAt: now
+                    )
+                )
+                try tx.deletePasswordCredential(accountID: accountID)
+                try tx.updateAccountCredentialKind(
+                    id: accountID,
+                    kind: .appleOnly,
+                    expectedVersion: account.version,
+                    now: now
+                )
+                try tx.appendAudit(Self.audit(transition, record: claimed, now: now, detail: ["sub": claims.subject]))
+                try tx.appendAudit(
+                    AuditEvent(
+                        at: now,
+                        accountID: accountID,
+                        upgradeID: claimed.id,
+                        event: "account.convertedToApple",
+                        fromStatus: CredentialKind.password.rawValue,
+                        toStatus: CredentialKind.appleOnly.rawValue,
+                        detail: ["sub": claims.subject, "clientId": claims.audience, "passwordDeleted": "true"]
+                    )
+                )
+            }
+        } catch {
+            let reason: UpgradeEvent.ConversionFailure
+            if let storage = error as? StorageError, storage.code == .uniqueViolation {
+                reason = .subConflict
+            } else if let failure = error as? UpgradeFailure, failure.kind == .notEligible {
+                reason = .notEligible
+            } else {
+                throw Self.storageFailure(error)
+            }
+            // The link did not happen. The refresh token is dropped, not revoked: revoking ends the Apple
+            // user's authorization for the whole app, which would sign out the account that owns the sub.
+            var converting = try restore(claimed)
+            throw try commitRejection(
+                .conversionFailed(reason),
+                detail: [:],
+                record: claimed,
+                machine: &converting,
+                now: now
+            )
+        }
+        return answer(machine, id: claimed.id, accountID: accountID)
+    }
+
+    /// A request that lost the race to the converting one waits, bounded, for its outcome.
+    private func awaitConversion(id: String, state: String) async throws(UpgradeFailure) -> UpgradeAnswer {
+        let deadline =
+            DispatchTime.now().uptimeNanoseconds + UInt64(configuration.convertingWaitMilliseconds) * 1_000_000
+        while DispatchTime.now().uptimeNanoseconds < deadline {
+            let record = try load(id)
+            let machine = try restore(record)
+            switch machine.status {
+            case .converting:
+                try? await Task.sleep(nanoseconds: 20_000_000)
+            case .completed:
+                let matches = record.stateHash.map { ConstantTime.equals(Self.hashOneTimeValue(state), $0) } ?? false
+                guard matches else {
+                    throw UpgradeFailure(
+                        .stateMismatch,
+                        Self.message(for: .stateMismatch),
+                        upgradeID: id,
+                        status: .completed
+                    )
+                }
+                return answer(machine, id: id, accountID: record.accountID)
+            default:
+                throw failure(for: machine, id: id, problem: nil)
+            }
+        }
+        throw UpgradeFailure(
+            .inProgress,
+            "another request is converting this upgrade; retry shortly for its result",
+            upgradeID: id,
+            status: .converting
+        )
+    }
+
+    /// Applies one event and persists the new state with its audit row, guarded by `record.version`.
+    /// A lost race (the version moved) throws `inProgress`; a refused event throws its failure.
+    func commit(
+        _ event: UpgradeEvent,
+        detail: [String: String],
+        record: UpgradeSessionRecord,
+        machine: inout UpgradeStateMachine,
+        now: Int64
+    ) throws(UpgradeFailure) -> (record: UpgradeSessionRecord, transition: UpgradeTransition) {
+        let transition: UpgradeTransition
+        do {
+            transition = try machine.apply(event, now: now)
+        } catch {
+            throw failure(for: error, machine: machine, id: record.id)
+        }
+        var next = updated(record, machine, now: now)
+        if machine.status.isTerminal {
+            next.nonceHash = nil
+        }
+        do {
+            try store.write { tx in
+                try tx.updateUpgradeSession(next, expectedVersion: record.version)
+                try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
+            }
+        } catch let error as StorageError where error.code == .versionConflict {
+            throw UpgradeFailure(.inProgress, "another request changed this upgrade", upgradeID: record.id)
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        next.version = record.version + 1
+        return (next, transition)
+    }
+
+    /// Commits an event that ends in a failure and returns the failure the client sees.
+    func commitRejection(
+        _ event: UpgradeEvent,
+        detail: [String: String],
+        record: UpgradeSessionRecord,
+        machine: inout UpgradeStateMachine,
+        now: Int64
+    ) throws(UpgradeFailure) -> UpgradeFailure {
+        let (_, transition) = try commit(event, detail: detail, record: record, machine: &machine, now: now)
+        return failure(for: machine, id: record.id, problem: transition.problem)
+    }
+}

@@ -1,0 +1,128 @@
+extension UpgradeService {
+    /// `POST /v1/upgrades`: evaluates the existing password. Answers `success` with a state and nonce,
+    /// `twoFactorAuthRequired`, or throws a failure. A wrong password and an unknown username cost the
+    /// same and look the same; both count against the username as typed.
+    public func start(
+        username: String,
+        password: String,
+        serviceIdentifier: String,
+        now: Int64
+    ) async throws(UpgradeFailure) -> UpgradeAnswer {
+        try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
+        try Self.require(password, "password", maxBytes: Self.maxPasswordBytes)
+        try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
+        let usernameKey = AccountRecord.normalize(username: username)
+        guard !usernameKey.isEmpty else { throw UpgradeFailure(.validation, "username is required") }
+
+        struct Snapshot {
+            var throttle: ThrottleRecord?
+            var account: AccountRecord?
+            var credential: PasswordCredentialRecord?
+            var hasSecondFactor = false
+        }
+        let snapshot: Snapshot
+        do {
+            snapshot = try store.read { tx in
+                var snapshot = Snapshot(throttle: try tx.throttle(usernameKey: usernameKey))
+                snapshot.account = try tx.account(username: usernameKey)
+                if let account = snapshot.account {
+                    snapshot.credential = try tx.passwordCredential(accountID: account.id)
+                    snapshot.hasSecondFactor = try tx.totpEnrollment(accountID: account.id) != nil
+                }
+                return snapshot
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+
+        // Throttled usernames are refused before any hash is computed, and without counting, so a
+        // throttled client cannot extend its own lock (LockoutPolicy).
+        var outcome: UpgradeEvent.PasswordOutcome
+        var retryAfter: Int64?
+        var auditDetail: [String: String] = [:]
+        let decision = configuration.lockout.decision(
+            failures: snapshot.throttle?.failures ?? 0,
+            lastFailureAt: snapshot.throttle?.lastFailureAt ?? 0,
+            now: now
+        )
+        switch decision {
+        case .locked(let until), .delayed(let until):
+            outcome = .rejected(reason: .locked)
+            retryAfter = max(1, until - now)
+        case .allowed:
+            if let account = snapshot.account, let credential = snapshot.credential, account.credentialKind == .password
+            {
+                do {
+                    let matches = try passwords.verify(password: password, encodedHash: credential.hash)
+                    outcome =
+                        matches
+                        ? .accepted(secondFactor: snapshot.hasSecondFactor) : .rejected(reason: .invalidCredentials)
+                } catch {
+                    // A stored hash we cannot check (unknown format, cost out of bounds) is an operator
+                    // problem; the client sees the uniform failure and the audit trail says why.
+                    passwords.verifyDummy(password: password)
+                    outcome = .rejected(reason: .invalidCredentials)
+                    auditDetail["hash"] = "\(error.code)"
+                }
+            } else {
+                // Unknown username, or an account without a password: spend the same time as a real check.
+                passwords.verifyDummy(password: password)
+                outcome = .rejected(reason: .invalidCredentials)
+            }
+        }
+
+        var machine = UpgradeStateMachine.start(now: now, policy: configuration.policy)
+        let transition: UpgradeTransition
+        do {
+            transition = try machine.apply(.passwordEvaluated(outcome), now: now)
+        } catch {
+            throw UpgradeFailure(.internalError, "the upgrade could not start")
+        }
+
+        var issued: (state: String, nonce: String)?
+        if transition.effects.contains(.issueStateAndNonce) {
+            issued = (Self.newOneTimeValue(), Self.newOneTimeValue())
+        }
+        let id = Self.newUpgradeID()
+        let accountID = snapshot.account?.id
+        let record = UpgradeSessionRecord(
+            id: id,
+            accountID: accountID,
+            usernameKey: usernameKey,
+            serviceIdentifier: serviceIdentifier,
+            status: machine.status.rawValue,
+            machine: Self.encode(machine),
+            stateHash: issued.map { Self.hashOneTimeValue($0.state) },
+            nonceHash: issued.map { Self.hashOneTimeValue($0.nonce) },
+            linkedSub: nil,
+            createdAt: now,
+            expiresAt: machine.deadline ?? now,
+            updatedAt: now
+        )
+        auditDetail["serviceIdentifier"] = serviceIdentifier
+        do {
+            try store.write { tx in
+                switch outcome {
+                case .accepted: try tx.clearFailures(usernameKey: usernameKey)
+                case .rejected(reason: .invalidCredentials):
+                    _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
+                case .rejected: break
+                }
+                try tx.insertUpgradeSession(record)
+                try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: auditDetail))
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+
+        guard transition.problem == nil else {
+            var failure = self.failure(for: machine, id: id, problem: transition.problem)
+            failure.retryAfter = retryAfter
+            throw failure
+        }
+        var answer = self.answer(machine, id: id)
+        answer.state = issued?.state
+        answer.nonce = issued?.nonce
+        return answer
+    }
+}

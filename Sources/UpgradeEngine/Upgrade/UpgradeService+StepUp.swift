@@ -1,0 +1,144 @@
+extension UpgradeService {
+    /// A step-up code: either a TOTP code or a single-use recovery code.
+    public enum StepUpCode: Sendable {
+        case totp(String)
+        case recoveryCode(String)
+    }
+
+    /// `POST /v1/upgrades/{id}/step-up`. TOTP and recovery-code checks are cheap, so the whole step
+    /// runs inside one write transaction: the code's use (the TOTP step advanced, the recovery code
+    /// marked used), the attempt count and the new state commit together or not at all.
+    public func stepUp(id: String, code: StepUpCode, now: Int64) throws(UpgradeFailure) -> UpgradeAnswer {
+        switch code {
+        case .totp(let value): try Self.require(value, "code", maxBytes: 16)
+        case .recoveryCode(let value): try Self.require(value, "recoveryCode", maxBytes: 64)
+        }
+        _ = try load(id)
+
+        enum Outcome {
+            case answered(UpgradeAnswer, state: String?, nonce: String?)
+            case failed(UpgradeFailure)
+        }
+        let outcome: Outcome
+        do {
+            outcome = try store.write { tx throws -> Outcome in
+                guard let record = try tx.upgradeSession(id: id) else {
+                    return .failed(UpgradeFailure(.notFound, "no upgrade with this id"))
+                }
+                var machine = try restore(record)
+                let event: UpgradeEvent
+                var countsAsFailure = false
+                if machine.hasExpired(now: now) {
+                    event = .deadlinePassed
+                } else if machine.status != .stepUpRequired {
+                    // Nothing to check; let the machine refuse (or replay) without touching the code.
+                    event = .stepUpEvaluated(.rejected(reason: .invalidCode))
+                } else {
+                    let throttle = try tx.throttle(usernameKey: record.usernameKey)
+                    let decision = configuration.lockout.decision(
+                        failures: throttle?.failures ?? 0,
+                        lastFailureAt: throttle?.lastFailureAt ?? 0,
+                        now: now
+                    )
+                    if decision != .allowed {
+                        event = .stepUpEvaluated(.rejected(reason: .locked))
+                    } else if try checkCode(code, accountID: record.accountID, tx: tx, now: now) {
+                        event = .stepUpEvaluated(.accepted)
+                    } else {
+                        event = .stepUpEvaluated(.rejected(reason: .invalidCode))
+                        countsAsFailure = true
+                    }
+                }
+
+                let transition: UpgradeTransition
+                do {
+                    transition = try machine.apply(event, now: now)
+                } catch let error as TransitionError {
+                    return .failed(failure(for: error, machine: machine, id: id))
+                }
+                var next = updated(record, machine, now: now)
+                var issued: (state: String, nonce: String)?
+                if transition.effects.contains(.issueStateAndNonce) {
+                    issued = (Self.newOneTimeValue(), Self.newOneTimeValue())
+                    next.stateHash = issued.map { Self.hashOneTimeValue($0.state) }
+                    next.nonceHash = issued.map { Self.hashOneTimeValue($0.nonce) }
+                }
+                if countsAsFailure {
+                    _ = try tx.recordFailure(usernameKey: record.usernameKey, now: now)
+                } else if case .stepUpEvaluated(.accepted) = event {
+                    try tx.clearFailures(usernameKey: record.usernameKey)
+                }
+                try tx.updateUpgradeSession(next, expectedVersion: record.version)
+                var detail: [String: String] = [:]
+                if case .recoveryCode = code, case .stepUpEvaluated(.accepted) = event {
+                    detail["factor"] = "recoveryCode"
+                }
+                if case .totp = code, case .stepUpEvaluated(.accepted) = event { detail["factor"] = "totp" }
+                try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
+                if let problem = transition.problem {
+                    return .failed(failure(for: machine, id: id, problem: problem))
+                }
+                return .answered(answer(machine, id: id), state: issued?.state, nonce: issued?.nonce)
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        switch outcome {
+        case .failed(let failure):
+            throw failure
+        case .answered(var answer, let state, let nonce):
+            answer.state = state
+            answer.nonce = nonce
+            return answer
+        }
+    }
+
+    /// Checks and consumes a code inside the caller's transaction. A replayed TOTP code, one for a step
+    /// at or before the last accepted one, or a used recovery code is simply wrong.
+    private func checkCode(_ code: StepUpCode, accountID: String?, tx: any StoreTransaction, now: Int64) throws -> Bool
+    {
+        guard let accountID else { return false }
+        switch code {
+        case .recoveryCode(let value):
+            guard RecoveryCodes.isWellFormed(value) else { return false }
+            return try tx.consumeRecoveryCode(accountID: accountID, codeHash: RecoveryCodes.hash(value), now: now)
+        case .totp(let value):
+            guard let enrollment = try tx.totpEnrollment(accountID: accountID) else { return false }
+            let secret: [UInt8]
+            do {
+                secret = try secrets.open(enrollment.secretCiphertext, context: Self.totpContext(accountID: accountID))
+            } catch {
+                throw UpgradeFailure(.internalError, "the second factor could not be checked; nothing changed")
+            }
+            let parameters: TOTPParameters
+            do {
+                parameters = try TOTPParameters(
+                    algorithm: enrollment.algorithm,
+                    digits: enrollment.digits,
+                    period: enrollment.period
+                )
+            } catch {
+                throw UpgradeFailure(.internalError, "the stored second factor has unsupported parameters")
+            }
+            switch TOTP.verify(
+                code: value,
+                secret: secret,
+                parameters: parameters,
+                now: now,
+                lastAcceptedStep: enrollment.lastAcceptedStep
+            ) {
+            case .accepted(let step):
+                // Conditional update: if a concurrent request took this step first, this one loses.
+                return try tx.advanceTOTPStep(accountID: accountID, step: step)
+            case .rejected, .replayed:
+                return false
+            }
+        }
+    }
+
+    /// Sealing context for an account's TOTP secret, so a ciphertext cannot be moved to another account.
+    public static func totpContext(accountID: String) -> String { "totp-secret:\(accountID)" }
+
+    /// Sealing context for an account's Apple refresh token.
+    public static func refreshTokenContext(accountID: String) -> String { "apple-refresh-token:\(accountID)" }
+}

@@ -1,0 +1,187 @@
+import Foundation
+
+/// Drives the upgrade state machine: loads the record, checks credentials, applies the event,
+/// performs the effects, and persists the new state with its audit entry in one transaction
+/// guarded by the record's version. Slow work (password hashing, Apple calls) happens outside
+/// transactions; a request that finds the record changed meanwhile answers from what is stored.
+public final class UpgradeService: Sendable {
+    let store: any UpgradeStore
+    let passwords: PasswordVerifier
+    let secrets: SecretBox
+    let identityTokens: any IdentityTokenVerifying
+    let apple: any AppleTokenExchanging
+    let configuration: UpgradeServiceConfiguration
+
+    public init(
+        store: any UpgradeStore,
+        passwords: PasswordVerifier = PasswordVerifier(),
+        secrets: SecretBox,
+        identityTokens: any IdentityTokenVerifying,
+        apple: any AppleTokenExchanging,
+        configuration: UpgradeServiceConfiguration
+    ) {
+        self.store = store
+        self.passwords = passwords
+        self.secrets = secrets
+        self.identityTokens = identityTokens
+        self.apple = apple
+        self.configuration = configuration
+    }
+
+    // MARK: Input limits (checked before any work; a violation changes nothing)
+
+    static let maxUsernameBytes = 256
+    static let maxPasswordBytes = 1024
+    static let maxServiceIdentifierBytes = 255
+    static let maxIdentityTokenBytes = 16 * 1024
+    static let maxAuthorizationCodeBytes = 2048
+    static let maxStateBytes = 512
+
+    static func require(_ value: String, _ field: String, maxBytes: Int) throws(UpgradeFailure) {
+        guard !value.isEmpty else { throw UpgradeFailure(.validation, "\(field) is required") }
+        guard value.utf8.count <= maxBytes else {
+            throw UpgradeFailure(.validation, "\(field) is longer than \(maxBytes) bytes")
+        }
+    }
+
+    /// Upgrade ids carry 128 random bits, so they cannot be guessed or enumerated.
+    static func newUpgradeID() -> String { "upg_" + SecureRandom.token(byteCount: 16) }
+
+    /// `state` and `nonce` are 256-bit random strings; only their SHA-256 is stored.
+    static func newOneTimeValue() -> String { SecureRandom.token(byteCount: 32) }
+
+    static func hashOneTimeValue(_ value: String) -> String { Digest.sha256(value).hexString }
+
+    // MARK: Machine persistence
+
+    static func encode(_ machine: UpgradeStateMachine) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Persisted holds strings and integers only; encoding cannot fail.
+        let data = (try? encoder.encode(machine.state.persisted)) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    func restore(_ record: UpgradeSessionRecord) throws(UpgradeFailure) -> UpgradeStateMachine {
+        do {
+            let persisted = try JSONDecoder().decode(UpgradeState.Persisted.self, from: Data(record.machine.utf8))
+            return UpgradeStateMachine(state: try UpgradeState(persisted: persisted), policy: configuration.policy)
+        } catch {
+            throw UpgradeFailure(.internalError, "the stored upgrade could not be read")
+        }
+    }
+
+    /// Loads an upgrade or answers `not-found`.
+    func load(_ id: String) throws(UpgradeFailure) -> UpgradeSessionRecord {
+        guard !id.isEmpty, id.utf8.count <= 64 else { throw UpgradeFailure(.notFound, "no upgrade with this id") }
+        let record: UpgradeSessionRecord?
+        do {
+            record = try store.read { try $0.upgradeSession(id: id) }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        guard let record else { throw UpgradeFailure(.notFound, "no upgrade with this id") }
+        return record
+    }
+
+    static func storageFailure(_ error: any Error) -> UpgradeFailure {
+        if let failure = error as? UpgradeFailure { return failure }
+        return UpgradeFailure(.internalError, "the upgrade could not be stored; nothing changed, retry later")
+    }
+
+    /// The audit row for one applied transition (no secrets: statuses, event names, reason slugs).
+    static func audit(
+        _ transition: UpgradeTransition,
+        record: UpgradeSessionRecord,
+        now: Int64,
+        detail: [String: String] = [:]
+    ) -> AuditEvent {
+        var detail = detail
+        if let problem = transition.problem { detail["problem"] = problem.rawValue }
+        return AuditEvent(
+            at: now,
+            accountID: record.accountID,
+            upgradeID: record.id,
+            event: "upgrade.\(transition.event)",
+            fromStatus: transition.from.rawValue,
+            toStatus: transition.to.rawValue,
+            detail: detail
+        )
+    }
+
+    /// Copies the machine's new state into the record for an update.
+    func updated(_ record: UpgradeSessionRecord, _ machine: UpgradeStateMachine, now: Int64) -> UpgradeSessionRecord {
+        var next = record
+        next.status = machine.status.rawValue
+        next.machine = Self.encode(machine)
+        next.expiresAt = machine.deadline ?? record.expiresAt
+        next.updatedAt = now
+        return next
+    }
+
+    /// The failure that answers a machine in a failed or otherwise non-success state.
+    func failure(for machine: UpgradeStateMachine, id: String, problem: UpgradeFailureReason?) -> UpgradeFailure {
+        let reason = problem ?? machine.state.problem ?? .notEligible
+        var failure = UpgradeFailure(
+            UpgradeFailure.Kind(reason),
+            Self.message(for: reason),
+            result: machine.result ?? .failure,
+            upgradeID: id,
+            status: machine.status
+        )
+        if reason == .invalidCode {
+            failure.result = .twoFactorAuthRequired
+            failure.attemptsRemaining = machine.attemptsRemaining
+        }
+        return failure
+    }
+
+    static func message(for reason: UpgradeFailureReason) -> String {
+        switch reason {
+        case .invalidCredentials: "the username or password is not correct"
+        case .locked: "too many failed attempts for this username; try again later"
+        case .notEligible: "this account cannot be upgraded to Sign in with Apple"
+        case .invalidCode: "the code is not correct or was already used"
+        case .tooManyAttempts: "too many wrong codes; start a new upgrade"
+        case .stateMismatch: "the state does not match the one issued for this upgrade"
+        case .nonceMismatch: "the identity token's nonce does not match the one issued for this upgrade"
+        case .invalidIdentityToken: "the identity token was rejected"
+        case .subConflict: "this Apple account is already linked to another account"
+        case .appleExchangeFailed: "Apple did not accept the authorization code"
+        case .upgradeExpired: "the upgrade expired; start a new one"
+        }
+    }
+
+    /// Refusal of an event by the machine, as the client sees it.
+    func failure(for error: TransitionError, machine: UpgradeStateMachine, id: String) -> UpgradeFailure {
+        switch machine.status {
+        case .expired:
+            return UpgradeFailure(.upgradeExpired, Self.message(for: .upgradeExpired), upgradeID: id, status: .expired)
+        case .failed:
+            var failure = self.failure(for: machine, id: id, problem: nil)
+            failure.message = "this upgrade already failed (\(failure.kind.slug)); start a new one"
+            return failure
+        default:
+            let kind: UpgradeFailure.Kind = error.code == .conflict ? .subConflict : .notAllowedInState
+            return UpgradeFailure(
+                kind,
+                "this call is not allowed while the upgrade is '\(machine.status.rawValue)'",
+                result: machine.result ?? .failure,
+                upgradeID: id,
+                status: machine.status
+            )
+        }
+    }
+
+    /// An answer for a machine whose current state is a success or a step-up request.
+    func answer(_ machine: UpgradeStateMachine, id: String, accountID: String? = nil) -> UpgradeAnswer {
+        UpgradeAnswer(
+            id: id,
+            status: machine.status,
+            result: machine.result ?? .success,
+            expiresAt: machine.deadline,
+            accountID: machine.status == .completed ? accountID : nil,
+            attemptsRemaining: machine.attemptsRemaining
+        )
+    }
+}

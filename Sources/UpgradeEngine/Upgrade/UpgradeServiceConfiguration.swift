@@ -1,0 +1,23 @@
+/// What the upgrade service needs besides its collaborators.
+public struct UpgradeServiceConfiguration: Sendable {
+    /// Session, step-up and credential lifetimes and the step-up attempt limit.
+    public var policy: UpgradePolicy
+    /// Per-username throttling of failed passwords and codes.
+    public var lockout: LockoutPolicy
+    /// The team whose Apple `sub`s this deployment sees (`APPLE_TEAM_ID`); recorded on each link.
+    public var appleTeamID: String
+    /// How long a request that lost the race to convert an upgrade waits for the winner's result.
+    public var convertingWaitMilliseconds: Int
+
+    public init(
+        policy: UpgradePolicy = .default,
+        lockout: LockoutPolicy = .default,
+        appleTeamID: String,
+        convertingWaitMilliseconds: Int = 10_000
+    ) {
+        self.policy = policy
+        self.lockout = lockout
+        self.appleTeamID = appleTeamID
+        self.convertingWaitMilliseconds = convertingWaitMilliseconds
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import UpgradeEngine
+
+/// The secret box for TOTP secrets and refresh tokens: `UPGRADE_SECRET_KEY_FILE`, or the published
+/// development key only when `--dev` was given explicitly.
+enum SecretKeyOption {
+    static func load(dev: Bool) throws -> SecretBox {
+        if dev { return SecretBox.developmentOnly() }
+        do {
+            return try SecretKeyFile.load(environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw UsageError("\(error.message) (or pass --dev to use the insecure development key)")
+        }
+    }
+}
+
+struct AccountsAddCommand: CLICommand {
+    static let path = ["accounts", "add"]
+    static let summary = "create a password account (password on stdin), optionally with TOTP"
+    static let usage =
+        "upgrade-cli accounts add USER [--totp-uri URI | --totp-uri-file FILE] [--recovery-codes N] [--dev] [--db sqlite:PATH]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let location = try StoreOption.location(&arguments)
+        let inlineURI = try arguments.option("--totp-uri")
+        let uriFile = try arguments.option("--totp-uri-file")
+        let recoveryCount = try arguments.intOption("--recovery-codes") ?? 0
+        let dev = arguments.flag("--dev")
+        let username = try arguments.positional("USER")
+        try arguments.finish()
+
+        guard inlineURI == nil || uriFile == nil else {
+            throw UsageError("give --totp-uri or --totp-uri-file, not both")
+        }
+        guard (0...20).contains(recoveryCount) else { throw UsageError("--recovery-codes must be between 0 and 20") }
+        let normalized = AccountRecord.normalize(username: username)
+        guard !normalized.isEmpty, normalized.utf8.count <= 256 else { throw UsageError("USER must be 1 to 256 bytes") }
+
+        // Everything is validated before the database is opened, so bad input changes nothing.
+        var totp: OTPAuthURI?
+        if let text = try inlineURI ?? uriFile.map(readURIFile) {
+            do {
+                totp = try OTPAuthURI.parse(text)
+            } catch {
+                throw UsageError("--totp-uri: \(error.message)")
+            }
+        }
+        let secrets = try totp == nil ? nil : SecretKeyOption.load(dev: dev)
+        let password = Console.readSecretFromStdin()
+        guard !password.isEmpty else { throw UsageError("the password is read from standard input and was empty") }
+        guard password.utf8.count <= 1024 else { throw UsageError("the password is longer than 1024 bytes") }
+        let hash = try PasswordHasher().hash(password: password)
+
+        let store = try StoreOption.openMigrated(location)
+        let now = Clock.nowSeconds
+        let account = AccountRecord(
+            id: UUID().uuidString.lowercased(),
+            username: normalized,
+            credentialKind: .password,
+            createdAt: now,
+            updatedAt: now
+        )
+        let recoveryCodes = RecoveryCodes.generate(count: recoveryCount)
+        do {
+            try store.write { tx in
+                try tx.insertAccount(account)
+                try tx.upsertPasswordCredential(
+                    PasswordCredentialRecord(accountID: account.id, hash: hash, format: "argon2id", updatedAt: now)
+                )
+                var detail = ["passwordFormat": "argon2id"]
+                if let totp, let secrets {
+                    try tx.upsertTOTPEnrollment(
+                        TOTPEnrollmentRecord(
+                            accountID: account.id,
+                            secretCiphertext: secrets.seal(
+                                totp.secret,
+                                context: UpgradeService.totpContext(accountID: account.id)
+                            ),
+                            algorithm: totp.parameters.algorithm,
+                            digits: totp.parameters.digits,
+                            period: totp.parameters.period,
+                            lastAcceptedStep: nil,
+                            createdAt: now
+                        )
+                    )
+                    detail["secondFactor"] = "totp"
+                }
+                if !recoveryCodes.isEmpty {
+                    try tx.insertRecoveryCodes(accountID: account.id, codeHashes: recoveryCodes.map(RecoveryCodes.hash))
+                    detail["recoveryCodes"] = String(recoveryCodes.count)
+                }
+                try tx.appendAudit(
+                    AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: "account.created", detail: detail)
+                )
+            }
+        } catch let error as StorageError where error.code == .uniqueViolation {
+            throw CommandFailure("an account named '\(normalized)' already exists", exitCode: ExitCode.failure)
+        }
+        Console.out(
+            "added account \(normalized) (id \(account.id)): password (argon2id)\(totp.map { ", TOTP \($0.parameters.algorithm.rawValue)/\($0.parameters.digits) digits" } ?? "")"
+        )
+        if !recoveryCodes.isEmpty {
+            Console.out("recovery codes (shown once; store them now):")
+            for code in recoveryCodes { Console.out("  \(code)") }
+        }
+        return ExitCode.success
+    }
+
+    private static func readURIFile(_ path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UsageError("--totp-uri-file: cannot read \(path)")
+        }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+struct AccountsShowCommand: CLICommand {
+    static let path = ["accounts", "show"]
+    static let summary = "show an account, its credential state and audit trail (no secrets)"
+    static let usage = "upgrade-cli accounts show USER [--db sqlite:PATH]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let location = try StoreOption.location(&arguments)
+        let username = try arguments.positional("USER")
+        try arguments.finish()
+        let store = try StoreOption.openMigrated(location)
+
+        struct Snapshot {
+            var account: AccountRecord
+            var password: PasswordCredentialRecord?
+            var totp: TOTPEnrollmentRecord?
+            var recoveryCodes: Int
+            var link: AppleLinkRecord?
+            var transfer: TransferRecord?
+            var audit: [AuditEvent]
+        }
+        let found: Snapshot? = try store.read { tx in
+            guard let account = try tx.account(username: username) else { return nil }
+            return Snapshot(
+                account: account,
+                password: try tx.passwordCredential(accountID: account.id),
+                totp: try tx.totpEnrollment(accountID: account.id),
+                recoveryCodes: try tx.unusedRecoveryCodeCount(accountID: account.id),
+                link: try tx.appleLink(accountID: account.id),
+                transfer: try tx.transferRecord(accountID: account.id),
+                audit: try tx.auditTrail(accountID: account.id, limit: 500)
+            )
+        }
+        guard let snapshot = found else {
+            throw CommandFailure("no account named '\(AccountRecord.normalize(username: username))'")
+        }
+        let time = ISO8601DateFormatter()
+        func when(_ seconds: Int64) -> String { time.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) }
+
+        let account = snapshot.account
+        Console.out("account      \(account.username) (id \(account.id))")
+        Console.out("created      \(when(account.createdAt))")
+        Console.out("credential   \(account.credentialKind.rawValue)")
+        Console.out("password     \(snapshot.password.map { "set (\($0.format))" } ?? "none")")
+        Console.out(
+            "totp         \(snapshot.totp.map { "enrolled (\($0.algorithm.rawValue), \($0.digits) digits)" } ?? "none")"
+        )
+        Console.out("recovery     \(snapshot.recoveryCodes) unused code(s)")
+        if let link = snapshot.link {
+            Console.out(
+                "apple        \(link.status.rawValue): sub \(link.sub), team \(link.teamID), client \(link.clientID)"
+            )
+            if let email = link.email {
+                Console.out("apple email  \(email)\(link.isPrivateEmail == true ? " (private relay)" : "")")
+            }
+            Console.out("refresh      \(link.refreshTokenCiphertext == nil ? "none" : "stored (encrypted)")")
+        } else {
+            Console.out("apple        not linked")
+        }
+        if let transfer = snapshot.transfer {
+            Console.out(
+                "transfer     \(transfer.status) to team \(transfer.targetTeamID)\(transfer.failureReason.map { " (\($0))" } ?? "")"
+            )
+        }
+        Console.out("audit trail  \(snapshot.audit.count) event(s)")
+        for event in snapshot.audit {
+            var line = "  \(when(event.at))  \(event.event)"
+            if let from = event.fromStatus, let to = event.toStatus { line += "  \(from) -> \(to)" }
+            if !event.detail.isEmpty {
+                line +=
+                    "  "
+                    + event.detail.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            }
+            Console.out(line)
+        }
+        return ExitCode.success
+    }
+}
