@@ -46,7 +46,14 @@ extension UpgradeService {
             now: now
         )
         switch decision {
-        case .locked(let until), .delayed(let until):
+        case .delayed(let until):
+            // A short delay between failures: refuse without a session, a hash or a count.
+            throw UpgradeFailure(
+                .rateLimited,
+                "too many failed attempts for this username; retry in \(max(1, until - now)) s",
+                retryAfter: max(1, until - now)
+            )
+        case .locked(let until):
             outcome = .rejected(reason: .locked)
             retryAfter = max(1, until - now)
         case .allowed:

@@ -40,7 +40,20 @@ extension UpgradeService {
                         lastFailureAt: throttle?.lastFailureAt ?? 0,
                         now: now
                     )
-                    if decision != .allowed {
+                    if case .delayed(let until) = decision {
+                        // Between failures the user waits; the upgrade and its attempt count stay as they are.
+                        return .failed(
+                            UpgradeFailure(
+                                .rateLimited,
+                                "too many wrong codes in a row; retry in \(max(1, until - now)) s",
+                                result: .twoFactorAuthRequired,
+                                upgradeID: id,
+                                status: machine.status,
+                                attemptsRemaining: machine.attemptsRemaining,
+                                retryAfter: max(1, until - now)
+                            )
+                        )
+                    } else if case .locked = decision {
                         event = .stepUpEvaluated(.rejected(reason: .locked))
                     } else if try checkCode(code, accountID: record.accountID, tx: tx, now: now) {
                         event = .stepUpEvaluated(.accepted)
