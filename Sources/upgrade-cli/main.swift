@@ -8,6 +8,7 @@ enum CommandRegistry {
             DatabaseMigrateCommand.self,
             DatabaseStatusCommand.self,
             TokenVerifyCommand.self,
+            PasswordVerifyCommand.self,
             AccountsAddCommand.self,
             AccountsShowCommand.self,
         ]

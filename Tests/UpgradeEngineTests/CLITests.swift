@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+@testable import UpgradeEngine
+
+/// Runs the built `upgrade-cli` with `stdin` as standard input and an environment of its own.
+func runCLI(
+    _ arguments: [String],
+    stdin: String = "",
+    environment: [String: String] = [:]
+) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try IdentityTokenCLITests.executable())
+    process.arguments = arguments
+    process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
+    let input = Pipe()
+    let out = Pipe()
+    let err = Pipe()
+    process.standardInput = input
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    input.fileHandleForWriting.write(Data(stdin.utf8))
+    try input.fileHandleForWriting.close()
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+}
+
+@Suite("upgrade-cli commands")
+struct CLITests {
+    struct PasswordFixture: Decodable {
+        let format: String
+        let password: String
+        let hash: String
+    }
+
+    @Test("password verify: 0 on a match, 1 on a mismatch, 2 for an unknown or out-of-bounds hash")
+    func passwordVerify() throws {
+        struct File: Decodable { let fixtures: [PasswordFixture] }
+        let fixtures = try JSONDecoder().decode(File.self, from: Fixtures.data("passwords/hashes.json")).fixtures
+        let byFormat = Dictionary(fixtures.map { ($0.format, $0) }) { first, _ in first }
+        #expect(byFormat.count >= 8, "one fixture per format family")
+        for fixture in byFormat.values {
+            #expect(
+                try runCLI(["password", "verify", "--hash", fixture.hash], stdin: fixture.password).status == 0,
+                "\(fixture.format)"
+            )
+            #expect(
+                try runCLI(["password", "verify", "--hash", fixture.hash], stdin: fixture.password + "x").status == 1,
+                "\(fixture.format)"
+            )
+        }
+        let outOfBounds = try runCLI(
+            ["password", "verify", "--hash", "$2b$31$abcdefghijklmnopqrstuu5s2v8.iXieOjg/.AySBTTZIIVFJeBui"],
+            stdin: "pw"
+        )
+        #expect(outOfBounds.status == 2)
+        #expect(outOfBounds.stderr.contains("cost = 31"))
+        #expect(try runCLI(["password", "verify", "--hash", "{SSHA}abcdef"], stdin: "pw").status == 2)
+        #expect(try runCLI(["password", "verify"], stdin: "pw").status == 2)
+    }
+
+    @Test("db migrate, accounts add and show: clear errors, nothing created by bad input, no secret printed")
+    func accounts() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let db = "sqlite:" + directory.appendingPathComponent("cli.db").path
+
+        let bad = try runCLI(["db", "status", "--db", db, "--bogus"])
+        #expect(bad.status == 2)
+        #expect(bad.stderr.hasPrefix("error: unknown option --bogus"))
+        #expect(
+            !FileManager.default.fileExists(atPath: directory.appendingPathComponent("cli.db").path),
+            "bad input creates nothing"
+        )
+
+        let early = try runCLI(["accounts", "show", "alice", "--db", db])
+        #expect(early.status == 2)
+        #expect(early.stderr.contains("db migrate"))
+
+        #expect(try runCLI(["db", "migrate", "--db", db]).stdout.contains("applied 0001 initial"))
+        let secret = "JBSWY3DPEHPK3PXPJBSWY3DP"
+        let uri = "otpauth://totp/Example:alice?secret=\(secret)&issuer=Example"
+        let noKey = try runCLI(["accounts", "add", "alice", "--totp-uri", uri, "--db", db], stdin: "s3cret-pass")
+        #expect(noKey.status == 2)
+        #expect(noKey.stderr.contains("UPGRADE_SECRET_KEY_FILE"))
+
+        let keyFile = directory.appendingPathComponent("key")
+        try Data(SecureRandom.bytes(32)).write(to: keyFile)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
+        let added = try runCLI(
+            ["accounts", "add", "alice", "--totp-uri", uri, "--recovery-codes", "2", "--db", db],
+            stdin: "s3cret-pass\n",
+            environment: ["UPGRADE_SECRET_KEY_FILE": keyFile.path]
+        )
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(try runCLI(["accounts", "add", "ALICE", "--db", db], stdin: "x").status == 1, "duplicate username")
+
+        let shown = try runCLI(["accounts", "show", "alice", "--db", db])
+        #expect(shown.status == 0)
+        #expect(shown.stdout.contains("credential   password"))
+        #expect(shown.stdout.contains("totp         enrolled (SHA1, 6 digits)"))
+        #expect(shown.stdout.contains("recovery     2 unused code(s)"))
+        #expect(shown.stdout.contains("account.created"))
+        for leaked in ["s3cret-pass", secret, "$argon2id$"] {
+            #expect(!shown.stdout.contains(leaked) && !added.stdout.contains(leaked) && !added.stderr.contains(leaked))
+        }
+        #expect(try runCLI(["accounts", "show", "nobody", "--db", db]).status == 1)
+    }
+}
