@@ -61,3 +61,96 @@ report("SQLite commit (one audit row, WAL, synchronous=NORMAL)", commitRate)
 // MARK: Identity tokens
 
 try benchmarkIdentityTokens()
+
+// MARK: Passwords
+
+let hasher = PasswordHasher()
+let storedHash = try hasher.hash(password: "correct horse battery staple")
+let passwords = PasswordVerifier()
+let argonRate = measure(2, batch: 4) {
+    _ = try? passwords.verify(password: "correct horse battery staple", encodedHash: storedHash)
+}
+report("argon2id verify (m=19456 KiB, t=2, p=1)", argonRate)
+let dummyRate = measure(2, batch: 4) { passwords.verifyDummy(password: "unknown user") }
+report("dummy verify for an unknown username", dummyRate, relativeTo: ("argon2id verify", argonRate))
+let outOfBounds = "$2b$31$abcdefghijklmnopqrstuu5s2v8.iXieOjg/.AySBTTZIIVFJeBui"
+let refusalRate = measure { _ = try? passwords.verify(password: "pw", encodedHash: outOfBounds) }
+print(
+    String(
+        format: "%@ %12.2f µs each",
+        "out-of-bounds hash refused (bcrypt cost 31)".padding(toLength: 60, withPad: " ", startingAt: 0),
+        1e6 / refusalRate
+    )
+)
+
+// MARK: State machine and committed transitions
+
+let policy = UpgradePolicy.default
+let machineRate = measure(batch: 256) {
+    var machine = UpgradeStateMachine.start(now: now, policy: policy)
+    _ = try? machine.apply(.passwordEvaluated(.accepted(secondFactor: true)), now: now)
+    _ = try? machine.apply(.stepUpEvaluated(.accepted), now: now)
+    _ = try? machine.apply(.appleCredentialEvaluated(.verified(sub: "001234.abc.1234")), now: now)
+    _ = try? machine.apply(.authorizationCodeExchanged, now: now)
+}
+report("state machine transitions (4 per upgrade)", machineRate * 4)
+
+/// Sessions waiting for Apple's credential, inserted directly, so the timed part is one committed
+/// transition each: load, apply, versioned update and audit row in one transaction.
+let sessionCount = 20_000
+var sessionIDs: [String] = []
+try store.write { tx in
+    for index in 0..<sessionCount {
+        var machine = UpgradeStateMachine.start(now: now, policy: policy)
+        _ = try machine.apply(.passwordEvaluated(.accepted(secondFactor: false)), now: now)
+        let id = "bench-\(index)"
+        sessionIDs.append(id)
+        try tx.insertUpgradeSession(
+            UpgradeSessionRecord(
+                id: id,
+                accountID: nil,
+                usernameKey: "u\(index)",
+                serviceIdentifier: "s",
+                status: machine.status.rawValue,
+                machine: UpgradeService.encode(machine),
+                stateHash: nil,
+                nonceHash: nil,
+                linkedSub: nil,
+                createdAt: now,
+                expiresAt: now + 300,
+                updatedAt: now
+            )
+        )
+    }
+}
+let service = UpgradeService(
+    store: store,
+    secrets: SecretBox.developmentOnly(),
+    identityTokens: IdentityTokenVerifier(
+        keys: try JWKSet(keys: [("k", try RSAPrivateKey(generatingBits: 2048).publicKey)]),
+        policy: try IdentityTokenPolicy(allowedAudiences: ["com.example.app"])
+    ),
+    apple: AppleIDEmulatorUnavailable(),
+    configuration: UpgradeServiceConfiguration(appleTeamID: "TEAMA12345")
+)
+var nextSession = 0
+let transitionRate = measure(batch: 16) {
+    _ = try? service.cancel(id: sessionIDs[nextSession % sessionCount], reason: .userCanceled, now: now + 1)
+    nextSession += 1
+}
+report(
+    "committed upgrade transitions (cancel: load+apply+commit)",
+    transitionRate,
+    relativeTo: ("SQLite commit", commitRate)
+)
+
+/// The benchmark exchanges no codes.
+struct AppleIDEmulatorUnavailable: AppleTokenExchanging {
+    func exchangeAuthorizationCode(
+        _ code: String,
+        clientID: String
+    ) async throws(AppleEndpointError) -> AppleTokenResponse {
+        throw AppleEndpointError(code: .unavailable, httpStatus: nil, message: "not used by the benchmark")
+    }
+    func revoke(token: String, clientID: String) async throws(AppleEndpointError) {}
+}

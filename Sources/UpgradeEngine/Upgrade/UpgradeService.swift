@@ -54,7 +54,7 @@ public final class UpgradeService: Sendable {
 
     // MARK: Machine persistence
 
-    static func encode(_ machine: UpgradeStateMachine) -> String {
+    public static func encode(_ machine: UpgradeStateMachine) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         // Persisted holds strings and integers only; encoding cannot fail.
