@@ -5,7 +5,7 @@ import PackageDescription
 // system-library target whose `.apt` provider names the -dev package that supplies its headers.
 let package = Package(
     name: "siwa-upgrade",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],  // Synchronization.Mutex (the Apple ID emulator)
     products: [
         .executable(name: "upgrade-cli", targets: ["upgrade-cli"]),
         .library(name: "UpgradeEngine", targets: ["UpgradeEngine"]),
