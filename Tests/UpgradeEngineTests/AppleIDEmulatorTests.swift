@@ -656,6 +656,8 @@ struct AppleIDEmulatorTests {
             return (claims, try JWSJSON.parse(Array(events.utf8)))
         }
 
+        try world.emulator.setEmailForwarding(userID: world.user, teamID: EmulatorWorld.teamA, enabled: true)
+        try world.emulator.setEmailForwarding(userID: world.user, teamID: EmulatorWorld.teamA, enabled: false)
         try world.emulator.setEmailForwarding(userID: world.user, teamID: EmulatorWorld.teamA, enabled: false)
         try world.emulator.revokeConsent(userID: world.user, clientID: EmulatorWorld.web)
         let exchange = await asyncEndpointCode {

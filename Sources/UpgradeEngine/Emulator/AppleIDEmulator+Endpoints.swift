@@ -41,7 +41,6 @@ extension AppleIDEmulator {
                     clientID: clientID,
                     userID: record.userID,
                     teamID: teamID,
-                    nonce: record.nonce,
                     authTime: record.authTime
                 )
                 state.accessTokens[EmulatorState.secretKey(accessToken)] = EmulatorState.AccessGrant(

@@ -398,16 +398,17 @@ public final class AppleIDEmulator: Sendable {
     /// (`email-disabled` / `email-enabled` to each of the team's app groups they hid their email from).
     public func setEmailForwarding(userID: String, teamID: String, enabled: Bool) throws(AppleEmulatorError) {
         let now = clock()
-        let pending = try state.withLock { state throws(AppleEmulatorError) in
+        let pending = try state.withLock { state throws(AppleEmulatorError) -> [PendingNotification] in
             guard let user = state.users[userID], !user.deleted else {
                 throw AppleEmulatorError(.unknownUser, "no user \(userID)")
             }
             guard state.teams[teamID] != nil else { throw AppleEmulatorError(.unknownTeam, "no team \(teamID)") }
-            if enabled {
-                state.users[userID]?.forwardingDisabled.remove(teamID)
-            } else {
-                state.users[userID]?.forwardingDisabled.insert(teamID)
-            }
+            let changed =
+                enabled
+                ? state.users[userID]?.forwardingDisabled.remove(teamID) != nil
+                : state.users[userID]?.forwardingDisabled.insert(teamID).inserted == true
+            // Toggling to the current setting changes nothing and tells nobody.
+            guard changed else { return [] }
             var pending: [PendingNotification] = []
             for (group, consent) in user.consents.sorted(by: { $0.key < $1.key })
             where !consent.revoked && consent.emailMode == .hidden && state.apps[group]?.teamID == teamID {

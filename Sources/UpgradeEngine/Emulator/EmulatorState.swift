@@ -39,7 +39,7 @@ struct EmulatorState: Sendable {
         var relayEmails: [String: String] = [:]
         /// Consent per app group (primary App ID).
         var consents: [String: Consent] = [:]
-        /// Whether relay forwarding is on, per team.
+        /// Teams whose relay address the user stopped forwarding.
         var forwardingDisabled: Set<String> = []
     }
 
@@ -58,7 +58,6 @@ struct EmulatorState: Sendable {
         var clientID: String
         var userID: String
         var teamID: String
-        var nonce: String?
         var authTime: Int64
         var revoked = false
     }
