@@ -1,0 +1,241 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import UpgradeEngine
+
+/// The upgrade service against the Apple ID emulator: identity tokens signed with the emulator's
+/// published keys, authorization codes exchanged with a real ES256 client secret.
+@Suite("Upgrade against the Apple ID emulator")
+struct UpgradeEmulatorTests {
+    static let teamID = "TEAMA12345"
+    static let keyID = "KEY1234567"
+    static let clientID = "com.example.app"
+
+    final class World: Sendable {
+        /// A settable clock shared with the emulator (a class, because a Mutex cannot be captured).
+        final class Clock: Sendable {
+            let value = Mutex<Int64>(1_760_000_000)
+        }
+        let clock = Clock()
+        let emulator: AppleIDEmulator
+        let harness: UpgradeHarness
+        let service: UpgradeService
+        let userID: String
+
+        init() throws {
+            let clock = self.clock
+            emulator = AppleIDEmulator(clock: { clock.value.withLock { $0 } })
+            try emulator.addTeam(UpgradeEmulatorTests.teamID)
+            let key = P256PrivateKey()
+            try emulator.registerKey(
+                teamID: UpgradeEmulatorTests.teamID,
+                keyID: UpgradeEmulatorTests.keyID,
+                publicKey: key.publicKey
+            )
+            try emulator.addApp(clientID: UpgradeEmulatorTests.clientID, teamID: UpgradeEmulatorTests.teamID)
+            try emulator.addApp(clientID: "com.example.other", teamID: UpgradeEmulatorTests.teamID)
+            userID = try emulator.createUser(email: "alice@example.com", fullName: "Alice Example")
+            harness = try UpgradeHarness()
+            service = UpgradeService(
+                store: harness.store,
+                passwords: PasswordVerifier(dummyParameters: UpgradeHarness.fastHash),
+                secrets: harness.secrets,
+                identityTokens: IdentityTokenVerifier(
+                    keys: emulator.keySet,
+                    policy: try IdentityTokenPolicy(allowedAudiences: [UpgradeEmulatorTests.clientID])
+                ),
+                apple: try emulator.client(
+                    teamID: UpgradeEmulatorTests.teamID,
+                    keyID: UpgradeEmulatorTests.keyID,
+                    privateKey: key
+                ),
+                configuration: UpgradeServiceConfiguration(appleTeamID: UpgradeEmulatorTests.teamID)
+            )
+        }
+
+        var now: Int64 { clock.value.withLock { $0 } }
+        func advance(_ seconds: Int64) { clock.value.withLock { $0 += seconds } }
+
+        /// What the device does between our two calls: Apple's sheet with our state and nonce.
+        func authorize(
+            _ answer: UpgradeAnswer,
+            clientID: String = UpgradeEmulatorTests.clientID
+        ) throws -> UpgradeService.AppleCredential {
+            let authorization = try emulator.authorize(
+                userID: userID,
+                clientID: clientID,
+                nonce: answer.nonce,
+                state: answer.state,
+                emailMode: .hidden
+            )
+            #expect(authorization.state == answer.state, "Apple echoes the state")
+            return UpgradeService.AppleCredential(
+                identityToken: authorization.identityToken,
+                authorizationCode: authorization.authorizationCode,
+                state: authorization.state ?? "",
+                user: authorization.user
+            )
+        }
+    }
+
+    @Test("the whole upgrade: password, Apple's sheet, code exchange, account converted")
+    func happyPath() async throws {
+        let world = try World()
+        let alice = try world.harness.addAccount("alice", password: "pw")
+        let started = try await world.service.start(
+            username: "alice",
+            password: "pw",
+            serviceIdentifier: "example.com",
+            now: world.now
+        )
+        let credential = try world.authorize(started)
+        world.advance(3)
+        let done = try await world.service.submitAppleCredential(id: started.id, credential, now: world.now)
+        #expect(done.status == .completed)
+        let link = try world.harness.store.read { try $0.appleLink(accountID: alice.id) }
+        #expect(link?.sub == (try world.emulator.subject(userID: world.userID, teamID: Self.teamID)))
+        #expect(link?.email == (try world.emulator.relayEmail(userID: world.userID, teamID: Self.teamID)))
+        #expect(link?.isPrivateEmail == true)
+        #expect(try world.harness.store.read { try $0.passwordCredential(accountID: alice.id) } == nil)
+        #expect(
+            world.emulator.credentialState(forUserID: credential.user ?? "", clientID: Self.clientID) == .authorized
+        )
+    }
+
+    @Test("an authorization code works once: a second upgrade with it is refused by Apple")
+    func codeIsSingleUse() async throws {
+        let world = try World()
+        try world.harness.addAccount("alice", password: "pw")
+        try world.harness.addAccount("bob", password: "pw")
+        let first = try await world.service.start(
+            username: "alice",
+            password: "pw",
+            serviceIdentifier: "s",
+            now: world.now
+        )
+        let credential = try world.authorize(first)
+        _ = try await world.service.submitAppleCredential(id: first.id, credential, now: world.now)
+
+        // Bob's upgrade replays Alice's code with a fresh, valid token of another Apple user.
+        let bobUser = try world.emulator.createUser(email: "bob@example.com")
+        let second = try await world.service.start(
+            username: "bob",
+            password: "pw",
+            serviceIdentifier: "s",
+            now: world.now
+        )
+        let bobAuthorization = try world.emulator.authorize(
+            userID: bobUser,
+            clientID: Self.clientID,
+            nonce: second.nonce,
+            state: second.state,
+            emailMode: .shared
+        )
+        let replay = UpgradeService.AppleCredential(
+            identityToken: bobAuthorization.identityToken,
+            authorizationCode: credential.authorizationCode,
+            state: second.state ?? ""
+        )
+        do {
+            _ = try await world.service.submitAppleCredential(id: second.id, replay, now: world.now)
+            Issue.record("a used code was accepted")
+        } catch {
+            #expect(error.kind == .invalidAuthorizationCode)
+        }
+        #expect(try world.harness.account("bob")?.credentialKind == .password)
+    }
+
+    @Test("a code older than five minutes is refused")
+    func codeExpires() async throws {
+        let world = try World()
+        try world.harness.addAccount("alice", password: "pw")
+        let started = try await world.service.start(
+            username: "alice",
+            password: "pw",
+            serviceIdentifier: "s",
+            now: world.now
+        )
+        let credential = try world.authorize(started)
+        world.advance(299)
+        // Still inside our upgrade's deadline (300 s) but the code is 299 s old: accepted.
+        let done = try await world.service.submitAppleCredential(id: started.id, credential, now: world.now)
+        #expect(done.status == .completed)
+
+        try world.harness.addAccount("bob", password: "pw")
+        let late = try await world.service.start(
+            username: "bob",
+            password: "pw",
+            serviceIdentifier: "s",
+            now: world.now
+        )
+        let bobUser = try world.emulator.createUser(email: "bob@example.com")
+        let authorization = try world.emulator.authorize(
+            userID: bobUser,
+            clientID: Self.clientID,
+            nonce: late.nonce,
+            state: late.state,
+            emailMode: .shared
+        )
+        world.advance(301)
+        do {
+            _ = try await world.service.submitAppleCredential(
+                id: late.id,
+                .init(
+                    identityToken: authorization.identityToken,
+                    authorizationCode: authorization.authorizationCode,
+                    state: late.state ?? ""
+                ),
+                now: world.now
+            )
+            Issue.record("accepted after the upgrade's deadline")
+        } catch {
+            #expect(error.kind == .upgradeExpired)
+        }
+    }
+
+    @Test("a token issued to another client id is refused")
+    func otherAudience() async throws {
+        let world = try World()
+        try world.harness.addAccount("alice", password: "pw")
+        let started = try await world.service.start(
+            username: "alice",
+            password: "pw",
+            serviceIdentifier: "s",
+            now: world.now
+        )
+        let credential = try world.authorize(started, clientID: "com.example.other")
+        do {
+            _ = try await world.service.submitAppleCredential(id: started.id, credential, now: world.now)
+            Issue.record("a token for another aud was accepted")
+        } catch {
+            #expect(error.kind == .invalidIdentityToken)
+        }
+    }
+
+    @Test("50 concurrent completions against the emulator: one conversion, one code exchange, all see success")
+    func concurrentCompletions() async throws {
+        let world = try World()
+        let alice = try world.harness.addAccount("alice", password: "pw")
+        let started = try await world.service.start(
+            username: "alice",
+            password: "pw",
+            serviceIdentifier: "s",
+            now: world.now
+        )
+        let credential = try world.authorize(started)
+        let service = world.service
+        let now = world.now
+        let results = await withTaskGroup(of: UpgradeAnswer?.self) { group in
+            for _ in 0..<50 {
+                group.addTask { try? await service.submitAppleCredential(id: started.id, credential, now: now) }
+            }
+            return await group.reduce(into: [UpgradeAnswer?]()) { $0.append($1) }
+        }
+        #expect(results.compactMap { $0 }.count == 50)
+        #expect(Set(results.compactMap { $0?.accountID }) == [alice.id])
+        let conversions = try world.harness.store.read { try $0.auditTrail(accountID: alice.id, limit: 100) }
+            .filter { $0.event == "account.convertedToApple" }
+        #expect(conversions.count == 1)
+    }
+}
