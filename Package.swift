@@ -35,6 +35,12 @@ let package = Package(
             name: "UpgradeEngine",
             dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2"]
         ),
+        // epoll, eventfd, accept4 and a signal forwarder: what Glibc does not expose to Swift.
+        .target(name: "CSystem"),
+        .target(
+            name: "UpgradeAPI",
+            dependencies: ["UpgradeEngine", "CSystem"]
+        ),
         .executableTarget(
             name: "upgrade-cli",
             dependencies: ["UpgradeEngine"]
@@ -47,6 +53,10 @@ let package = Package(
         .testTarget(
             name: "UpgradeEngineTests",
             dependencies: ["UpgradeEngine"]
+        ),
+        .testTarget(
+            name: "UpgradeAPITests",
+            dependencies: ["UpgradeAPI"]
         ),
     ],
     swiftLanguageModes: [.v6]
