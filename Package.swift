@@ -41,6 +41,11 @@ let package = Package(
             name: "UpgradeAPI",
             dependencies: ["UpgradeEngine", "CSystem"]
         ),
+        // A minimal server answering /healthz, for Benchmarks/http-load.sh and the descriptor-exhaustion test.
+        .executableTarget(
+            name: "http-load-server",
+            dependencies: ["UpgradeAPI"]
+        ),
         .executableTarget(
             name: "upgrade-cli",
             dependencies: ["UpgradeEngine"]
