@@ -53,7 +53,8 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks",
             dependencies: ["UpgradeEngine"],
-            path: "Benchmarks"
+            path: "Benchmarks",
+            exclude: ["http-load.sh"]
         ),
         .testTarget(
             name: "UpgradeEngineTests",
