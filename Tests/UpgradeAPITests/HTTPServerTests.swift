@@ -27,6 +27,36 @@ struct HTTPServerTests {
         #expect(server.server.statistics.connectionsAccepted == 1)
     }
 
+    @Test("idle connections are closed silently: after keepAliveTimeout, or a request deadline with no byte sent")
+    func idleConnections() throws {
+        let server = try TestServer {
+            $0.keepAliveTimeout = .milliseconds(300)
+            $0.requestTimeout = .seconds(1)
+        }
+        defer { #expect(server.stop()) }
+        let used = try server.client()
+        try used.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try used.readResponse().status == 200)
+        #expect(try used.readUntilClosed().isEmpty, "no 408 for a connection between requests")
+        let silent = try server.client()
+        #expect(try silent.readUntilClosed().isEmpty, "no 408 for a connection that never sent a byte")
+        #expect(server.server.statistics.requestsTimedOut == 0)
+    }
+
+    @Test("a client that does not read its response is closed after writeTimeout")
+    func slowReader() throws {
+        let server = try TestServer { $0.writeTimeout = .seconds(1) }
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        var polls = 0
+        while server.server.statistics.connectionsOpen > 0 && polls < 200 {
+            usleep(50_000)
+            polls += 1
+        }
+        #expect(server.server.statistics.connectionsOpen == 0, "closed within 10 s")
+    }
+
     @Test("pipelined responses leave in request order even when workers finish out of order")
     func pipeliningOrder() throws {
         let server = try TestServer { $0.workerCount = 3 }

@@ -64,6 +64,9 @@ struct TestHandler: HTTPHandler {
         case "/block":
             gate.pass()
             return .text("released")
+        case "/big":
+            // Larger than loopback socket buffers, so a client that does not read blocks the write.
+            return HTTPResponse(status: 200, body: [UInt8](repeating: 0x62, count: 32 * 1024 * 1024))
         case "/close":
             return HTTPResponse(status: 200, headers: ["Connection": "close"], body: Array("bye".utf8))
         case "/throw":
