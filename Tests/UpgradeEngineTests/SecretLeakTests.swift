@@ -22,11 +22,11 @@ struct SecretLeakTests {
 
         // Failures first: wrong password, wrong code, bad state and bad nonce.
         do {
-            _ = try await h.service.start(username: "alice", password: password + "x", serviceIdentifier: "s", now: now)
+            _ = try h.service.start(username: "alice", password: password + "x", serviceIdentifier: "s", now: now)
         } catch {
             record(error)
         }
-        let first = try await h.service.start(
+        let first = try h.service.start(
             username: "alice",
             password: password,
             serviceIdentifier: "s",
@@ -54,7 +54,7 @@ struct SecretLeakTests {
         }
 
         // Then a full successful flow with a recovery code.
-        let second = try await h.service.start(
+        let second = try h.service.start(
             username: "alice",
             password: password,
             serviceIdentifier: "s",

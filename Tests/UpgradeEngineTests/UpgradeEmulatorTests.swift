@@ -83,7 +83,7 @@ struct UpgradeEmulatorTests {
     func happyPath() async throws {
         let world = try World()
         let alice = try world.harness.addAccount("alice", password: "pw")
-        let started = try await world.service.start(
+        let started = try world.service.start(
             username: "alice",
             password: "pw",
             serviceIdentifier: "example.com",
@@ -108,7 +108,7 @@ struct UpgradeEmulatorTests {
         let world = try World()
         try world.harness.addAccount("alice", password: "pw")
         try world.harness.addAccount("bob", password: "pw")
-        let first = try await world.service.start(
+        let first = try world.service.start(
             username: "alice",
             password: "pw",
             serviceIdentifier: "s",
@@ -119,7 +119,7 @@ struct UpgradeEmulatorTests {
 
         // Bob's upgrade replays Alice's code with a fresh, valid token of another Apple user.
         let bobUser = try world.emulator.createUser(email: "bob@example.com")
-        let second = try await world.service.start(
+        let second = try world.service.start(
             username: "bob",
             password: "pw",
             serviceIdentifier: "s",
@@ -150,7 +150,7 @@ struct UpgradeEmulatorTests {
     func codeExpires() async throws {
         let world = try World()
         try world.harness.addAccount("alice", password: "pw")
-        let started = try await world.service.start(
+        let started = try world.service.start(
             username: "alice",
             password: "pw",
             serviceIdentifier: "s",
@@ -163,7 +163,7 @@ struct UpgradeEmulatorTests {
         #expect(done.status == .completed)
 
         try world.harness.addAccount("bob", password: "pw")
-        let late = try await world.service.start(
+        let late = try world.service.start(
             username: "bob",
             password: "pw",
             serviceIdentifier: "s",
@@ -198,7 +198,7 @@ struct UpgradeEmulatorTests {
     func otherAudience() async throws {
         let world = try World()
         try world.harness.addAccount("alice", password: "pw")
-        let started = try await world.service.start(
+        let started = try world.service.start(
             username: "alice",
             password: "pw",
             serviceIdentifier: "s",
@@ -217,7 +217,7 @@ struct UpgradeEmulatorTests {
     func concurrentCompletions() async throws {
         let world = try World()
         let alice = try world.harness.addAccount("alice", password: "pw")
-        let started = try await world.service.start(
+        let started = try world.service.start(
             username: "alice",
             password: "pw",
             serviceIdentifier: "s",

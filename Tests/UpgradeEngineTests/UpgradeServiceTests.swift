@@ -38,7 +38,7 @@ struct UpgradeServiceTests {
     func happyPathWithoutSecondFactor() async throws {
         let h = try UpgradeHarness()
         let alice = try h.addAccount("alice", password: "correct horse")
-        let started = try await h.service.start(
+        let started = try h.service.start(
             username: "Alice",
             password: "correct horse",
             serviceIdentifier: "example.com",
@@ -79,7 +79,7 @@ struct UpgradeServiceTests {
 
         // The old password no longer works, and says so the same way a wrong one does.
         let again = await failure {
-            try await h.service.start(
+            try h.service.start(
                 username: "alice",
                 password: "correct horse",
                 serviceIdentifier: "example.com",
@@ -93,7 +93,7 @@ struct UpgradeServiceTests {
     func completionIsIdempotent() async throws {
         let h = try UpgradeHarness()
         try h.addAccount("alice", password: "pw")
-        let started = try await h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         let request = credential(started)
         let first = try await h.service.submitAppleCredential(id: started.id, request, now: now + 1)
         let auditBefore = try h.store.read { try $0.auditTrail(upgradeID: started.id, limit: 100) }
@@ -114,7 +114,7 @@ struct UpgradeServiceTests {
         let h = try UpgradeHarness()
         let secret = Array("12345678901234567890".utf8)
         try h.addAccount("bob", password: "pw", totpSecret: secret)
-        let started = try await h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
         #expect(started.status == .stepUpRequired)
         #expect(started.result == .twoFactorAuthRequired)
         #expect(started.state == nil && started.nonce == nil)
@@ -132,7 +132,7 @@ struct UpgradeServiceTests {
         #expect(accepted.state != nil && accepted.nonce != nil)
 
         // The same code in a second upgrade is a replay.
-        let second = try await h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now + 31)
+        let second = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now + 31)
         let replayed = await failure { try h.service.stepUp(id: second.id, code: .totp(code), now: now + 31) }
         #expect(replayed?.kind == .invalidCode)
 
@@ -145,10 +145,10 @@ struct UpgradeServiceTests {
         let h = try UpgradeHarness()
         let codes = RecoveryCodes.generate(count: 2)
         try h.addAccount("carol", password: "pw", totpSecret: SecureRandom.bytes(20), recoveryCodes: codes)
-        let first = try await h.service.start(username: "carol", password: "pw", serviceIdentifier: "s", now: now)
+        let first = try h.service.start(username: "carol", password: "pw", serviceIdentifier: "s", now: now)
         let answer = try h.service.stepUp(id: first.id, code: .recoveryCode(codes[0].lowercased()), now: now + 1)
         #expect(answer.status == .awaitingAppleCredential)
-        let second = try await h.service.start(username: "carol", password: "pw", serviceIdentifier: "s", now: now + 2)
+        let second = try h.service.start(username: "carol", password: "pw", serviceIdentifier: "s", now: now + 2)
         let reused = await failure { try h.service.stepUp(id: second.id, code: .recoveryCode(codes[0]), now: now + 3) }
         #expect(reused?.kind == .invalidCode)
     }
@@ -157,7 +157,7 @@ struct UpgradeServiceTests {
     func attemptsExhausted() async throws {
         let h = try UpgradeHarness()
         try h.addAccount("bob", password: "pw", totpSecret: SecureRandom.bytes(20))
-        let started = try await h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
         var last: UpgradeFailure?
         for attempt in 1...5 {
             // Spaced past the lockout policy's growing delay between failures.
@@ -176,7 +176,7 @@ struct UpgradeServiceTests {
     func stepUpRateLimited() async throws {
         let h = try UpgradeHarness()
         try h.addAccount("bob", password: "pw", totpSecret: SecureRandom.bytes(20))
-        let started = try await h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
         for _ in 0..<3 {
             _ = await failure { try h.service.stepUp(id: started.id, code: .totp("12345x"), now: now + 1) }
         }
@@ -193,10 +193,10 @@ struct UpgradeServiceTests {
         let h = try UpgradeHarness()
         try h.addAccount("alice", password: "right")
         let wrong = await failure {
-            try await h.service.start(username: "alice", password: "wrong", serviceIdentifier: "s", now: now)
+            try h.service.start(username: "alice", password: "wrong", serviceIdentifier: "s", now: now)
         }
         let unknown = await failure {
-            try await h.service.start(username: "mallory", password: "wrong", serviceIdentifier: "s", now: now)
+            try h.service.start(username: "mallory", password: "wrong", serviceIdentifier: "s", now: now)
         }
         #expect(wrong?.kind == .invalidCredentials)
         #expect(unknown?.kind == wrong?.kind)
@@ -208,24 +208,24 @@ struct UpgradeServiceTests {
         for _ in 0..<9 {
             clock += 120
             _ = await failure {
-                try await h.service.start(username: "alice", password: "wrong", serviceIdentifier: "s", now: clock)
+                try h.service.start(username: "alice", password: "wrong", serviceIdentifier: "s", now: clock)
             }
             _ = await failure {
-                try await h.service.start(username: "mallory", password: "wrong", serviceIdentifier: "s", now: clock)
+                try h.service.start(username: "mallory", password: "wrong", serviceIdentifier: "s", now: clock)
             }
         }
         clock += 1
         let lockedKnown = await failure {
-            try await h.service.start(username: "alice", password: "right", serviceIdentifier: "s", now: clock)
+            try h.service.start(username: "alice", password: "right", serviceIdentifier: "s", now: clock)
         }
         let lockedUnknown = await failure {
-            try await h.service.start(username: "mallory", password: "x", serviceIdentifier: "s", now: clock)
+            try h.service.start(username: "mallory", password: "x", serviceIdentifier: "s", now: clock)
         }
         #expect(lockedKnown?.kind == .locked)
         #expect(lockedUnknown?.kind == .locked)
         #expect(lockedKnown?.retryAfter == lockedUnknown?.retryAfter)
         // After the lock runs out, the right password works again and resets the count.
-        let answer = try await h.service.start(
+        let answer = try h.service.start(
             username: "alice",
             password: "right",
             serviceIdentifier: "s",
@@ -239,7 +239,7 @@ struct UpgradeServiceTests {
     func credentialFailures(_ kase: CredentialCase) async throws {
         let h = try UpgradeHarness()
         try h.addAccount("alice", password: "pw")
-        let started = try await h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         var request = credential(started)
         switch kase {
         case .stateMismatch: request.state = SecureRandom.token(byteCount: 32)
@@ -279,9 +279,9 @@ struct UpgradeServiceTests {
         let h = try UpgradeHarness()
         let alice = try h.addAccount("alice", password: "pw")
         let bob = try h.addAccount("bob", password: "pw")
-        let first = try await h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        let first = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         _ = try await h.service.submitAppleCredential(id: first.id, credential(first), now: now + 1)
-        let second = try await h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now + 2)
+        let second = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now + 2)
         let refused = await failure {
             try await h.service.submitAppleCredential(id: second.id, credential(second), now: now + 3)
         }
@@ -298,7 +298,7 @@ struct UpgradeServiceTests {
     func expiry() async throws {
         let h = try UpgradeHarness()
         try h.addAccount("alice", password: "pw")
-        let started = try await h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         #expect(try h.service.view(id: started.id, now: now + 301).status == .expired)
         let late = await failure {
             try await h.service.submitAppleCredential(id: started.id, credential(started), now: now + 301)
@@ -312,7 +312,7 @@ struct UpgradeServiceTests {
     func cancel(_ reason: ASExtensionErrorCode) async throws {
         let h = try UpgradeHarness()
         try h.addAccount("alice", password: "pw")
-        let started = try await h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         let cancelled = try h.service.cancel(id: started.id, reason: reason, now: now + 1)
         #expect(cancelled.status == .cancelled)
         #expect(cancelled.result == .failure)
@@ -333,7 +333,7 @@ struct UpgradeServiceTests {
         let h = try UpgradeHarness()
         try h.addAccount("alice", password: "pw")
         h.apple.fail(with: code)
-        let started = try await h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         let refused = await failure {
             try await h.service.submitAppleCredential(id: started.id, credential(started), now: now + 1)
         }
@@ -348,7 +348,7 @@ struct UpgradeServiceTests {
         let h = try UpgradeHarness()
         let alice = try h.addAccount("alice", password: "pw")
         h.apple.delay(milliseconds: 50)
-        let started = try await h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         let request = credential(started)
         let service = h.service
         let answers = await withTaskGroup(of: Result<UpgradeAnswer, UpgradeFailure>.self) { group in
@@ -377,11 +377,11 @@ struct UpgradeServiceTests {
     func validation() async throws {
         let h = try UpgradeHarness()
         let empty = await failure {
-            try await h.service.start(username: "", password: "pw", serviceIdentifier: "s", now: now)
+            try h.service.start(username: "", password: "pw", serviceIdentifier: "s", now: now)
         }
         #expect(empty?.kind == .validation)
         let huge = await failure {
-            try await h.service.start(
+            try h.service.start(
                 username: "a",
                 password: String(repeating: "x", count: 2000),
                 serviceIdentifier: "s",

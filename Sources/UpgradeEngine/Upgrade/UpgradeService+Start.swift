@@ -1,5 +1,6 @@
 extension UpgradeService {
-    /// `POST /v1/upgrades`: evaluates the existing password. Answers `success` with a state and nonce,
+    /// `POST /v1/upgrades`: evaluates the existing password. Synchronous on purpose: the password hash
+    /// is CPU-bound work for the caller's (worker) thread, not for Swift's small cooperative pool. Answers `success` with a state and nonce,
     /// `twoFactorAuthRequired`, or throws a failure. A wrong password and an unknown username cost the
     /// same and look the same; both count against the username as typed.
     public func start(
@@ -7,7 +8,7 @@ extension UpgradeService {
         password: String,
         serviceIdentifier: String,
         now: Int64
-    ) async throws(UpgradeFailure) -> UpgradeAnswer {
+    ) throws(UpgradeFailure) -> UpgradeAnswer {
         try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
         try Self.require(password, "password", maxBytes: Self.maxPasswordBytes)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
