@@ -1,0 +1,97 @@
+import UpgradeEngine
+
+/// An RFC 9457 problem document for the REST API. Besides `type`, `title`, `status` and `detail` it
+/// carries the members the Account Authentication Modification extension needs on every answer:
+/// `result`, and the upgrade's `id` and `upgradeStatus` when one exists (`status` is taken by
+/// RFC 9457 for the HTTP status code), `attemptsRemaining` and `retryAfter`.
+public struct APIProblem: Error, Sendable, CustomStringConvertible {
+    public var status: Int
+    public var slug: String
+    public var detail: String
+    public var extensions: [JWSJSON.Member]
+    public var headers: HTTPHeaders
+
+    public init(
+        status: Int,
+        slug: String,
+        detail: String,
+        extensions: [JWSJSON.Member] = [],
+        headers: HTTPHeaders = HTTPHeaders()
+    ) {
+        self.status = status
+        self.slug = slug
+        self.detail = detail
+        self.extensions = extensions
+        self.headers = headers
+    }
+
+    public init(_ failure: UpgradeFailure) {
+        var extensions = [JWSJSON.Member("result", .string(failure.result.rawValue))]
+        if let id = failure.upgradeID { extensions.append(.init("id", .string(id))) }
+        if let status = failure.status { extensions.append(.init("upgradeStatus", .string(status.rawValue))) }
+        if let attempts = failure.attemptsRemaining {
+            extensions.append(.init("attemptsRemaining", .integer(Int64(attempts))))
+        }
+        var headers = HTTPHeaders()
+        if let retryAfter = failure.retryAfter {
+            extensions.append(.init("retryAfter", .integer(retryAfter)))
+            headers.replaceOrAppend(name: "Retry-After", value: String(retryAfter))
+        }
+        self.init(
+            status: failure.kind.httpStatus,
+            slug: failure.kind.slug,
+            detail: failure.message,
+            extensions: extensions,
+            headers: headers
+        )
+    }
+
+    public static func validation(_ detail: String) -> APIProblem {
+        APIProblem(status: 422, slug: "validation", detail: detail, extensions: [.init("result", .string("failure"))])
+    }
+
+    public var type: String { HTTPProblem.typeBase + slug }
+
+    public var title: String { Self.titles[slug] ?? "Request failed" }
+
+    public var description: String { "\(status) \(slug): \(detail)" }
+
+    public var response: HTTPResponse {
+        let members: [JWSJSON.Member] =
+            [
+                .init("type", .string(type)), .init("title", .string(title)), .init("status", .integer(Int64(status))),
+                .init("detail", .string(detail)),
+            ]
+            + extensions
+        var headers = self.headers
+        headers.replaceOrAppend(name: "Content-Type", value: "application/problem+json")
+        return HTTPResponse(status: status, headers: headers, body: JWSJSON.object(members).serialized())
+    }
+
+    /// Short, stable titles; the `detail` says what happened in this case.
+    static let titles: [String: String] = [
+        "invalid-credentials": "Invalid credentials",
+        "locked": "Locked",
+        "not-eligible": "Account not eligible",
+        "invalid-code": "Invalid code",
+        "too-many-attempts": "Too many attempts",
+        "state-mismatch": "State mismatch",
+        "nonce-mismatch": "Nonce mismatch",
+        "invalid-identity-token": "Invalid identity token",
+        "sub-conflict": "Apple account already linked",
+        "upgrade-expired": "Upgrade expired",
+        "not-allowed-in-state": "Not allowed in this state",
+        "not-found": "Not found",
+        "upgrade-in-progress": "Upgrade in progress",
+        "invalid-authorization-code": "Invalid authorization code",
+        "apple-unavailable": "Apple unavailable",
+        "validation": "Invalid request body",
+        "rate-limited": "Too many requests",
+        "internal": "Internal error",
+        "bad-request": "Bad request",
+        "unsupported-media-type": "Unsupported media type",
+        "method-not-allowed": "Method not allowed",
+        "not-ready": "Not ready",
+        "invalid-notification": "Invalid notification",
+    ]
+}

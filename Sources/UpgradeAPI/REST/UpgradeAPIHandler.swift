@@ -1,0 +1,263 @@
+import Dispatch
+import Foundation
+import UpgradeEngine
+
+/// The REST API of design §5 on top of `HTTPServer`: routing, strict JSON bodies, problem+json
+/// errors, metrics and one log line per request.
+public final class UpgradeAPIHandler: HTTPHandler {
+    enum Operation: Sendable {
+        case startUpgrade, getUpgrade, stepUp, appleCredential, cancel
+        case health, ready, metrics
+    }
+
+    let upgrades: UpgradeService
+    let store: any UpgradeStore
+    let clock: @Sendable () -> Int64
+    let metrics: Metrics
+    let log: RequestLog
+    /// Sampled at scrape time for the worker-queue gauge; set once the server exists.
+    let statistics: @Sendable () -> HTTPServer.Statistics?
+    private let router: Router<Operation>
+
+    public init(
+        upgrades: UpgradeService,
+        store: any UpgradeStore,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        metrics: Metrics = Metrics(),
+        log: RequestLog = RequestLog(),
+        statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
+    ) {
+        self.upgrades = upgrades
+        self.store = store
+        self.clock = clock
+        self.metrics = metrics
+        self.log = log
+        self.statistics = statistics
+        var router = Router<Operation>()
+        router.add("POST", "/v1/upgrades", .startUpgrade)
+        router.add("GET", "/v1/upgrades/{id}", .getUpgrade)
+        router.add("POST", "/v1/upgrades/{id}/step-up", .stepUp)
+        router.add("POST", "/v1/upgrades/{id}/apple-credential", .appleCredential)
+        router.add("POST", "/v1/upgrades/{id}/cancel", .cancel)
+        router.add("GET", "/healthz", .health)
+        router.add("GET", "/readyz", .ready)
+        router.add("GET", "/metrics", .metrics)
+        self.router = router
+    }
+
+    /// Every operation as `METHOD pattern`, for the test that compares the router with openapi.yaml.
+    public var operations: [String] { router.routes.map { "\($0.method) \($0.pattern)" } }
+
+    public func respondOnEventLoop(to request: HTTPRequest) -> HTTPResponse? {
+        // Liveness answers without a thread hop, even when every worker is busy.
+        guard request.method == "GET", request.path == "/healthz" else { return nil }
+        return .json(#"{"status":"ok"}"#)
+    }
+
+    public func handle(_ request: HTTPRequest) throws -> HTTPResponse {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var route = "unmatched"
+        var problemSlug: String?
+        let response: HTTPResponse
+        do {
+            switch router.match(method: request.method, path: request.path) {
+            case .found(let matched, let parameters):
+                route = matched.pattern
+                response = try perform(matched.operation, request, parameters)
+            case .methodNotAllowed(let allowed, let pattern):
+                route = pattern
+                var problem = APIProblem(
+                    status: 405,
+                    slug: "method-not-allowed",
+                    detail: "use \(allowed.joined(separator: " or "))"
+                )
+                problem.headers.replaceOrAppend(name: "Allow", value: allowed.joined(separator: ", "))
+                throw problem
+            case .notFound:
+                throw APIProblem(status: 404, slug: "not-found", detail: "no such resource")
+            }
+        } catch let problem as APIProblem {
+            problemSlug = problem.slug
+            response = problem.response
+        } catch let failure as UpgradeFailure {
+            problemSlug = failure.kind.slug
+            if failure.kind == .internalError {
+                log.log(
+                    "error",
+                    "upgrade failed internally",
+                    [("requestId", .string("\(request.id)")), ("detail", .string(failure.message))]
+                )
+            }
+            response = APIProblem(failure).response
+        } catch {
+            // Anything unexpected is logged here and answered as a bare 500, never echoed.
+            log.log(
+                "error",
+                "unhandled error",
+                [("requestId", .string("\(request.id)")), ("error", .string(String(describing: type(of: error))))]
+            )
+            problemSlug = "internal"
+            response =
+                APIProblem(status: 500, slug: "internal", detail: "the server could not answer this request").response
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        metrics.recordRequest(route: route, method: request.method, status: response.status, seconds: seconds)
+        var fields: [(String, JWSJSON)] = [
+            ("requestId", .string("\(request.id)")), ("method", .string(request.method)), ("route", .string(route)),
+            ("status", .integer(Int64(response.status))), ("ms", .double((seconds * 1e6).rounded() / 1e3)),
+        ]
+        if let problemSlug { fields.append(("problem", .string(problemSlug))) }
+        log.log("info", "request", fields)
+        return response
+    }
+
+    private func perform(
+        _ operation: Operation,
+        _ request: HTTPRequest,
+        _ parameters: [String: String]
+    ) throws -> HTTPResponse {
+        let now = clock()
+        let id = parameters["id"] ?? ""
+        switch operation {
+        case .health:
+            return .json(#"{"status":"ok"}"#)
+        case .ready:
+            do {
+                try store.ping()
+            } catch {
+                throw APIProblem(status: 503, slug: "not-ready", detail: "the database does not answer")
+            }
+            return .json(#"{"status":"ok"}"#)
+        case .metrics:
+            var gauges: [(name: String, help: String, value: Double)] = []
+            if let statistics = statistics() {
+                gauges.append(
+                    (
+                        "http_worker_queue_depth", "Requests waiting for a worker thread.",
+                        Double(statistics.queuedRequests)
+                    )
+                )
+                gauges.append(("http_connections_open", "Open client connections.", Double(statistics.connectionsOpen)))
+            }
+            var response = HTTPResponse.text(metrics.render(gauges: gauges))
+            response.headers.replaceOrAppend(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
+            return response
+        case .startUpgrade:
+            let body = try JSONBody(request, allowed: ["username", "password", "serviceIdentifier"])
+            let answer = try recorded {
+                try upgrades.start(
+                    username: try body.requiredString("username"),
+                    password: try body.requiredString("password"),
+                    serviceIdentifier: try body.requiredString("serviceIdentifier"),
+                    now: now
+                )
+            }
+            return Self.render(answer, status: 201)
+        case .stepUp:
+            let body = try JSONBody(request, allowed: ["code", "recoveryCode"])
+            let code: UpgradeService.StepUpCode
+            switch (try body.string("code"), try body.string("recoveryCode")) {
+            case (let totp?, nil): code = .totp(totp)
+            case (nil, let recovery?): code = .recoveryCode(recovery)
+            default: throw APIProblem.validation("send exactly one of 'code' and 'recoveryCode'")
+            }
+            return Self.render(try recorded { try upgrades.stepUp(id: id, code: code, now: now) })
+        case .appleCredential:
+            let body = try JSONBody(
+                request,
+                allowed: ["identityToken", "authorizationCode", "state", "user", "email", "fullName"]
+            )
+            let credential = UpgradeService.AppleCredential(
+                identityToken: try body.requiredString("identityToken"),
+                authorizationCode: try body.requiredString("authorizationCode"),
+                state: try body.requiredString("state"),
+                user: try body.string("user")
+            )
+            // `email` and `fullName` are what the device saw once; the token's claims are what we trust,
+            // so they are accepted for compatibility with the extension's payload and not stored.
+            _ = try body.string("email")
+            let upgrades = self.upgrades
+            let answer = try recorded {
+                try blockingWait { () async throws(UpgradeFailure) -> UpgradeAnswer in
+                    try await upgrades.submitAppleCredential(id: id, credential, now: now)
+                }
+            }
+            return Self.render(answer)
+        case .cancel:
+            let body = try JSONBody(request, allowed: ["reason"])
+            let reason: ASExtensionErrorCode?
+            switch body.value("reason") {
+            case .string(let name)?: reason = ASExtensionErrorCode(name: name)
+            case .integer(let number)?: reason = ASExtensionErrorCode(rawValue: Int(number))
+            case nil, .null?: throw APIProblem.validation("field 'reason' is required")
+            default: reason = nil
+            }
+            guard let reason else {
+                throw APIProblem.validation(
+                    "field 'reason' must be an ASExtensionError code: failed (0), userCanceled (1), userInteractionRequired (100) or credentialIdentityNotFound (101)"
+                )
+            }
+            return Self.render(try recorded { try upgrades.cancel(id: id, reason: reason, now: now) })
+        case .getUpgrade:
+            return Self.render(try upgrades.view(id: id, now: now))
+        }
+    }
+
+    /// Counts the outcome of an upgrade call for `upgrade_transitions_total`.
+    private func recorded(_ body: () throws -> UpgradeAnswer) throws -> UpgradeAnswer {
+        do {
+            let answer = try body()
+            metrics.recordTransition(status: answer.status.rawValue, result: answer.result.rawValue)
+            return answer
+        } catch let failure as UpgradeFailure {
+            if let status = failure.status {
+                metrics.recordTransition(status: status.rawValue, result: failure.result.rawValue)
+            }
+            throw failure
+        }
+    }
+
+    static func timestamp(_ seconds: Int64) -> String {
+        Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
+    }
+
+    static func render(_ answer: UpgradeAnswer, status: Int = 200) -> HTTPResponse {
+        let members = JWSJSON.object([
+            "id": .string(answer.id),
+            "status": .string(answer.status.rawValue),
+            "result": .string(answer.result.rawValue),
+            "state": answer.state.map { .string($0) },
+            "nonce": answer.nonce.map { .string($0) },
+            "expiresAt": answer.expiresAt.map { .string(timestamp($0)) },
+            "accountId": answer.accountID.map { .string($0) },
+            "attemptsRemaining": answer.attemptsRemaining.map { .integer(Int64($0)) },
+        ])
+        var response = HTTPResponse(status: status, body: members.serialized())
+        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
+        response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    static func render(_ view: UpgradeView) -> HTTPResponse {
+        let history = view.history.map { entry in
+            JWSJSON.object([
+                "at": .string(timestamp(entry.at)),
+                "event": .string(entry.event),
+                "from": entry.from.map { .string($0) },
+                "to": entry.to.map { .string($0) },
+                "problem": entry.problem.map { .string($0) },
+            ])
+        }
+        let body = JWSJSON.object([
+            "id": .string(view.id),
+            "status": .string(view.status.rawValue),
+            "result": view.result.map { .string($0.rawValue) },
+            "createdAt": .string(timestamp(view.createdAt)),
+            "expiresAt": view.expiresAt.map { .string(timestamp($0)) },
+            "history": .array(history),
+        ])
+        var response = HTTPResponse(body: body.serialized())
+        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
+        return response
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import UpgradeEngine
+
+/// `upgrade-cli serve`'s configuration (design §5): environment variables, each overridable by a
+/// `--flag`. `load` validates everything before anything is opened and reports every problem at
+/// once, one line each, naming the variable and how to fix it.
+public struct ServerSettings: Sendable {
+    public var database: DatabaseLocation
+    public var host: String
+    public var port: Int
+    public var appleBaseURL: URL
+    public var clientIDs: [String]
+    public var teamID: String?
+    public var keyID: String?
+    public var privateKeyFile: String?
+    public var secretKeyFile: String?
+    public var adminTokensFile: String?
+    public var development: Bool
+
+    /// The variables and their `--flag` spellings.
+    public static let variables: [(variable: String, flag: String)] = [
+        ("UPGRADE_DB", "--db"), ("UPGRADE_LISTEN", "--listen"), ("APPLE_BASE_URL", "--apple-base-url"),
+        ("APPLE_CLIENT_IDS", "--client-ids"), ("APPLE_TEAM_ID", "--team-id"), ("APPLE_KEY_ID", "--key-id"),
+        ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
+        ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
+    ]
+
+    public static let appleProductionURL = "https://appleid.apple.com"
+
+    /// Reads and validates. `values` maps variable names to values (flags already folded in).
+    /// Throws `ServerSettingsError` listing every problem.
+    public static func load(_ values: [String: String], development: Bool) throws(ServerSettingsError) -> ServerSettings
+    {
+        var problems: [String] = []
+        func value(_ name: String) -> String? {
+            guard let text = values[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            return text
+        }
+
+        var database = DatabaseLocation.sqlite(path: development ? "siwa-dev.db" : "upgrade.db")
+        if let text = value("UPGRADE_DB") {
+            do { database = try DatabaseLocation.parse(text) } catch { problems.append(error.message) }
+        }
+
+        var host = "127.0.0.1"
+        var port = 8080
+        if let text = value("UPGRADE_LISTEN") {
+            if let (parsedHost, parsedPort) = parseListen(text) {
+                (host, port) = (parsedHost, parsedPort)
+            } else {
+                problems.append(
+                    "UPGRADE_LISTEN: expected ADDRESS:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8080"
+                )
+            }
+        }
+
+        var appleBaseURL = URL(string: appleProductionURL)!
+        if let text = value("APPLE_BASE_URL") {
+            switch validateAppleBaseURL(text) {
+            case .success(let url): appleBaseURL = url
+            case .failure(let problem): problems.append(problem.message)
+            }
+        }
+
+        var clientIDs: [String] = []
+        if let text = value("APPLE_CLIENT_IDS") {
+            clientIDs = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            if clientIDs.isEmpty
+                || clientIDs.contains(where: { !ClientSecretSigner.isClientID($0) || $0.contains(",") })
+            {
+                problems.append(
+                    "APPLE_CLIENT_IDS: each entry must be a bundle id or Services id such as com.example.app"
+                )
+            }
+        } else if !development {
+            problems.append(
+                "APPLE_CLIENT_IDS: required; the comma-separated bundle ids and Services ids whose identity tokens are accepted"
+            )
+        }
+
+        let teamID = value("APPLE_TEAM_ID")
+        let keyID = value("APPLE_KEY_ID")
+        let privateKeyFile = value("APPLE_PRIVATE_KEY_FILE")
+        if !development {
+            if teamID == nil {
+                problems.append("APPLE_TEAM_ID: required to exchange authorization codes; your 10-character Team ID")
+            }
+            if keyID == nil {
+                problems.append(
+                    "APPLE_KEY_ID: required to exchange authorization codes; the 10-character id of your Sign in with Apple key"
+                )
+            }
+            if privateKeyFile == nil {
+                problems.append(
+                    "APPLE_PRIVATE_KEY_FILE: required to exchange authorization codes; the .p8 key file (PKCS#8 PEM)"
+                )
+            }
+        }
+        if let teamID, !ClientSecretSigner.isAppleIdentifier(teamID) {
+            problems.append("APPLE_TEAM_ID: must be 10 characters A-Z and 0-9")
+        }
+        if let keyID, !ClientSecretSigner.isAppleIdentifier(keyID) {
+            problems.append("APPLE_KEY_ID: must be 10 characters A-Z and 0-9")
+        }
+        if let privateKeyFile {
+            if let pem = try? String(contentsOfFile: privateKeyFile, encoding: .utf8) {
+                if (try? P256PrivateKey(pem: pem)) == nil {
+                    problems.append(
+                        "APPLE_PRIVATE_KEY_FILE: \(privateKeyFile) is not a P-256 private key in PKCS#8 PEM (.p8)"
+                    )
+                }
+            } else {
+                problems.append("APPLE_PRIVATE_KEY_FILE: cannot read \(privateKeyFile)")
+            }
+        }
+
+        let secretKeyFile = value("UPGRADE_SECRET_KEY_FILE")
+        if let secretKeyFile {
+            do { _ = try SecretKeyFile.load(path: secretKeyFile) } catch { problems.append(error.message) }
+        } else if !development {
+            problems.append("UPGRADE_SECRET_KEY_FILE: required outside --dev; \(SecretKeyFile.howToCreate)")
+        }
+
+        let adminTokensFile = value("UPGRADE_ADMIN_TOKENS_FILE")
+        if let adminTokensFile, !FileManager.default.isReadableFile(atPath: adminTokensFile) {
+            problems.append("UPGRADE_ADMIN_TOKENS_FILE: cannot read \(adminTokensFile)")
+        }
+
+        guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
+        return ServerSettings(
+            database: database,
+            host: host,
+            port: port,
+            appleBaseURL: appleBaseURL,
+            clientIDs: clientIDs,
+            teamID: teamID,
+            keyID: keyID,
+            privateKeyFile: privateKeyFile,
+            secretKeyFile: secretKeyFile,
+            adminTokensFile: adminTokensFile,
+            development: development
+        )
+    }
+
+    /// `https://` anywhere, or `http://` to a loopback address only (how the emulator is reached).
+    public static func validateAppleBaseURL(_ text: String) -> Result<URL, ServerSettingsError> {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
+            url.query == nil, url.fragment == nil, url.user == nil
+        else {
+            return .failure(
+                ServerSettingsError(problems: ["APPLE_BASE_URL: not an absolute URL such as https://appleid.apple.com"])
+            )
+        }
+        switch scheme {
+        case "https":
+            return .success(url)
+        case "http" where isLoopback(host):
+            return .success(url)
+        case "http":
+            return .failure(
+                ServerSettingsError(problems: [
+                    "APPLE_BASE_URL: must be https:// (plain http is allowed only for a loopback emulator, e.g. http://127.0.0.1:8081)"
+                ])
+            )
+        default:
+            return .failure(ServerSettingsError(problems: ["APPLE_BASE_URL: the scheme must be https"]))
+        }
+    }
+
+    public static func isLoopback(_ host: String) -> Bool {
+        let lowered = host.lowercased()
+        if lowered == "localhost" || lowered == "::1" || lowered == "[::1]" { return true }
+        let octets = lowered.split(separator: ".")
+        return octets.count == 4 && octets.first == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+
+    static func parseListen(_ text: String) -> (String, Int)? {
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        let host = String(text[..<colon])
+        guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            return nil
+        }
+        return (host, port)
+    }
+
+    /// Whether Apple is the emulator: only ever by an explicit loopback URL or `--dev`, never implicitly.
+    public var appleIsLoopback: Bool { Self.isLoopback(appleBaseURL.host ?? "") }
+}
+
+/// Every configuration problem found, one line each.
+public struct ServerSettingsError: Error, Sendable, CustomStringConvertible {
+    public var problems: [String]
+    public var message: String { problems.joined(separator: "\n") }
+    public var description: String { message }
+}

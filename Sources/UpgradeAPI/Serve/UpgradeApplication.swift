@@ -1,0 +1,90 @@
+import Foundation
+import UpgradeEngine
+
+/// The assembled server: store, secrets, Apple connections, upgrade service, REST handler and HTTP
+/// server, from validated `ServerSettings`.
+public final class UpgradeApplication: Sendable {
+    public let settings: ServerSettings
+    public let store: any UpgradeStore
+    public let service: UpgradeService
+    public let server: HTTPServer
+    public let development: DevelopmentEnvironment?
+    public let metrics: Metrics
+
+    public init(
+        settings: ServerSettings,
+        log: RequestLog = RequestLog(),
+        productionApple: ((ServerSettings) throws -> AppleConnections)? = nil,
+        configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
+    ) throws {
+        self.settings = settings
+        let now = Int64(Date().timeIntervalSince1970)
+        store = try settings.database.open()
+        if settings.development {
+            _ = try store.migrate(now: now)
+        } else {
+            let pending = try store.migrationStatus().filter { $0.appliedAt == nil }
+            guard pending.isEmpty else {
+                throw ServerSettingsError(problems: [
+                    "UPGRADE_DB: the database has \(pending.count) pending migration(s); run 'upgrade-cli db migrate' first"
+                ])
+            }
+        }
+        let secrets: SecretBox
+        if let path = settings.secretKeyFile {
+            secrets = try SecretKeyFile.load(path: path)
+        } else {
+            secrets = SecretBox.developmentOnly()
+        }
+
+        let connections: AppleConnections
+        if settings.development {
+            let environment = try DevelopmentEnvironment(clientIDs: settings.clientIDs)
+            development = environment
+            connections = environment.connections
+            try DevelopmentEnvironment.ensureDemoAccount(store: store, secrets: secrets, now: now)
+        } else {
+            development = nil
+            guard let productionApple else {
+                throw ServerSettingsError(problems: ["APPLE_BASE_URL: no Apple client is available in this build"])
+            }
+            connections = try productionApple(settings)
+        }
+
+        service = UpgradeService(
+            store: store,
+            secrets: secrets,
+            identityTokens: connections.identityTokens,
+            apple: connections.tokens,
+            configuration: UpgradeServiceConfiguration(appleTeamID: settings.teamID ?? DevelopmentEnvironment.teamID)
+        )
+        let metrics = Metrics()
+        self.metrics = metrics
+        var configuration = HTTPServer.Configuration()
+        configuration.host = settings.host
+        configuration.port = settings.port
+        configuration.onEvent = { event in log.log("info", "server", [("event", .string(event.description))]) }
+        configureServer(&configuration)
+        let statistics = StatisticsBox()
+        let handler = UpgradeAPIHandler(
+            upgrades: service,
+            store: store,
+            metrics: metrics,
+            log: log,
+            statistics: { statistics.server?.statistics }
+        )
+        server = HTTPServer(configuration: configuration, handler: handler)
+        statistics.server = server
+    }
+}
+
+/// Lets the handler sample the server it is served by, which exists only after the handler.
+/// Written once before the server starts, read afterwards; the lock keeps that ordering explicit.
+final class StatisticsBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private weak var stored: HTTPServer?
+    var server: HTTPServer? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}

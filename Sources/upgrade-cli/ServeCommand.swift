@@ -1,0 +1,73 @@
+import Foundation
+import UpgradeAPI
+import UpgradeEngine
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `serve`: validates the configuration (printing every problem, one line each), then runs the REST
+/// API until SIGTERM or SIGINT, finishing in-flight requests before exiting.
+struct ServeCommand: CLICommand {
+    static let path = ["serve"]
+    static let summary = "run the REST API (--dev: embedded defaults, in-process Apple emulator, demo account)"
+    static let usage =
+        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID] [--private-key-file P8] [--secret-key-file FILE] [--admin-tokens-file FILE]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let development = arguments.flag("--dev")
+        let values = try ServeOptions.read(&arguments)
+        try arguments.finish()
+        let settings: ServerSettings
+        do {
+            settings = try ServerSettings.load(values, development: development)
+        } catch {
+            throw UsageError(error.problems.map { $0 }.joined(separator: "\nerror: "))
+        }
+        let application = try ServeOptions.assemble(settings)
+        do {
+            try application.server.start()
+        } catch {
+            throw CommandFailure(
+                "cannot listen on \(settings.host):\(settings.port): \(error)",
+                exitCode: ExitCode.usage
+            )
+        }
+        if development {
+            Console.err(DevelopmentEnvironment.banner)
+            Console.err(
+                "demo account: \(DevelopmentEnvironment.demoUsername) / \(DevelopmentEnvironment.demoPassword), TOTP seed \(DevelopmentEnvironment.demoTOTPSecretBase32) (oathtool --totp --base32 ...)"
+            )
+        }
+        Console.err("listening on http://\(settings.host):\(application.server.port) (database \(settings.database))")
+        application.server.wait()
+        Console.err("stopped")
+        return ExitCode.success
+    }
+}
+
+/// Flags and environment folded into one map of variable names, flags winning.
+enum ServeOptions {
+    static func read(_ arguments: inout ArgumentReader) throws -> [String: String] {
+        var values = ProcessInfo.processInfo.environment.filter { key, _ in
+            ServerSettings.variables.contains { $0.variable == key }
+        }
+        for (variable, flag) in ServerSettings.variables {
+            if let value = try arguments.option(flag) { values[variable] = value }
+        }
+        return values
+    }
+
+    static func assemble(_ settings: ServerSettings) throws -> UpgradeApplication {
+        do {
+            return try UpgradeApplication(
+                settings: settings,
+                configureServer: { $0.shutdownSignals = [SIGTERM, SIGINT] }
+            )
+        } catch let error as ServerSettingsError {
+            throw UsageError(error.problems.joined(separator: "\nerror: "))
+        } catch let error as StorageError {
+            throw UsageError("UPGRADE_DB: \(error.message)")
+        }
+    }
+}
