@@ -12,6 +12,7 @@ enum CommandRegistry {
             AccountsAddCommand.self,
             AccountsShowCommand.self,
             ServeCommand.self,
+            DemoCommand.self,
         ]
     }
 }

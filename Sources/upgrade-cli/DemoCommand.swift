@@ -1,0 +1,177 @@
+import Foundation
+import UpgradeAPI
+import UpgradeEngine
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `demo`: the whole upgrade over real HTTP on loopback against the development server and its
+/// Apple ID emulator: password, TOTP step-up, Apple's sheet, credential, completed; then shows
+/// that the password no longer works. Prints each transition.
+struct DemoCommand: CLICommand {
+    static let path = ["demo"]
+    static let summary = "run the whole upgrade end to end over HTTP against the embedded emulator"
+    static let usage = "upgrade-cli demo [--db sqlite:PATH]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let database = try arguments.option("--db")
+        var values = try ServeOptions.read(&arguments)
+        try arguments.finish()
+        // A fresh database per run unless one is named, so the demo always starts from a password account.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-\(UUID().uuidString)")
+        if let database {
+            values["UPGRADE_DB"] = database
+        } else {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            values["UPGRADE_DB"] = "sqlite:" + directory.appendingPathComponent("demo.db").path
+        }
+        defer { try? FileManager.default.removeItem(at: directory) }
+        values["UPGRADE_LISTEN"] = "127.0.0.1:0"
+        let settings: ServerSettings
+        do {
+            settings = try ServerSettings.load(values, development: true)
+        } catch {
+            throw UsageError(error.message)
+        }
+        let application = try UpgradeApplication(settings: settings, log: RequestLog(write: { _ in }))
+        try application.server.start()
+        defer {
+            application.server.shutdown()
+            application.server.wait()
+        }
+        guard let development = application.development else {
+            throw CommandFailure("the demo needs the development environment")
+        }
+        let base = "http://127.0.0.1:\(application.server.port)"
+        let client = DemoHTTPClient()
+        Console.out("server      \(base) (development mode; Apple is the in-process emulator)")
+
+        // 1. The extension hands the saved password to the server.
+        let started = try client.post(
+            "\(base)/v1/upgrades",
+            [
+                "username": DevelopmentEnvironment.demoUsername, "password": DevelopmentEnvironment.demoPassword,
+                "serviceIdentifier": "example.com",
+            ]
+        )
+        try show("POST /v1/upgrades", started)
+        guard let id = started.json["id"] as? String, started.json["status"] as? String == "stepUpRequired" else {
+            throw CommandFailure("expected stepUpRequired, got \(started.text)")
+        }
+
+        // 2. The user types the TOTP code.
+        let code = TOTP.code(
+            secret: Base32.decode(DevelopmentEnvironment.demoTOTPSecretBase32) ?? [],
+            parameters: .standard,
+            counter: UInt64(Date().timeIntervalSince1970) / 30
+        )
+        let stepped = try client.post("\(base)/v1/upgrades/\(id)/step-up", ["code": code])
+        try show("POST /v1/upgrades/{id}/step-up", stepped)
+        guard let state = stepped.json["state"] as? String, let nonce = stepped.json["nonce"] as? String else {
+            throw CommandFailure("expected a state and nonce, got \(stepped.text)")
+        }
+
+        // 3. The system's Sign in with Apple sheet, with our state and nonce.
+        let authorization = try development.emulator.authorize(
+            userID: development.appleUserID,
+            clientID: DevelopmentEnvironment.clientID,
+            nonce: nonce,
+            state: state,
+            emailMode: .hidden
+        )
+        Console.out(
+            "apple       Sign in with Apple sheet approved: identity token and authorization code issued (state echoed)"
+        )
+
+        // 4. The extension sends Apple's credential; the account is converted.
+        let completed = try client.post(
+            "\(base)/v1/upgrades/\(id)/apple-credential",
+            [
+                "identityToken": authorization.identityToken, "authorizationCode": authorization.authorizationCode,
+                "state": authorization.state ?? "", "user": authorization.user,
+            ]
+        )
+        try show("POST /v1/upgrades/{id}/apple-credential", completed)
+        guard completed.json["status"] as? String == "completed" else {
+            throw CommandFailure("the upgrade did not complete")
+        }
+
+        // 5. The history, and proof the password is gone.
+        let view = try client.get("\(base)/v1/upgrades/\(id)")
+        for entry in view.json["history"] as? [[String: Any]] ?? [] {
+            let problem = (entry["problem"] as? String).map { " (\($0))" } ?? ""
+            Console.out(
+                "history     \(entry["from"] as? String ?? "?") -> \(entry["to"] as? String ?? "?") on \(entry["event"] as? String ?? "?")\(problem)"
+            )
+        }
+        let again = try client.post(
+            "\(base)/v1/upgrades",
+            [
+                "username": DevelopmentEnvironment.demoUsername, "password": DevelopmentEnvironment.demoPassword,
+                "serviceIdentifier": "example.com",
+            ]
+        )
+        try show("POST /v1/upgrades (old password)", again, expectFailure: true)
+        guard again.status == 401 else { throw CommandFailure("the old password still works") }
+        Console.out("done        account converted to Sign in with Apple; its password is deleted")
+        return ExitCode.success
+    }
+
+    private static func show(_ call: String, _ response: DemoHTTPClient.Response, expectFailure: Bool = false) throws {
+        let status = response.json["status"].map { "\($0)" } ?? "-"
+        let result = response.json["result"] as? String ?? "-"
+        let type = (response.json["type"] as? String)?.split(separator: "/").last.map(String.init)
+        var line = "\(call.padding(toLength: 42, withPad: " ", startingAt: 0)) HTTP \(response.status)  "
+        line += type.map { "problem \($0), result \(result)" } ?? "status \(status), result \(result)"
+        Console.out(line)
+        if !expectFailure, response.status >= 400 { throw CommandFailure("\(call) failed: \(response.text)") }
+    }
+}
+
+/// A minimal blocking JSON client over URLSession for the demo.
+final class DemoHTTPClient: Sendable {
+    struct Response {
+        let status: Int
+        let text: String
+        let json: [String: Any]
+    }
+
+    func get(_ url: String) throws -> Response { try send(url, method: "GET", body: nil) }
+
+    func post(_ url: String, _ body: [String: String]) throws -> Response {
+        try send(url, method: "POST", body: try JSONSerialization.data(withJSONObject: body))
+    }
+
+    private func send(_ url: String, method: String, body: Data?) throws -> Response {
+        guard let target = URL(string: url) else { throw CommandFailure("bad URL \(url)") }
+        var request = URLRequest(url: target, timeoutInterval: 30)
+        request.httpMethod = method
+        request.httpBody = body
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        let box = ResponseBox()
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, error in
+            box.set(data, (response as? HTTPURLResponse)?.statusCode, error)
+            done.signal()
+        }.resume()
+        done.wait()
+        let (data, status, error) = box.get()
+        guard let status, let data else {
+            throw CommandFailure("\(method) \(url): \(error.map { "\($0)" } ?? "no response")")
+        }
+        let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        return Response(status: status, text: String(decoding: data, as: UTF8.self), json: json)
+    }
+
+    /// Handed from URLSession's callback queue to the waiting thread; the semaphore orders the write
+    /// before the read, and the lock makes that explicit.
+    private final class ResponseBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value: (Data?, Int?, (any Error)?) = (nil, nil, nil)
+        func set(_ data: Data?, _ status: Int?, _ error: (any Error)?) {
+            lock.withLock { value = (data, status, error) }
+        }
+        func get() -> (Data?, Int?, (any Error)?) { lock.withLock { value } }
+    }
+}
