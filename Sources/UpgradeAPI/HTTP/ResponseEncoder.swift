@@ -11,6 +11,31 @@ enum ResponseEncoder {
         var confirmKeepAlive: Bool
     }
 
+    /// Header names the server sets itself, recognised without comparing every name to each of them.
+    private enum ServerSetField {
+        case replaced
+        case contentType
+        case other
+
+        init(_ name: String) {
+            let first = name.utf8.first.map(HTTPField.lowercasedASCII)
+            guard first == UInt8(ascii: "c") || first == UInt8(ascii: "d") || first == UInt8(ascii: "t") else {
+                self = .other
+                return
+            }
+            let field = HTTPField(name: name, value: "")
+            if field.hasName("Content-Type") {
+                self = .contentType
+            } else if field.hasName("Content-Length") || field.hasName("Connection") || field.hasName("Date")
+                || field.hasName("Transfer-Encoding")
+            {
+                self = .replaced
+            } else {
+                self = .other
+            }
+        }
+    }
+
     static let continueResponse = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     /// Why `response` cannot be sent, or nil if it can.
@@ -37,12 +62,11 @@ enum ResponseEncoder {
         output.append(contentsOf: "\r\n".utf8)
         var hasContentType = false
         for field in response.headers {
-            if field.hasName("Content-Length") || field.hasName("Connection") || field.hasName("Date")
-                || field.hasName("Transfer-Encoding")
-            {
-                continue
+            switch ServerSetField(field.name) {
+            case .replaced: continue
+            case .contentType: hasContentType = true
+            case .other: break
             }
-            if field.hasName("Content-Type") { hasContentType = true }
             output.append(contentsOf: field.name.utf8)
             output.append(contentsOf: ": ".utf8)
             output.append(contentsOf: field.value.utf8)

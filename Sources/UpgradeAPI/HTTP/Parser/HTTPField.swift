@@ -17,13 +17,18 @@ public struct HTTPField: Hashable, Sendable, CustomStringConvertible {
     }
 
     static func equalsIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
-        let left = lhs.utf8
-        let right = rhs.utf8
-        guard left.count == right.count else { return false }
-        for (a, b) in zip(left, right) where a != b {
-            guard lowercasedASCII(a) == lowercasedASCII(b) else { return false }
+        guard lhs.utf8.count == rhs.utf8.count else { return false }
+        // Native strings are contiguous UTF-8; comparing buffers avoids generic iteration on a hot path.
+        var left = lhs
+        var right = rhs
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                for index in 0..<a.count where a[index] != b[index] {
+                    guard lowercasedASCII(a[index]) == lowercasedASCII(b[index]) else { return false }
+                }
+                return true
+            }
         }
-        return true
     }
 
     @inline(__always)
