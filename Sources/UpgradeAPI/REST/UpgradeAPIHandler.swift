@@ -58,7 +58,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         let started = DispatchTime.now().uptimeNanoseconds
         var route = "unmatched"
         var problemSlug: String?
-        let response: HTTPResponse
+        var response: HTTPResponse
         do {
             switch router.match(method: request.method, path: request.path) {
             case .found(let matched, let parameters):
@@ -108,6 +108,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         ]
         if let problemSlug { fields.append(("problem", .string(problemSlug))) }
         log.log("info", "request", fields)
+        // The same id is in the log line, so a client report can be matched to it.
+        response.headers.replaceOrAppend(name: "X-Request-Id", value: "\(request.id)")
         return response
     }
 

@@ -20,8 +20,11 @@ public struct DevelopmentEnvironment: Sendable {
     /// The emulator's id of the demo Apple Account (the device signs in as this user).
     public let appleUserID: String
 
-    public init(clientIDs: [String]) throws {
-        emulator = AppleIDEmulator()
+    public init(
+        clientIDs: [String],
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) throws {
+        emulator = AppleIDEmulator(clock: clock)
         try emulator.addTeam(Self.teamID)
         let key = P256PrivateKey()
         try emulator.registerKey(teamID: Self.teamID, keyID: Self.keyID, publicKey: key.publicKey)

@@ -10,15 +10,18 @@ public final class UpgradeApplication: Sendable {
     public let server: HTTPServer
     public let development: DevelopmentEnvironment?
     public let metrics: Metrics
+    /// Every routed operation as `METHOD /pattern`.
+    public let operations: [String]
 
     public init(
         settings: ServerSettings,
         log: RequestLog = RequestLog(),
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         productionApple: ((ServerSettings) throws -> AppleConnections)? = nil,
         configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
     ) throws {
         self.settings = settings
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = clock()
         store = try settings.database.open()
         if settings.development {
             _ = try store.migrate(now: now)
@@ -39,7 +42,7 @@ public final class UpgradeApplication: Sendable {
 
         let connections: AppleConnections
         if settings.development {
-            let environment = try DevelopmentEnvironment(clientIDs: settings.clientIDs)
+            let environment = try DevelopmentEnvironment(clientIDs: settings.clientIDs, clock: clock)
             development = environment
             connections = environment.connections
             try DevelopmentEnvironment.ensureDemoAccount(store: store, secrets: secrets, now: now)
@@ -69,10 +72,12 @@ public final class UpgradeApplication: Sendable {
         let handler = UpgradeAPIHandler(
             upgrades: service,
             store: store,
+            clock: clock,
             metrics: metrics,
             log: log,
             statistics: { statistics.server?.statistics }
         )
+        operations = handler.operations
         server = HTTPServer(configuration: configuration, handler: handler)
         statistics.server = server
     }

@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+import UpgradeAPI
+import UpgradeEngine
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The development server (in-process Apple emulator, demo account) on an ephemeral loopback port,
+/// with a clock the test moves. Stops and removes its database when released.
+final class DevServer: Sendable {
+    final class Clock: Sendable {
+        let value = Mutex<Int64>(Int64(Date().timeIntervalSince1970))
+        var now: Int64 { value.withLock { $0 } }
+        func advance(_ seconds: Int64) { value.withLock { $0 += seconds } }
+    }
+
+    struct Response: Sendable {
+        let status: Int
+        let body: Data
+        let headers: [String: String]
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
+        }
+        subscript(_ key: String) -> String? { json[key] as? String }
+        /// The last segment of a problem's `type`.
+        var problem: String? { self["type"].flatMap { $0.split(separator: "/").last.map(String.init) } }
+    }
+
+    let clock = Clock()
+    let directory: URL
+    let application: UpgradeApplication
+    let base: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-rest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let settings = try ServerSettings.load(
+            [
+                "UPGRADE_DB": "sqlite:" + directory.appendingPathComponent("api.db").path,
+                "UPGRADE_LISTEN": "127.0.0.1:0",
+            ],
+            development: true
+        )
+        let clock = self.clock
+        application = try UpgradeApplication(settings: settings, log: RequestLog(write: { _ in }), clock: { clock.now })
+        try application.server.start()
+        base = "http://127.0.0.1:\(application.server.port)"
+    }
+
+    deinit {
+        application.server.shutdown()
+        application.server.wait()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var development: DevelopmentEnvironment { application.development! }
+
+    func get(_ path: String) async throws -> Response { try await send("GET", path, body: nil, contentType: nil) }
+
+    func post(
+        _ path: String,
+        _ body: [String: any Sendable],
+        contentType: String = "application/json"
+    ) async throws -> Response {
+        try await send("POST", path, body: try JSONSerialization.data(withJSONObject: body), contentType: contentType)
+    }
+
+    func send(_ method: String, _ path: String, body: Data?, contentType: String?) async throws -> Response {
+        var request = URLRequest(url: URL(string: base + path)!, timeoutInterval: 20)
+        request.httpMethod = method
+        request.httpBody = body
+        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        var headers: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            if let key = key as? String, let value = value as? String { headers[key.lowercased()] = value }
+        }
+        return Response(status: http.statusCode, body: data, headers: headers)
+    }
+
+    /// A password account without TOTP.
+    func addAccount(_ username: String, password: String) throws {
+        let hash = try PasswordHasher(parameters: .init(memoryKiB: 256, iterations: 1)).hash(password: password)
+        try application.store.write { tx in
+            let account = AccountRecord(
+                id: UUID().uuidString.lowercased(),
+                username: username,
+                credentialKind: .password,
+                createdAt: clock.now,
+                updatedAt: clock.now
+            )
+            try tx.insertAccount(account)
+            try tx.upsertPasswordCredential(
+                PasswordCredentialRecord(accountID: account.id, hash: hash, format: "argon2id", updatedAt: clock.now)
+            )
+        }
+    }
+
+    func totpCode(at time: Int64? = nil) -> String {
+        TOTP.code(
+            secret: Base32.decode(DevelopmentEnvironment.demoTOTPSecretBase32)!,
+            parameters: .standard,
+            counter: UInt64((time ?? clock.now) / 30)
+        )
+    }
+
+    /// The device's part: Apple's sheet with our state and nonce, as the emulator's user.
+    func appleCredential(
+        for answer: Response,
+        userID: String? = nil,
+        clientID: String = DevelopmentEnvironment.clientID
+    ) throws -> [String: any Sendable] {
+        let authorization = try development.emulator.authorize(
+            userID: userID ?? development.appleUserID,
+            clientID: clientID,
+            nonce: answer["nonce"],
+            state: answer["state"],
+            emailMode: .hidden
+        )
+        return [
+            "identityToken": authorization.identityToken, "authorizationCode": authorization.authorizationCode,
+            "state": authorization.state ?? "", "user": authorization.user,
+        ]
+    }
+
+    static let demoLogin: [String: any Sendable] = [
+        "username": DevelopmentEnvironment.demoUsername, "password": DevelopmentEnvironment.demoPassword,
+        "serviceIdentifier": "example.com",
+    ]
+}
