@@ -65,26 +65,41 @@ public struct IdentityTokenVerifier: Sendable {
     ) throws(IdentityTokenError)
         -> AppleIdentityClaims
     {
+        let jws = try Self.verifySignature(token, keys: keys, maximumLength: policy.maxTokenLength)
+        // Only now is the payload read.
+        let raw = try RawClaims(jws.payload)
+        return try check(raw, expectedNonce: expectedNonce, now: now)
+    }
+
+    /// Steps 1–4 for any JWS Apple signs with its published keys (identity tokens and server-to-server
+    /// notifications): strict compact parsing, `alg` exactly RS256, `kid` resolving in `keys`, and the
+    /// signature verified. Nothing of the payload has been read when this returns.
+    public static func verifySignature(
+        _ token: String,
+        keys: JWKSet,
+        maximumLength: Int,
+        what: String = "identity token"
+    ) throws(IdentityTokenError) -> JWSCompact {
         let jws: JWSCompact
         do {
-            jws = try JWSCompact(parsing: token, maximumLength: policy.maxTokenLength)
+            jws = try JWSCompact(parsing: token, maximumLength: maximumLength)
         } catch {
-            throw IdentityTokenError(.malformed, "identity token is malformed: \(error.message)")
+            throw IdentityTokenError(.malformed, "\(what) is malformed: \(error.message)")
         }
         let header: JWSHeader
         do {
             header = try JWSHeader(json: jws.header)
         } catch {
-            throw IdentityTokenError(.malformed, "identity token is malformed: \(error.message)")
+            throw IdentityTokenError(.malformed, "\(what) is malformed: \(error.message)")
         }
         guard header.algorithm == "RS256" else {
             throw IdentityTokenError(
                 .unsupportedAlgorithm,
-                "identity token uses alg \(IdentityTokenError.quoted(header.algorithm)); only RS256 is accepted"
+                "\(what) uses alg \(IdentityTokenError.quoted(header.algorithm)); only RS256 is accepted"
             )
         }
         guard let keyID = header.keyID, !keyID.isEmpty else {
-            throw IdentityTokenError(.unknownKeyID, "identity token header has no kid")
+            throw IdentityTokenError(.unknownKeyID, "\(what) header has no kid")
         }
         guard let key = keys[keyID] else {
             throw IdentityTokenError(
@@ -98,13 +113,11 @@ public struct IdentityTokenVerifier: Sendable {
         guard signatureValid else {
             throw IdentityTokenError(
                 .badSignature,
-                "identity token signature does not verify with key \(IdentityTokenError.quoted(keyID))"
+                "\(what) signature does not verify with key \(IdentityTokenError.quoted(keyID))"
             )
         }
 
-        // Only now is the payload read.
-        let raw = try RawClaims(jws.payload)
-        return try check(raw, expectedNonce: expectedNonce, now: now)
+        return jws
     }
 
     private func check(
