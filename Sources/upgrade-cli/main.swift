@@ -11,6 +11,9 @@ enum CommandRegistry {
             PasswordVerifyCommand.self,
             AccountsAddCommand.self,
             AccountsShowCommand.self,
+            TransferPrepareCommand.self,
+            TransferCompleteCommand.self,
+            TransferStatusCommand.self,
         ]
     }
 }

@@ -32,6 +32,7 @@ struct TransferServiceTests {
         world.advance(3600)
         let completed = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(onRow: rows.onRow))
         #expect(completed.outcomes[.succeeded] == 3, "\(completed.line)")
+        #expect(prepared.exitStatus == 0 && completed.exitStatus == 0)
         #expect(world.appleB.count(.teamAccessToken) == 1)
 
         for user in users {
@@ -116,6 +117,7 @@ struct TransferServiceTests {
         #expect(summary.outcomes[.succeeded] == 2 && summary.outcomes[.failed] == 1, "\(summary.line)")
         #expect(summary.failedRows == 1 && summary.stop == nil)
         #expect(summary.reasons == ["invalid-request": 1])
+        #expect(summary.exitStatus == 1, "the CLI exits 1: some rows failed")
         let bobRow = try #require(rows.row(bob.accountID))
         #expect(bobRow.outcome == .failed && bobRow.reason == "invalid-request")
         #expect(bobRow.from == .linked && bobRow.to == .transferFailed)
@@ -236,6 +238,7 @@ struct TransferServiceTests {
         )
         #expect(refused.stop?.code == .configuration && refused.rows == 0)
         #expect(refused.stop?.message.contains("invalid_client") == true)
+        #expect(refused.exitStatus == 2, "a configuration error")
         #expect(try world.transferRecordCount() == 0)
 
         // Apple starts refusing the client on the third user call: the batch stops, nothing is

@@ -61,6 +61,14 @@ public struct TransferBatchSummary: Sendable, Equatable {
     public var rows: Int { outcomes.values.reduce(0, +) }
     public var failedRows: Int { outcomes.filter { $0.key.isFailure }.map(\.value).reduce(0, +) }
 
+    /// The batch commands' exit status (design §5): 2 when the configuration was refused (nothing
+    /// more can succeed until it is fixed), 1 when rows failed or the batch stopped early for another
+    /// reason, 0 when every row is fine.
+    public var exitStatus: Int32 {
+        if let stop { return stop.code == .configuration ? 2 : 1 }
+        return failedRows > 0 ? 1 : 0
+    }
+
     mutating func add(_ row: TransferRowReport) {
         outcomes[row.outcome, default: 0] += 1
         if row.outcome.isFailure, let reason = row.reason {
