@@ -240,6 +240,7 @@ final class CountingMigrator: AppleUserMigrating, Sendable {
     private struct State {
         var counts: [Call: Int] = [:]
         var script: Script?
+        var accessTokens: [String] = []
     }
 
     private let client: EmulatedAppleClient
@@ -251,6 +252,8 @@ final class CountingMigrator: AppleUserMigrating, Sendable {
 
     func script(_ script: Script?) { state.withLock { $0.script = script } }
     func count(_ call: Call) -> Int { state.withLock { $0.counts[call, default: 0] } }
+    /// Every team access token Apple issued through this client, to look for where they must not be.
+    var accessTokens: [String] { state.withLock { $0.accessTokens } }
 
     private func before(_ call: Call) throws(AppleEndpointError) {
         let (number, script) = state.withLock { state in
@@ -262,7 +265,9 @@ final class CountingMigrator: AppleUserMigrating, Sendable {
 
     func teamAccessToken(clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse {
         try before(.teamAccessToken)
-        return try await client.teamAccessToken(clientID: clientID)
+        let response = try await client.teamAccessToken(clientID: clientID)
+        state.withLock { $0.accessTokens.append(response.accessToken) }
+        return response
     }
 
     func transferSub(

@@ -146,6 +146,14 @@ struct TransferServiceSignInTests {
         #expect(try world.record(alice)?.status == TransferStatus.deleted.rawValue)
         #expect(try world.sender.credentialState(userID: alice.subA) == .revoked)
         #expect(try world.deliver(events[0], to: world.sender).outcome == .unchanged)
+        let lateForwarding = try world.sender.handleNotification(
+            type: "email-enabled",
+            sub: alice.subA,
+            email: nil,
+            isPrivateEmail: nil,
+            now: world.now
+        )
+        #expect(try lateForwarding.outcome == .unchanged && world.link(alice)?.emailForwardingEnabled == false)
 
         // The older spelling (facts §4).
         let older = try world.sender.handleNotification(

@@ -82,6 +82,19 @@ struct TransferServiceTests {
         for row in rows.all {
             for secret in secrets { #expect(!row.jsonLine.contains(secret)) }
         }
+
+        // The team access tokens are nowhere: not in the database files, the audit trail or a summary.
+        let tokens = world.appleA.accessTokens + world.appleB.accessTokens
+        #expect(tokens.count == 2)
+        var stored = Data()
+        for name in try FileManager.default.contentsOfDirectory(atPath: world.database.directory.path) {
+            stored.append(try Data(contentsOf: world.database.directory.appendingPathComponent(name)))
+        }
+        let audit = try users.flatMap { try world.audit($0) }.map { "\($0)" }.joined()
+        for token in tokens {
+            #expect(stored.range(of: Data(token.utf8)) == nil)
+            #expect(!audit.contains(token) && !prepared.line.contains(token) && !completed.line.contains(token))
+        }
     }
 
     @Test("re-running both batches does nothing twice: rows already done, no Apple call per user, no audit row")

@@ -18,7 +18,8 @@ extension TransferService {
     ///   it). The account itself is kept: deleting user data is a support decision, not an event.
     /// - `email-enabled` / `email-disabled`: the user turned Hide My Email forwarding on or off. The
     ///   link records forwarding on or off, the event's time, and the relay address the event names;
-    ///   the transfer state is untouched (forwarding says nothing about the identity link).
+    ///   the transfer state is untouched (forwarding says nothing about the identity link). A deleted
+    ///   account's forwarding stays off.
     ///
     /// Idempotent: a redelivered event changes nothing (the machine answers it as a replay, and email
     /// facts already equal are not rewritten); an email event older than the one recorded is
@@ -98,6 +99,8 @@ extension TransferService {
             // Forwarding is about the relay address of the id the account is reached by now; an
             // event about the sender team's old id describes an address this account no longer uses.
             guard let current, current.sub == sub else { return false }
+            // Apple turns forwarding off for a deleted account for good; a late event cannot revive it.
+            guard current.status != .deleted else { return false }
             if let recordedAt = current.emailForwardingAt, recordedAt > eventTime { return false }
             var link = current
             link.emailForwardingEnabled = enabled

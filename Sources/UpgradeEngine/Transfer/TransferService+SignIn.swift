@@ -16,8 +16,10 @@ extension TransferService {
             throw Self.storageFailure(error)
         }
         if let link {
-            guard link.status == .linked else { throw Self.ended(link.status) }
-            return TransferSignInResult(accountID: link.accountID, migrated: false)
+            switch link.status {
+            case .revoked, .deleted: throw Self.ended(link.status)
+            case .linked, .transferred: return TransferSignInResult(accountID: link.accountID, migrated: false)
+            }
         }
 
         guard let transferSub = claims.transferSub, !transferSub.isEmpty else { throw Self.unknownAppleID }
