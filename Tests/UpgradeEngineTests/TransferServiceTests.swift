@@ -196,6 +196,24 @@ struct TransferServiceTests {
         }
     }
 
+    @Test("two complete batches racing over the same accounts: each account is transferred exactly once")
+    func racingBatches() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<12).map { try world.addLinkedUser("user\($0)") }
+        _ = try await world.prepare()
+        let windowEndsAt = try world.transferApp()
+        async let first = world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 4))
+        async let second = world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 4))
+        let summaries = try await [first, second]
+        // Both batches may exchange one identifier (Apple's answer is the same); only one commit wins.
+        #expect(summaries.allSatisfy { $0.failedRows == 0 && $0.stop == nil }, "\(summaries.map(\.line))")
+        #expect(summaries.map { $0.outcomes[.succeeded, default: 0] }.reduce(0, +) == 12, "\(summaries.map(\.line))")
+        for user in users {
+            #expect(try world.auditEvents(user, named: "transfer.newSubObtained") == 1)
+            #expect(try world.record(user)?.attempts == 2, "one prepare and one exchange recorded")
+        }
+    }
+
     @Test("a dry run makes no per-user Apple call and writes nothing, and says what would happen")
     func dryRun() async throws {
         let world = try TransferWorld()
