@@ -13,6 +13,9 @@ enum CommandRegistry {
             AccountsShowCommand.self,
             ServeCommand.self,
             DemoCommand.self,
+            TransferPrepareCommand.self,
+            TransferCompleteCommand.self,
+            TransferStatusCommand.self,
         ]
     }
 }

@@ -15,6 +15,11 @@ public struct AppleLinkRecord: Sendable, Equatable {
     /// The refresh token sealed with the server's secret key; nil once revoked.
     public var refreshTokenCiphertext: [UInt8]?
     public var status: AppleLinkStatus
+    /// Whether Apple forwards mail from the private relay address, as the last `email-enabled` /
+    /// `email-disabled` notification said; nil until one arrives.
+    public var emailForwardingEnabled: Bool?
+    /// The `event_time` of that notification, so an older redelivered event cannot undo a newer one.
+    public var emailForwardingAt: Int64?
     public var linkedAt: Int64
     public var updatedAt: Int64
     public var version: Int64
@@ -28,6 +33,8 @@ public struct AppleLinkRecord: Sendable, Equatable {
         isPrivateEmail: Bool?,
         refreshTokenCiphertext: [UInt8]?,
         status: AppleLinkStatus,
+        emailForwardingEnabled: Bool? = nil,
+        emailForwardingAt: Int64? = nil,
         linkedAt: Int64,
         updatedAt: Int64,
         version: Int64 = 1
@@ -40,6 +47,8 @@ public struct AppleLinkRecord: Sendable, Equatable {
         self.isPrivateEmail = isPrivateEmail
         self.refreshTokenCiphertext = refreshTokenCiphertext
         self.status = status
+        self.emailForwardingEnabled = emailForwardingEnabled
+        self.emailForwardingAt = emailForwardingAt
         self.linkedAt = linkedAt
         self.updatedAt = updatedAt
         self.version = version

@@ -206,7 +206,7 @@ struct SQLiteTransaction: StoreTransaction {
     // MARK: Apple links
 
     private static let linkColumns =
-        "account_id, sub, team_id, client_id, email, is_private_email, refresh_token_ciphertext, status, linked_at, updated_at, version"
+        "account_id, sub, team_id, client_id, email, is_private_email, refresh_token_ciphertext, status, linked_at, updated_at, version, email_forwarding_enabled, email_forwarding_at"
 
     private static func link(_ row: [SQLValue]) -> AppleLinkRecord {
         AppleLinkRecord(
@@ -218,6 +218,8 @@ struct SQLiteTransaction: StoreTransaction {
             isPrivateEmail: row[5].int.map { $0 != 0 },
             refreshTokenCiphertext: row[6].bytes,
             status: AppleLinkStatus(rawValue: row[7].string ?? "") ?? .revoked,
+            emailForwardingEnabled: row[11].int.map { $0 != 0 },
+            emailForwardingAt: row[12].int,
             linkedAt: row[8].int ?? 0,
             updatedAt: row[9].int ?? 0,
             version: row[10].int ?? 0
@@ -226,11 +228,12 @@ struct SQLiteTransaction: StoreTransaction {
 
     func insertAppleLink(_ link: AppleLinkRecord) throws(StorageError) {
         try rows(
-            "INSERT INTO apple_links (\(Self.linkColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO apple_links (\(Self.linkColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(link.accountID), .text(link.sub), .text(link.teamID), .text(link.clientID), SQLValue(link.email),
                 SQLValue(link.isPrivateEmail), SQLValue(link.refreshTokenCiphertext), .text(link.status.rawValue),
                 .integer(link.linkedAt), .integer(link.updatedAt), .integer(link.version),
+                SQLValue(link.emailForwardingEnabled), SQLValue(link.emailForwardingAt),
             ]
         )
     }
@@ -249,13 +252,14 @@ struct SQLiteTransaction: StoreTransaction {
         try versionedUpdate(
             """
             UPDATE apple_links SET sub = ?, team_id = ?, client_id = ?, email = ?, is_private_email = ?, refresh_token_ciphertext = ?,
-                status = ?, updated_at = ?, version = version + 1
+                status = ?, email_forwarding_enabled = ?, email_forwarding_at = ?, updated_at = ?, version = version + 1
             WHERE account_id = ? AND version = ?
             """,
             [
                 .text(link.sub), .text(link.teamID), .text(link.clientID), SQLValue(link.email),
                 SQLValue(link.isPrivateEmail),
-                SQLValue(link.refreshTokenCiphertext), .text(link.status.rawValue), .integer(link.updatedAt),
+                SQLValue(link.refreshTokenCiphertext), .text(link.status.rawValue),
+                SQLValue(link.emailForwardingEnabled), SQLValue(link.emailForwardingAt), .integer(link.updatedAt),
                 .text(link.accountID), .integer(expectedVersion),
             ],
             what: "Apple link"
@@ -388,6 +392,30 @@ struct SQLiteTransaction: StoreTransaction {
             [.integer(Int64(limit))]
         )
         .map(Self.transfer)
+    }
+
+    func transferRecord(oldSub: String) throws(StorageError) -> TransferRecord? {
+        try rows("SELECT \(Self.transferColumns) FROM transfer_records WHERE old_sub = ?", [.text(oldSub)]).first
+            .map(Self.transfer)
+    }
+
+    func transferProgress() throws(StorageError) -> TransferProgress {
+        var counts: [String: Int] = [:]
+        for row in try rows("SELECT status, count(*) FROM transfer_records GROUP BY status") {
+            counts[row[0].string ?? ""] = Int(row[1].int ?? 0)
+        }
+        let untouched = try connection.scalarInt(
+            """
+            SELECT count(*) FROM apple_links AS l WHERE l.status = 'linked'
+                AND NOT EXISTS (SELECT 1 FROM transfer_records AS t WHERE t.account_id = l.account_id)
+            """
+        )
+        let windowEndsAt = try rows("SELECT max(window_ends_at) FROM transfer_records").first?[0].int
+        return TransferProgress(
+            recordsByStatus: counts,
+            untouchedLinkedAccounts: Int(untouched ?? 0),
+            latestWindowEndsAt: windowEndsAt
+        )
     }
 
     func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String] {

@@ -66,6 +66,11 @@ public protocol StoreTransaction {
     func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError)
     func transferRecord(accountID: String) throws(StorageError) -> TransferRecord?
     func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord?
+    /// The record of the account that had the Apple id `oldSub` when its transfer began (the sender
+    /// team's id), for the credential state of an id that was transferred away.
+    func transferRecord(oldSub: String) throws(StorageError) -> TransferRecord?
+    /// Counts for `transfer status`.
+    func transferProgress() throws(StorageError) -> TransferProgress
     func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord]
     func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String]
 

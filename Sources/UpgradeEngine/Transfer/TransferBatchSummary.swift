@@ -1,0 +1,93 @@
+/// The end of a `prepare` or `complete` batch: counts per outcome, and why it stopped early if it did.
+public struct TransferBatchSummary: Sendable, Equatable {
+    /// Why a batch ended before visiting every account. Rows committed before the stop stay
+    /// committed; re-running resumes with the rest.
+    public struct Stop: Sendable, Equatable, CustomStringConvertible {
+        public struct Code: Hashable, Sendable, CustomStringConvertible {
+            private enum Base: String {
+                case configuration
+                case appleUnavailable = "apple-unavailable"
+                case interrupted
+                case storage
+            }
+            private let base: Base
+            private init(_ base: Base) { self.base = base }
+
+            /// Apple refused our client credentials (`invalid_client` and the like), or the stored
+            /// transfer was prepared for another team than the configured one: every row would fail
+            /// the same way, so none is tried. Fix the configuration and re-run.
+            public static let configuration = Code(.configuration)
+            /// Apple stayed unreachable for many rows in a row; re-run later.
+            public static let appleUnavailable = Code(.appleUnavailable)
+            /// The batch's task was cancelled.
+            public static let interrupted = Code(.interrupted)
+            /// The store could not list the accounts.
+            public static let storage = Code(.storage)
+
+            public var slug: String { base.rawValue }
+            public var description: String { base.rawValue }
+        }
+
+        public let code: Code
+        public let message: String
+
+        public init(_ code: Code, _ message: String) {
+            self.code = code
+            self.message = message
+        }
+
+        public var description: String { "\(code.slug): \(message)" }
+    }
+
+    public var step: TransferRowReport.Step
+    public var dryRun: Bool
+    /// Reported rows per outcome (every outcome present, zero when none).
+    public var outcomes: [TransferRowReport.Outcome: Int]
+    /// Rows per failure reason slug, for the summary line.
+    public var reasons: [String: Int]
+    public var stop: Stop?
+    /// The row limit was reached; accounts after it were not visited.
+    public var limitReached: Bool
+
+    public init(step: TransferRowReport.Step, dryRun: Bool) {
+        self.step = step
+        self.dryRun = dryRun
+        outcomes = Dictionary(uniqueKeysWithValues: TransferRowReport.Outcome.allCases.map { ($0, 0) })
+        reasons = [:]
+        stop = nil
+        limitReached = false
+    }
+
+    public var rows: Int { outcomes.values.reduce(0, +) }
+    public var failedRows: Int { outcomes.filter { $0.key.isFailure }.map(\.value).reduce(0, +) }
+
+    /// The batch commands' exit status (design §5): 2 when the configuration was refused (nothing
+    /// more can succeed until it is fixed), 1 when rows failed or the batch stopped early for another
+    /// reason, 0 when every row is fine.
+    public var exitStatus: Int32 {
+        if let stop { return stop.code == .configuration ? 2 : 1 }
+        return failedRows > 0 ? 1 : 0
+    }
+
+    mutating func add(_ row: TransferRowReport) {
+        outcomes[row.outcome, default: 0] += 1
+        if row.outcome.isFailure, let reason = row.reason {
+            reasons[reason, default: 0] += 1
+        }
+    }
+
+    /// One line, e.g. `prepare: 120 rows: 100 succeeded, 18 already-done, 2 failed (invalid-request 2)`.
+    public var line: String {
+        let counts = TransferRowReport.Outcome.allCases.compactMap { outcome in
+            outcomes[outcome].flatMap { $0 > 0 ? "\($0) \(outcome.rawValue)" : nil }
+        }
+        var text = "\(step.rawValue)\(dryRun ? " (dry run)" : ""): \(rows) row\(rows == 1 ? "" : "s")"
+        if !counts.isEmpty { text += ": " + counts.joined(separator: ", ") }
+        if !reasons.isEmpty {
+            text +=
+                " (" + reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        }
+        if limitReached { text += "; row limit reached" }
+        return text
+    }
+}

@@ -1,0 +1,461 @@
+import Foundation
+
+extension TransferService {
+    /// Sender side (facts §3.2 steps 1–2): obtains the `transfer_sub` of every Apple-linked account
+    /// of our team for `targetTeamID`, with one team access token for the whole batch. Accounts not
+    /// yet prepared, and those whose preparation failed, are tried; the rest are reported as done
+    /// or skipped. `windowEndsAt` is the end of the 60-day window once the transfer was accepted,
+    /// nil before (preparing may start before the transfer, TN3159).
+    ///
+    /// Refuses a target that is not a team id, or that is our own team: transfer identifiers made
+    /// for the sender itself can never be exchanged (facts §3.6).
+    public func prepare(
+        targetTeamID: String,
+        clientID: String,
+        windowEndsAt: Int64?,
+        now: Int64,
+        options: TransferBatchOptions = TransferBatchOptions()
+    ) async throws(TransferFailure) -> TransferBatchSummary {
+        guard ClientSecretSigner.isAppleIdentifier(targetTeamID) else {
+            throw TransferFailure(
+                .validation,
+                "the target team id must be 10 characters A-Z or 0-9, as Apple issues them"
+            )
+        }
+        guard targetTeamID != configuration.teamID else {
+            throw TransferFailure(
+                .validation,
+                "the target team is this deployment's own team (\(configuration.teamID)); transfer identifiers must be made for the team receiving the app"
+            )
+        }
+        try Self.validate(clientID: clientID)
+        try options.validate()
+        let plan = BatchPlan(
+            step: .prepare,
+            targetTeamID: targetTeamID,
+            clientID: clientID,
+            windowEndsAt: windowEndsAt,
+            now: now
+        )
+        return await run(plan, options: options)
+    }
+
+    /// Recipient side (facts §3.2 step 5): exchanges each stored `transfer_sub` for the recipient
+    /// team's `sub` (and relay email) and re-keys the account's Apple link in the transaction that
+    /// records `transferred`. Our configuration must now be the recipient team's: a record prepared
+    /// for another team stops the batch before any call.
+    public func complete(
+        clientID: String,
+        windowEndsAt: Int64,
+        now: Int64,
+        options: TransferBatchOptions = TransferBatchOptions()
+    ) async throws(TransferFailure) -> TransferBatchSummary {
+        try Self.validate(clientID: clientID)
+        try options.validate()
+        let plan = BatchPlan(
+            step: .complete,
+            targetTeamID: nil,
+            clientID: clientID,
+            windowEndsAt: windowEndsAt,
+            now: now
+        )
+        return await run(plan, options: options)
+    }
+
+    static func validate(clientID: String) throws(TransferFailure) {
+        guard ClientSecretSigner.isClientID(clientID) else {
+            throw TransferFailure(
+                .validation,
+                "the client id must be a bundle id or Services id: 1 to 255 printable ASCII characters, no spaces"
+            )
+        }
+    }
+
+    /// One batch's fixed inputs.
+    struct BatchPlan: Sendable {
+        var step: TransferRowReport.Step
+        var targetTeamID: String?
+        var clientID: String
+        var windowEndsAt: Int64?
+        var now: Int64
+    }
+
+    /// What every row of a running batch shares.
+    struct BatchContext: Sendable {
+        var plan: BatchPlan
+        var dryRun: Bool
+        var retry: AppleRetry
+        var tokens: TeamAccessTokenCache
+        var control: TransferBatchControl
+    }
+
+    /// Accounts are listed in pages of this many, in account-id order.
+    static let pageSize = 500
+
+    private func run(_ plan: BatchPlan, options: TransferBatchOptions) async -> TransferBatchSummary {
+        var summary = TransferBatchSummary(step: plan.step, dryRun: options.dryRun)
+        let retry = AppleRetry(options)
+        let context = BatchContext(
+            plan: plan,
+            dryRun: options.dryRun,
+            retry: retry,
+            tokens: TeamAccessTokenCache(apple: apple, clientID: plan.clientID, retry: retry),
+            control: TransferBatchControl(limit: options.limit)
+        )
+        // The team token first: if Apple refuses our credentials, every row would fail alike.
+        do {
+            _ = try await context.tokens.token()
+        } catch {
+            summary.stop = Self.stop(forTokenError: error)
+            return summary
+        }
+
+        await withTaskGroup(of: TransferRowReport?.self) { group in
+            var cursor: String?
+            var page: [String] = []
+            var listedAll = false
+            var inFlight = 0
+            var unavailableInARow = 0
+            let control = context.control
+            while true {
+                while inFlight < options.concurrency, control.stop == nil, !control.limitReached, !Task.isCancelled {
+                    if page.isEmpty && !listedAll {
+                        do {
+                            let after = cursor
+                            page = try store.read {
+                                try $0.linkedAccountIDs(afterAccountID: after, limit: Self.pageSize)
+                            }
+                        } catch {
+                            control.requestStop(.init(.storage, "the linked accounts could not be listed: \(error)"))
+                            break
+                        }
+                        listedAll = page.count < Self.pageSize
+                        cursor = page.last
+                        page.reverse()
+                    }
+                    guard let accountID = page.popLast() else { break }
+                    group.addTask { await self.row(accountID, context) }
+                    inFlight += 1
+                }
+                guard inFlight > 0, let finished = await group.next() else { break }
+                inFlight -= 1
+                guard let report = finished else { continue }
+                summary.add(report)
+                options.onRow?(report)
+                switch report.outcome {
+                case .unavailable:
+                    unavailableInARow += 1
+                    if unavailableInARow >= options.unavailableRowsBeforeStop {
+                        control.requestStop(
+                            .init(
+                                .appleUnavailable,
+                                "Apple was unavailable for \(unavailableInARow) rows in a row; re-run later to resume"
+                            )
+                        )
+                    }
+                case .stopped:
+                    break
+                default:
+                    unavailableInARow = 0
+                }
+            }
+        }
+        if Task.isCancelled {
+            context.control.requestStop(.init(.interrupted, "the batch was interrupted; re-run to resume"))
+        }
+        summary.stop = context.control.stop
+        summary.limitReached = context.control.limitReached
+        return summary
+    }
+
+    static func stop(forTokenError error: AppleEndpointError) -> TransferBatchSummary.Stop {
+        if error.code == .unavailable {
+            return .init(.appleUnavailable, "Apple could not be reached for a team access token: \(error.message)")
+        }
+        return .init(
+            .configuration,
+            "Apple refused the team access token request (\(error.code)): \(error.message); check the team id, key id, private key and that the client id belongs to the team"
+        )
+    }
+
+    // MARK: One row
+
+    /// Processes one account and returns its report, or nil when the row limit kept it from work
+    /// (it is then not reported: the next run picks it up).
+    private func row(_ accountID: String, _ context: BatchContext) async -> TransferRowReport? {
+        let plan = context.plan
+        func report(
+            _ from: TransferStatus,
+            _ to: TransferStatus,
+            _ outcome: TransferRowReport.Outcome,
+            _ reason: String? = nil
+        ) -> TransferRowReport {
+            TransferRowReport(
+                accountID: accountID,
+                step: plan.step,
+                from: from,
+                to: to,
+                outcome: outcome,
+                reason: reason,
+                dryRun: context.dryRun
+            )
+        }
+
+        let snapshot: Snapshot
+        do {
+            guard let found = try self.snapshot(accountID: accountID) else {
+                return report(.linked, .linked, .skipped, "not-linked")
+            }
+            snapshot = found
+        } catch {
+            return report(.linked, .linked, .error, error.code.slug)
+        }
+        let status = snapshot.machine.status
+        if let decision = triage(snapshot, plan: plan, control: context.control) {
+            return report(status, status, decision.outcome, decision.reason)
+        }
+
+        if let stop = context.control.stop { return report(status, status, .stopped, stop.code.slug) }
+        if Task.isCancelled { return report(status, status, .stopped, "interrupted") }
+        guard context.control.takePermit() else { return nil }
+
+        // The machine decides whether the step may run now (the 60-day window) and which call to make.
+        let begin: TransferEvent =
+            plan.step == .prepare
+            ? .beginPreparation(windowEndsAt: plan.windowEndsAt)
+            : .beginCompletion(windowEndsAt: plan.windowEndsAt ?? 0)
+        var trial = snapshot.machine
+        let started: TransferTransition
+        do {
+            started = try trial.apply(begin, now: plan.now)
+        } catch {
+            return report(status, status, .skipped, error.code.slug)
+        }
+        if started.stateChanged {
+            // The window has closed: recorded as a failed step, retryable with a new window.
+            if context.dryRun {
+                return report(status, trial.status, .wouldFail, trial.state.failureReason?.rawValue)
+            }
+            return commitRow(accountID, status, Commit(event: begin), context, report)
+        }
+        let call: AppleCall
+        switch started.effects.first {
+        case .requestTransferIdentifier(let sub): call = .transferSub(forSub: sub)
+        case .exchangeTransferIdentifier(let transferSub): call = .migrate(transferSub: transferSub)
+        default: return report(status, status, .skipped, "nothing-to-do")
+        }
+        if context.dryRun {
+            return report(status, plan.step == .prepare ? .transferPrepared : .transferred, .wouldRun)
+        }
+
+        switch await callApple(call, context) {
+        case .obtained(let event, let isPrivateEmail):
+            return commitRow(accountID, status, Commit(event: event, isPrivateEmail: isPrivateEmail), context, report)
+        case .refused(let reason):
+            return commitRow(accountID, status, Commit(event: .stepFailed(reason: reason)), context, report)
+        case .configuration(let error):
+            context.control.requestStop(
+                .init(
+                    .configuration,
+                    "Apple refused our client credentials (\(error.code)): \(error.message); every row would fail alike, so the batch stopped. Check the team id, key id, private key and client id, then re-run"
+                )
+            )
+            return report(status, status, .stopped, Self.slug(error.code))
+        case .unavailable:
+            return report(status, status, .unavailable, "apple-unavailable")
+        case .interrupted:
+            return report(status, status, .stopped, "interrupted")
+        }
+    }
+
+    private struct Triage {
+        var outcome: TransferRowReport.Outcome
+        var reason: String?
+    }
+
+    /// Whether this step concerns the account at all; nil when it does.
+    ///
+    /// Skip reasons: `not-migratable` (revoked or deleted), `other-team` (prepare: the link already
+    /// belongs to another team), `prepared` (prepare: it has its transfer identifier and failed at
+    /// the exchange), `in-recipient-team` (complete: linked with the recipient team's id, nothing to
+    /// migrate). Conflict: `other-target-team` (prepare: prepared for a different target).
+    private func triage(_ snapshot: Snapshot, plan: BatchPlan, control: TransferBatchControl) -> Triage? {
+        let state = snapshot.machine.state
+        switch state {
+        case .revoked, .deleted:
+            return Triage(outcome: .skipped, reason: "not-migratable")
+        case .transferred:
+            return Triage(outcome: .alreadyDone)
+        case .linked, .transferPrepared, .transferFailed:
+            break
+        }
+        guard snapshot.link.status == .linked else { return Triage(outcome: .skipped, reason: "not-migratable") }
+        // Prepared, or failed at the exchange: either way the transfer identifier is stored.
+        let hasIdentifier = state.transferSub != nil
+        let recordedTarget = snapshot.record?.targetTeamID ?? ""
+        switch plan.step {
+        case .prepare:
+            guard hasIdentifier else {
+                return snapshot.link.teamID == configuration.teamID
+                    ? nil : Triage(outcome: .skipped, reason: "other-team")
+            }
+            if !recordedTarget.isEmpty && recordedTarget != plan.targetTeamID {
+                return Triage(outcome: .conflict, reason: "other-target-team")
+            }
+            return state.status == .transferPrepared
+                ? Triage(outcome: .alreadyDone) : Triage(outcome: .skipped, reason: "prepared")
+        case .complete:
+            guard hasIdentifier else {
+                if snapshot.link.teamID == configuration.teamID {
+                    return Triage(outcome: .skipped, reason: "in-recipient-team")
+                }
+                return Triage(outcome: .notPrepared, reason: state.failureReason?.rawValue ?? "never-prepared")
+            }
+            if !recordedTarget.isEmpty && recordedTarget != configuration.teamID {
+                control.requestStop(
+                    .init(
+                        .configuration,
+                        "transfer identifiers were prepared for team \(recordedTarget), but this deployment is configured as team \(configuration.teamID); completing needs the recipient team's credentials"
+                    )
+                )
+                return Triage(outcome: .stopped, reason: "other-target-team")
+            }
+            return nil
+        }
+    }
+
+    /// Commits a row's outcome and reports it.
+    private func commitRow(
+        _ accountID: String,
+        _ status: TransferStatus,
+        _ commit: Commit,
+        _ context: BatchContext,
+        _ report: (TransferStatus, TransferStatus, TransferRowReport.Outcome, String?) -> TransferRowReport
+    ) -> TransferRowReport {
+        var commit = commit
+        commit.isStepOutcome = true
+        commit.targetTeamID = context.plan.targetTeamID
+        commit.windowEndsAt = context.plan.windowEndsAt
+        commit.detail["source"] = "batch-\(context.plan.step.rawValue)"
+        commit.detail["clientId"] = context.plan.clientID
+        if let target = context.plan.targetTeamID { commit.detail["targetTeam"] = target }
+        let committed: (from: TransferStatus, result: CommitResult)
+        do {
+            committed = try self.commit(accountID: accountID, commit, now: context.plan.now)
+        } catch {
+            let outcome: TransferRowReport.Outcome = error.code == .conflict ? .conflict : .error
+            return report(status, status, outcome, error.code == .conflict ? "link-changed" : error.code.slug)
+        }
+        let from = committed.from
+        switch committed.result {
+        case .applied(_, let state):
+            if let reason = state.failureReason {
+                return report(from, state.status, .failed, reason.rawValue)
+            }
+            return report(from, state.status, .succeeded, nil)
+        case .replay(let state):
+            return report(from, state.status, .alreadyDone, nil)
+        case .refused(let error, let state):
+            if error.code == .conflict {
+                if case .transferIdentifierObtained = commit.event {
+                    return report(from, state.status, .conflict, "transfer-identifier-mismatch")
+                }
+                return report(from, state.status, .conflict, "migrated-to-other-id")
+            }
+            // Another request moved the account past this step meanwhile (a sign-in, another batch,
+            // a revocation).
+            return state.status.isTerminal
+                ? report(from, state.status, .skipped, "not-migratable")
+                : report(from, state.status, .alreadyDone, nil)
+        case .subConflict(let state):
+            return report(from, state.status, .conflict, "sub-conflict")
+        }
+    }
+
+    // MARK: Apple
+
+    /// The `/auth/usermigrationinfo` call a `begin…` event handed out.
+    enum AppleCall {
+        case transferSub(forSub: String)
+        case migrate(transferSub: String)
+    }
+
+    enum AppleAnswer {
+        case obtained(TransferEvent, isPrivateEmail: Bool?)
+        /// A 4xx for this user.
+        case refused(TransferFailureReason)
+        /// Our credentials were refused: the batch stops.
+        case configuration(AppleEndpointError)
+        case unavailable(AppleEndpointError)
+        case interrupted
+    }
+
+    /// Makes the effect's call with the batch's team token. `invalid_grant` means the token was
+    /// consumed or expired: fetched again once, then counted against the user.
+    private func callApple(_ call: AppleCall, _ context: BatchContext) async -> AppleAnswer {
+        let apple = self.apple
+        let plan = context.plan
+        var refetched = false
+        while true {
+            if Task.isCancelled { return .interrupted }
+            let token: (token: String, generation: Int)
+            do {
+                token = try await context.tokens.token()
+            } catch {
+                return error.code == .unavailable ? .unavailable(error) : .configuration(error)
+            }
+            do throws(AppleEndpointError) {
+                switch call {
+                case .transferSub(let sub):
+                    let transferSub = try await context.retry.run { () async throws(AppleEndpointError) -> String in
+                        try await apple.transferSub(
+                            forSub: sub,
+                            target: plan.targetTeamID ?? "",
+                            clientID: plan.clientID,
+                            accessToken: token.token
+                        )
+                    }
+                    guard !transferSub.isEmpty else { throw Self.malformedAnswer }
+                    return .obtained(.transferIdentifierObtained(transferSub: transferSub), isPrivateEmail: nil)
+                case .migrate(let transferSub):
+                    let user = try await context.retry.run { () async throws(AppleEndpointError) -> AppleMigratedUser in
+                        try await apple.migrate(
+                            transferSub: transferSub,
+                            clientID: plan.clientID,
+                            accessToken: token.token
+                        )
+                    }
+                    guard !user.sub.isEmpty, user.email?.isEmpty != true else { throw Self.malformedAnswer }
+                    // Apple returns an address only for users who hid theirs: a relay address.
+                    return .obtained(
+                        .newSubObtained(sub: user.sub, email: user.email),
+                        isPrivateEmail: user.email == nil ? nil : (user.isPrivateEmail ?? true)
+                    )
+                }
+            } catch {
+                switch error.code {
+                case .unavailable:
+                    return Task.isCancelled ? .interrupted : .unavailable(error)
+                case .invalidClient:
+                    return .configuration(error)
+                case .invalidGrant where !refetched:
+                    await context.tokens.invalidate(generation: token.generation)
+                    refetched = true
+                default:
+                    return .refused(TransferFailureReason(appleError: error.code.rawValue))
+                }
+            }
+        }
+    }
+
+    static let malformedAnswer = AppleEndpointError(
+        code: .unavailable,
+        httpStatus: 200,
+        message: "Apple's migration answer is missing its identifier"
+    )
+
+    /// Apple's error code as a report slug (`invalid_client` → `invalid-client`).
+    static func slug(_ code: AppleEndpointError.Code) -> String {
+        code.rawValue.replacingOccurrences(of: "_", with: "-")
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+
+/// Drives ``TransferStateMachine`` for every Apple-linked account when the app moves between
+/// developer teams (design §4, facts §3): the sender team's `prepare` batch, the recipient team's
+/// `complete` batch, sign-ins that carry `transfer_sub`, credential-state answers, and Apple's
+/// server-to-server notifications.
+///
+/// Each account's transition is persisted with its audit row in one transaction guarded by the
+/// transfer record's `version` (and the Apple link's, when the link changes), so a batch, a second
+/// batch and a sign-in racing for one account can never both win. Apple is called outside
+/// transactions; a commit that finds the account changed meanwhile re-applies Apple's answer to
+/// what is now stored. A record is created the first time an account is touched, starting from
+/// `TransferStateMachine(linkedTo: link.sub)`.
+public final class TransferService: Sendable {
+    let store: any UpgradeStore
+    let apple: any AppleUserMigrating
+    let configuration: TransferServiceConfiguration
+
+    public init(store: any UpgradeStore, apple: any AppleUserMigrating, configuration: TransferServiceConfiguration) {
+        self.store = store
+        self.apple = apple
+        self.configuration = configuration
+    }
+
+    // MARK: Machine persistence
+
+    static func encode(_ machine: TransferStateMachine) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Persisted holds strings and integers only; encoding cannot fail.
+        let data = (try? encoder.encode(machine.state.persisted)) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func restore(_ record: TransferRecord) throws(TransferFailure) -> TransferStateMachine {
+        do {
+            let persisted = try JSONDecoder().decode(TransferState.Persisted.self, from: Data(record.machine.utf8))
+            return TransferStateMachine(state: try TransferState(persisted: persisted))
+        } catch {
+            throw TransferFailure(.internalError, "the stored transfer of account \(record.accountID) cannot be read")
+        }
+    }
+
+    /// One account's Apple link and transfer state, read together.
+    struct Snapshot {
+        var link: AppleLinkRecord
+        var record: TransferRecord?
+        var machine: TransferStateMachine
+    }
+
+    func snapshot(accountID: String) throws(TransferFailure) -> Snapshot? {
+        let read: (AppleLinkRecord?, TransferRecord?)
+        do {
+            read = try store.read { tx in
+                (try tx.appleLink(accountID: accountID), try tx.transferRecord(accountID: accountID))
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        guard let link = read.0 else { return nil }
+        let machine = try read.1.map(Self.restore) ?? TransferStateMachine(linkedTo: link.sub)
+        return Snapshot(link: link, record: read.1, machine: machine)
+    }
+
+    static func storageFailure(_ error: any Error) -> TransferFailure {
+        if let failure = error as? TransferFailure { return failure }
+        return TransferFailure(.internalError, "the store is not available; nothing changed, retry later")
+    }
+
+    // MARK: Committing one transition
+
+    /// An outcome to record for one account, with what the effects need besides the event.
+    struct Commit {
+        var event: TransferEvent
+        /// `is_private_email` for an `updateEmail` effect.
+        var isPrivateEmail: Bool? = nil
+        /// The recipient team, recorded by the sender's steps.
+        var targetTeamID: String? = nil
+        var windowEndsAt: Int64? = nil
+        /// The event is an answer to a step (Apple's, or the window closing): counted in `attempts`.
+        var isStepOutcome = false
+        /// Non-secret facts for the audit row: where the event came from, and the like.
+        var detail: [String: String] = [:]
+    }
+
+    enum CommitResult {
+        case applied(TransferTransition, TransferState)
+        /// The outcome was already recorded; nothing written.
+        case replay(TransferState)
+        /// The machine refused the event in the stored state; nothing written.
+        case refused(TransitionError, TransferState)
+        /// The new `sub` is already linked to another account; nothing merged, the refusal audited.
+        case subConflict(TransferState)
+    }
+
+    /// Applies `commit.event` to the account's stored state and persists the transition, the
+    /// effects on its Apple link and an audit row in one transaction. A lost race (the record or the
+    /// link changed since it was read) re-reads and re-applies, so the answer is always judged
+    /// against what is stored. Returns the status before the event too.
+    func commit(
+        accountID: String,
+        _ commit: Commit,
+        now: Int64
+    ) throws(TransferFailure) -> (from: TransferStatus, result: CommitResult) {
+        var linkMismatch = false
+        for _ in 0..<Self.maxCommitAttempts {
+            guard let snapshot = try snapshot(accountID: accountID) else {
+                throw TransferFailure(.notFound, "account \(accountID) has no Apple link")
+            }
+            let from = snapshot.machine.status
+            var machine = snapshot.machine
+            let transition: TransferTransition
+            do {
+                transition = try machine.apply(commit.event, now: now)
+            } catch {
+                return (from, .refused(error, snapshot.machine.state))
+            }
+            guard transition.stateChanged else { return (from, .replay(machine.state)) }
+
+            let record = nextRecord(snapshot, machine, commit, now: now)
+            let link: AppleLinkRecord
+            do {
+                link = try nextLink(snapshot.link, machine, transition, commit, now: now)
+            } catch {
+                // The link no longer has the id the machine says the account had: an upgrade or an
+                // operator re-keyed it. Re-read, so the decision is made against the current link.
+                linkMismatch = true
+                continue
+            }
+            var detail = commit.detail
+            if let reason = machine.state.failureReason { detail["reason"] = reason.rawValue }
+            if snapshot.link.refreshTokenCiphertext != nil && link.refreshTokenCiphertext == nil {
+                detail["refreshTokenDeleted"] = "true"
+            }
+            if snapshot.link.email != link.email { detail["emailUpdated"] = "true" }
+            let audit = AuditEvent(
+                at: now,
+                accountID: accountID,
+                upgradeID: nil,
+                event: "transfer.\(transition.event)",
+                fromStatus: transition.from.rawValue,
+                toStatus: transition.to.rawValue,
+                detail: detail
+            )
+            do {
+                try store.write { tx in
+                    try tx.upsertTransferRecord(record, expectedVersion: snapshot.record?.version)
+                    if link != snapshot.link {
+                        try tx.updateAppleLink(link, expectedVersion: snapshot.link.version)
+                    }
+                    try tx.appendAudit(audit)
+                }
+                return (from, .applied(transition, machine.state))
+            } catch let error as StorageError where error.code == .versionConflict {
+                continue
+            } catch let error as StorageError where error.code == .uniqueViolation {
+                switch error.constraint {
+                case "transfer_records.account_id":
+                    continue  // another request created the record first
+                case "apple_links.sub":
+                    try auditSubConflict(accountID: accountID, status: from, commit: commit, now: now)
+                    return (from, .subConflict(snapshot.machine.state))
+                default:
+                    throw TransferFailure(
+                        .internalError,
+                        "account \(accountID): the store refused the transfer record (\(error.constraint ?? "unique"))"
+                    )
+                }
+            } catch {
+                throw Self.storageFailure(error)
+            }
+        }
+        if linkMismatch {
+            throw TransferFailure(
+                .conflict,
+                "account \(accountID): its Apple link no longer has the id its transfer record holds; inspect it with 'accounts show'"
+            )
+        }
+        throw TransferFailure(
+            .internalError,
+            "account \(accountID) kept changing while its transfer was being recorded; retry"
+        )
+    }
+
+    /// Enough for a batch row, a sign-in and a notification to all change one account at once.
+    static let maxCommitAttempts = 5
+
+    private func nextRecord(
+        _ snapshot: Snapshot,
+        _ machine: TransferStateMachine,
+        _ commit: Commit,
+        now: Int64
+    ) -> TransferRecord {
+        var record =
+            snapshot.record
+            ?? TransferRecord(
+                accountID: snapshot.link.accountID,
+                status: "",
+                machine: "",
+                oldSub: snapshot.link.sub,
+                transferSub: nil,
+                newSub: nil,
+                targetTeamID: "",
+                failureReason: nil,
+                attempts: 0,
+                windowEndsAt: nil,
+                updatedAt: now
+            )
+        let state = machine.state
+        record.status = state.status.rawValue
+        record.machine = Self.encode(machine)
+        // The transfer identifier stays findable after the account leaves the states that carry it
+        // (revoked after transfer), so a sign-in with it is recognised rather than unknown.
+        record.transferSub = state.transferSub ?? record.transferSub
+        record.newSub = state.previousSub != nil ? state.sub : nil
+        record.failureReason = state.failureReason?.rawValue
+        if let target = commit.targetTeamID { record.targetTeamID = target }
+        if let windowEndsAt = commit.windowEndsAt { record.windowEndsAt = windowEndsAt }
+        if commit.isStepOutcome { record.attempts += 1 }
+        record.updatedAt = now
+        return record
+    }
+
+    struct LinkChanged: Error {}
+
+    /// The Apple link after the transition's effects: re-keyed to the recipient team's id (the
+    /// sender team's refresh token dropped with the old id), the new relay address, and for an ended
+    /// account the link ended too, its refresh token deleted (TN3194).
+    private func nextLink(
+        _ current: AppleLinkRecord,
+        _ machine: TransferStateMachine,
+        _ transition: TransferTransition,
+        _ commit: Commit,
+        now: Int64
+    ) throws(LinkChanged) -> AppleLinkRecord {
+        var link = current
+        for effect in transition.effects {
+            switch effect {
+            case .relinkAppleAccount(let from, let to):
+                guard link.sub == from else { throw LinkChanged() }
+                link.sub = to
+                link.teamID = configuration.teamID
+                link.refreshTokenCiphertext = nil
+            case .updateEmail(let email):
+                link.email = email
+                link.isPrivateEmail = commit.isPrivateEmail
+            case .requestTransferIdentifier, .exchangeTransferIdentifier:
+                break  // performed by the batch before it commits the answer
+            }
+        }
+        switch machine.state {
+        case .revoked:
+            link.status = .revoked
+            link.refreshTokenCiphertext = nil
+        case .deleted:
+            // Apple disables relay forwarding when the account is deleted (facts §4).
+            link.status = .deleted
+            link.refreshTokenCiphertext = nil
+            link.emailForwardingEnabled = false
+        case .linked, .transferPrepared, .transferred, .transferFailed:
+            guard link.sub == machine.state.sub else { throw LinkChanged() }
+        }
+        if link != current { link.updatedAt = now }
+        return link
+    }
+
+    /// The refusal to link a `sub` that another account has, in the audit trail of the account that
+    /// was to be migrated (its state is unchanged).
+    private func auditSubConflict(
+        accountID: String,
+        status: TransferStatus,
+        commit: Commit,
+        now: Int64
+    ) throws(TransferFailure) {
+        var detail = commit.detail
+        detail["reason"] = "sub-conflict"
+        let audit = AuditEvent(
+            at: now,
+            accountID: accountID,
+            upgradeID: nil,
+            event: "transfer.subConflict",
+            fromStatus: status.rawValue,
+            toStatus: status.rawValue,
+            detail: detail
+        )
+        do {
+            try store.write { tx in try tx.appendAudit(audit) }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/// `transfer status`: how many accounts are in each transfer state, and the migration window.
+public struct TransferStatusReport: Sendable, Equatable {
+    /// Accounts per transfer status (every status present, zero when none). Accounts never touched
+    /// by a transfer step are counted in ``untouchedLinkedAccounts``, not under `linked`.
+    public var counts: [TransferStatus: Int]
+    /// Apple-linked accounts that no transfer step has touched yet.
+    public var untouchedLinkedAccounts: Int
+    /// When the 60-day window closes, as recorded by the latest `complete` run (or `prepare` run
+    /// given the acceptance time); nil when never recorded.
+    public var windowEndsAt: Int64?
+    /// Seconds until the window closes at the time asked, 0 once closed; nil when unknown.
+    public var windowSecondsLeft: Int64?
+
+    /// Accounts a batch visits: linked to Apple and not revoked or deleted.
+    public var linkedAccounts: Int {
+        untouchedLinkedAccounts + counts.filter { !$0.key.isTerminal }.map(\.value).reduce(0, +)
+    }
+
+    public init(
+        counts: [TransferStatus: Int],
+        untouchedLinkedAccounts: Int,
+        windowEndsAt: Int64?,
+        windowSecondsLeft: Int64?
+    ) {
+        self.counts = counts
+        self.untouchedLinkedAccounts = untouchedLinkedAccounts
+        self.windowEndsAt = windowEndsAt
+        self.windowSecondsLeft = windowSecondsLeft
+    }
+}

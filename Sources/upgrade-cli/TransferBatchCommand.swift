@@ -1,0 +1,134 @@
+import Dispatch
+import Foundation
+import Synchronization
+import UpgradeEngine
+
+/// What `transfer prepare` and `transfer complete` share: the batch options, the `--report` file,
+/// progress, the summary and the exit code (design §5: 0 all rows fine, 1 some rows failed, 2 usage
+/// or configuration error).
+enum TransferBatchCommand {
+    struct Options {
+        var dryRun: Bool
+        var concurrency: Int
+        var limit: Int?
+        var reportPath: String?
+    }
+
+    static let batchUsage =
+        "[--client-id ID] [--dry-run] [--concurrency N] [--limit N] [--report FILE] [--db sqlite:PATH]"
+
+    static func readOptions(_ arguments: inout ArgumentReader) throws -> Options {
+        let options = Options(
+            dryRun: arguments.flag("--dry-run"),
+            concurrency: try arguments.intOption("--concurrency") ?? 4,
+            limit: try arguments.intOption("--limit"),
+            reportPath: try arguments.option("--report")
+        )
+        guard TransferBatchOptions.concurrencyRange.contains(options.concurrency) else {
+            throw UsageError("--concurrency must be between 1 and 64")
+        }
+        if let limit = options.limit, limit < 1 { throw UsageError("--limit must be at least 1") }
+        if options.reportPath?.isEmpty == true { throw UsageError("--report needs a file name") }
+        return options
+    }
+
+    /// `--accepted-at`: Unix seconds, an ISO 8601 date-time with its offset, or a date (UTC midnight).
+    static func acceptedAt(_ text: String, now: Int64) throws -> Int64 {
+        let seconds: Int64
+        if let unix = Int64(text) {
+            seconds = unix
+        } else {
+            let formatter = ISO8601DateFormatter()
+            var parsed = formatter.date(from: text)
+            if parsed == nil {
+                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                parsed = formatter.date(from: text)
+            }
+            if parsed == nil {
+                formatter.formatOptions = [.withFullDate]
+                parsed = formatter.date(from: text)
+            }
+            guard let date = parsed else {
+                throw UsageError(
+                    "--accepted-at must be Unix seconds or ISO 8601 (2025-06-01T12:00:00Z or 2025-06-01), got '\(text)'"
+                )
+            }
+            seconds = Int64(date.timeIntervalSince1970)
+        }
+        guard seconds > 0 else { throw UsageError("--accepted-at must be after 1970") }
+        guard seconds <= now + 300 else {
+            throw UsageError("--accepted-at is in the future; give the time the transfer was accepted")
+        }
+        return seconds
+    }
+
+    static func iso8601(_ seconds: Int64) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+
+    /// Runs a batch with a report file and progress output, prints the summary and returns the exit code.
+    static func run(
+        _ options: Options,
+        expectedRows: Int,
+        batch: @escaping @Sendable (TransferBatchOptions) async throws(TransferFailure) -> TransferBatchSummary
+    ) throws -> Int32 {
+        let output = try TransferCommandOutput(reportPath: options.reportPath, expectedRows: expectedRows)
+        let batchOptions = TransferBatchOptions(
+            dryRun: options.dryRun,
+            concurrency: options.concurrency,
+            limit: options.limit,
+            onRow: { output.row($0) }
+        )
+        let result = runInterruptible { () async -> Result<TransferBatchSummary, TransferFailure> in
+            do throws(TransferFailure) {
+                return .success(try await batch(batchOptions))
+            } catch {
+                return .failure(error)
+            }
+        }
+        output.finish()
+        let summary: TransferBatchSummary
+        switch result {
+        case .success(let value): summary = value
+        case .failure(let failure):
+            throw failure.code == .validation ? UsageError(failure.message) : CommandFailure(failure.message)
+        }
+        Console.out(summary.line)
+        if let path = options.reportPath { Console.out("report: \(path) (\(summary.rows) rows)") }
+        if summary.outcomes[.notPrepared, default: 0] > 0 {
+            Console.out(
+                "hint: accounts without a transfer identifier need 'upgrade-cli transfer prepare' with the sender team's credentials while the window is open"
+            )
+        }
+        if let stop = summary.stop { Console.err("error: \(stop.message)") }
+        return summary.exitStatus
+    }
+
+    /// Runs `body` to completion from the synchronous command. The first SIGINT or SIGTERM cancels
+    /// it: rows in flight finish and are committed, no new row starts, and the summary is printed;
+    /// a second signal ends the process at once. Either way committed rows stay committed.
+    private static func runInterruptible<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let result = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task {
+            let value = await body()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                Console.err("interrupted: finishing the rows in flight (signal again to stop at once)")
+                signal(number, SIG_DFL)
+                task.cancel()
+            }
+            source.resume()
+            sources.append(source)
+        }
+        done.wait()
+        for source in sources { source.cancel() }
+        return result.withLock { $0! }
+    }
+}

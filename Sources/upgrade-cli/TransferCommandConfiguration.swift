@@ -1,0 +1,110 @@
+import Foundation
+import UpgradeEngine
+
+/// The Apple configuration the transfer batches read from the environment (design §5). Every
+/// problem is one line naming the variable; nothing read here is ever printed except ids.
+struct TransferCommandConfiguration {
+    /// `APPLE_TEAM_ID`: the sender team while preparing, the recipient team when completing.
+    var teamID: String
+    var keyID: String
+    var privateKey: P256PrivateKey
+    /// `APPLE_CLIENT_IDS`; the first is the default `--client-id`.
+    var clientIDs: [String]
+    var baseURL: URL
+    /// `APPLE_BASE_URL` is a loopback `http://` address: the emulator.
+    var isEmulator: Bool
+
+    static let defaultBaseURL = "https://appleid.apple.com"
+
+    /// A configuration problem: one line naming the variable, exit 2, no usage text (the command
+    /// line was fine).
+    static func problem(_ message: String) -> CommandFailure {
+        CommandFailure(message, exitCode: ExitCode.usage)
+    }
+
+    static func load(_ environment: [String: String]) throws -> TransferCommandConfiguration {
+        func required(_ name: String, _ what: String) throws -> String {
+            guard let value = environment[name], !value.isEmpty else {
+                throw Self.problem("\(name) is not set: \(what)")
+            }
+            return value
+        }
+        let teamID = try required(
+            "APPLE_TEAM_ID",
+            "the 10-character id (A-Z, 0-9) of the team whose key this deployment holds"
+        )
+        guard ClientSecretSigner.isAppleIdentifier(teamID) else {
+            throw Self.problem("APPLE_TEAM_ID must be 10 characters A-Z or 0-9, as Apple issues team ids")
+        }
+        let keyID = try required("APPLE_KEY_ID", "the 10-character id of the team's Sign in with Apple key")
+        guard ClientSecretSigner.isAppleIdentifier(keyID) else {
+            throw Self.problem("APPLE_KEY_ID must be 10 characters A-Z or 0-9, as Apple issues key ids")
+        }
+        let keyPath = try required("APPLE_PRIVATE_KEY_FILE", "the path of the team's key file (.p8, a PKCS#8 PEM)")
+        guard let keyData = FileManager.default.contents(atPath: keyPath) else {
+            throw Self.problem("APPLE_PRIVATE_KEY_FILE=\(keyPath): cannot read the file")
+        }
+        let privateKey: P256PrivateKey
+        do {
+            privateKey = try P256PrivateKey(pem: String(decoding: keyData, as: UTF8.self))
+        } catch {
+            throw Self.problem("APPLE_PRIVATE_KEY_FILE=\(keyPath): \(error.message); expected the .p8 key Apple issued")
+        }
+        let clientList = try required(
+            "APPLE_CLIENT_IDS",
+            "a comma-separated list of bundle ids and Services ids; the first is the default --client-id"
+        )
+        let clientIDs = clientList.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !clientIDs.isEmpty, clientIDs.allSatisfy(ClientSecretSigner.isClientID) else {
+            throw Self.problem(
+                "APPLE_CLIENT_IDS must list bundle ids or Services ids separated by commas (printable ASCII, no spaces)"
+            )
+        }
+        let urlText = environment["APPLE_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultBaseURL
+        guard let url = URL(string: urlText), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
+            url.user == nil, url.password == nil
+        else {
+            throw Self.problem("APPLE_BASE_URL is not a URL: \(urlText)")
+        }
+        let isLoopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
+        guard scheme == "https" || (scheme == "http" && isLoopback) else {
+            throw Self.problem(
+                "APPLE_BASE_URL must be https://, or http:// on a loopback address for the emulator; got \(urlText)"
+            )
+        }
+        return TransferCommandConfiguration(
+            teamID: teamID,
+            keyID: keyID,
+            privateKey: privateKey,
+            clientIDs: clientIDs,
+            baseURL: url,
+            isEmulator: scheme == "http"
+        )
+    }
+
+    /// `--client-id`, which must be one of ours, or the first of `APPLE_CLIENT_IDS`.
+    func clientID(_ requested: String?) throws -> String {
+        guard let requested else { return clientIDs[0] }
+        guard clientIDs.contains(requested) else {
+            throw UsageError(
+                "--client-id \(requested) is not in APPLE_CLIENT_IDS (\(clientIDs.joined(separator: ",")))"
+            )
+        }
+        return requested
+    }
+}
+
+/// The one place the Apple client for team transfers is made. This build carries no HTTP client
+/// for Apple's endpoints (nor for the emulator behind a loopback `APPLE_BASE_URL`, which is reached
+/// the same way), so it refuses with a configuration error; plugging the HTTPS client in here
+/// makes `transfer prepare` and `transfer complete` work unchanged.
+func makeAppleMigrationClient(_ configuration: TransferCommandConfiguration) throws -> any AppleUserMigrating {
+    if configuration.isEmulator {
+        throw TransferCommandConfiguration.problem(
+            "APPLE_BASE_URL=\(configuration.baseURL.absoluteString): the HTTPS Apple client is not available in this build, and the emulator is reached through it too"
+        )
+    }
+    throw TransferCommandConfiguration.problem(
+        "APPLE_BASE_URL=\(configuration.baseURL.absoluteString): the HTTPS Apple client is not available in this build"
+    )
+}

@@ -1,0 +1,47 @@
+import Foundation
+import UpgradeEngine
+
+struct TransferCompleteCommand: CLICommand {
+    static let path = ["transfer", "complete"]
+    static let summary = "recipient team: exchange each transfer_sub for the new sub and relay email"
+    static let usage = "upgrade-cli transfer complete --accepted-at UNIX|ISO8601 \(TransferBatchCommand.batchUsage)"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let location = try StoreOption.location(&arguments)
+        let acceptedText = try arguments.requiredOption("--accepted-at")
+        let requestedClientID = try arguments.option("--client-id")
+        let options = try TransferBatchCommand.readOptions(&arguments)
+        try arguments.finish()
+
+        let now = Clock.nowSeconds
+        let acceptedAt = try TransferBatchCommand.acceptedAt(acceptedText, now: now)
+        let windowEndsAt = acceptedAt + TransferStateMachine.windowLength
+        let configuration = try TransferCommandConfiguration.load(ProcessInfo.processInfo.environment)
+        let clientID = try configuration.clientID(requestedClientID)
+        let apple = try makeAppleMigrationClient(configuration)
+        let store = try StoreOption.openMigrated(location)
+        let service = TransferService(
+            store: store,
+            apple: apple,
+            configuration: TransferServiceConfiguration(teamID: configuration.teamID)
+        )
+        let expected: TransferStatusReport
+        do {
+            expected = try service.status(now: now)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        Console.out(
+            "completing the transfer of \(clientID) to team \(configuration.teamID); the window ends \(TransferBatchCommand.iso8601(windowEndsAt))\(options.dryRun ? " (dry run: nothing is written)" : "")"
+        )
+        if now >= windowEndsAt {
+            Console.err(
+                "warning: the 60-day window closed at \(TransferBatchCommand.iso8601(windowEndsAt)); Apple no longer exchanges transfer identifiers, and rows will fail as window-closed"
+            )
+        }
+        return try TransferBatchCommand.run(options, expectedRows: expected.linkedAccounts) {
+            batchOptions throws(TransferFailure) in
+            try await service.complete(clientID: clientID, windowEndsAt: windowEndsAt, now: now, options: batchOptions)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import UpgradeEngine
+
+struct TransferStatusCommand: CLICommand {
+    static let path = ["transfer", "status"]
+    static let summary = "accounts per transfer state and the 60-day migration window"
+    static let usage = "upgrade-cli transfer status [--json] [--db sqlite:PATH]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let location = try StoreOption.location(&arguments)
+        let json = arguments.flag("--json")
+        try arguments.finish()
+        let store = try StoreOption.openMigrated(location)
+        let now = Clock.nowSeconds
+        let report: TransferStatusReport
+        do {
+            report = try TransferService.status(store: store, now: now)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        if json {
+            var members = [JWSJSON.Member("notTouched", .integer(Int64(report.untouchedLinkedAccounts)))]
+            for status in TransferStatus.allCases {
+                members.append(JWSJSON.Member(status.rawValue, .integer(Int64(report.counts[status, default: 0]))))
+            }
+            members.append(JWSJSON.Member("windowEndsAt", report.windowEndsAt.map(JWSJSON.integer) ?? .null))
+            members.append(JWSJSON.Member("windowSecondsLeft", report.windowSecondsLeft.map(JWSJSON.integer) ?? .null))
+            Console.out(JWSJSON.object(members).serializedString)
+            return ExitCode.success
+        }
+        let rows =
+            [("not touched", report.untouchedLinkedAccounts)]
+            + TransferStatus.allCases.map { ($0.rawValue, report.counts[$0, default: 0]) }
+        for (name, count) in rows {
+            Console.out("\(name.padding(toLength: 18, withPad: " ", startingAt: 0))\(count)")
+        }
+        if let end = report.windowEndsAt, let left = report.windowSecondsLeft {
+            Console.out(
+                left > 0
+                    ? "window            ends \(TransferBatchCommand.iso8601(end)) (\(left / 86_400) days \(left % 86_400 / 3600) hours left)"
+                    : "window            closed \(TransferBatchCommand.iso8601(end))"
+            )
+        } else {
+            Console.out("window            not recorded yet ('transfer complete --accepted-at' records it)")
+        }
+        return ExitCode.success
+    }
+}

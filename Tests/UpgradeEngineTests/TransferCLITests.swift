@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+
+@testable import UpgradeEngine
+
+/// `upgrade-cli transfer ...`: usage and configuration errors (exit 2, one line naming what is
+/// wrong), the missing HTTPS Apple client, and `transfer status` on a database a transfer ran on.
+@Suite("upgrade-cli transfer")
+struct TransferCLITests {
+    /// A directory with a valid `.p8` key and the environment a transfer command needs.
+    final class Setup {
+        let directory: URL
+        let environment: [String: String]
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "siwa-transfer-cli-\(UUID().uuidString)"
+            )
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let keyFile = directory.appendingPathComponent("AuthKey.p8")
+            try Data(P256PrivateKey().pemRepresentation.utf8).write(to: keyFile)
+            environment = [
+                "APPLE_TEAM_ID": "TEAMA12345", "APPLE_KEY_ID": "KEY1234567", "APPLE_PRIVATE_KEY_FILE": keyFile.path,
+                "APPLE_CLIENT_IDS": "com.example.app,com.example.web",
+                "UPGRADE_DB": "sqlite:" + directory.appendingPathComponent("cli.db").path,
+            ]
+        }
+
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+        deinit { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    @Test(
+        "usage errors: exit 2 with the reason and the usage",
+        arguments: [
+            (["transfer", "prepare"], "error: missing required option --target-team"),
+            (["transfer", "prepare", "--target-team", "teamb67890"], "error: --target-team must be"),
+            (
+                ["transfer", "prepare", "--target-team", "TEAMB67890", "--concurrency", "0"],
+                "error: --concurrency must be"
+            ),
+            (
+                ["transfer", "prepare", "--target-team", "TEAMB67890", "--concurrency", "65"],
+                "error: --concurrency must be"
+            ),
+            (["transfer", "prepare", "--target-team", "TEAMB67890", "--limit", "0"], "error: --limit must be"),
+            (["transfer", "prepare", "--target-team", "TEAMB67890", "--bogus"], "error: unknown option --bogus"),
+            (
+                ["transfer", "prepare", "--target-team", "TEAMA12345"],
+                "error: --target-team TEAMA12345 is this deployment's own team"
+            ),
+            (
+                ["transfer", "prepare", "--target-team", "TEAMB67890", "--client-id", "com.other"],
+                "error: --client-id com.other is not in APPLE_CLIENT_IDS"
+            ),
+            (["transfer", "complete"], "error: missing required option --accepted-at"),
+            (
+                ["transfer", "complete", "--accepted-at", "yesterday"],
+                "error: --accepted-at must be Unix seconds or ISO 8601"
+            ),
+            (["transfer", "complete", "--accepted-at", "4102444800"], "error: --accepted-at is in the future"),
+            (["transfer", "status", "extra"], "error: unexpected argument 'extra'"),
+        ]
+    )
+    func usage(arguments: [String], message: String) throws {
+        let setup = try Setup()
+        let result = try runCLI(arguments, environment: setup.environment)
+        #expect(result.status == 2, "\(arguments)")
+        #expect(result.stderr.hasPrefix(message), "\(arguments): \(result.stderr)")
+        #expect(result.stderr.contains("usage: upgrade-cli transfer"))
+        #expect(!FileManager.default.fileExists(atPath: setup.path("cli.db")), "bad input opens no database")
+    }
+
+    @Test("missing or malformed configuration: exit 2 and one line naming the variable")
+    func configuration() throws {
+        let setup = try Setup()
+        let garbage = setup.path("garbage.p8")
+        try Data("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".utf8).write(
+            to: URL(fileURLWithPath: garbage)
+        )
+        let cases: [(change: [String: String], remove: String?, message: String)] = [
+            ([:], "APPLE_TEAM_ID", "error: APPLE_TEAM_ID is not set"),
+            (["APPLE_TEAM_ID": "team"], nil, "error: APPLE_TEAM_ID must be 10 characters"),
+            ([:], "APPLE_KEY_ID", "error: APPLE_KEY_ID is not set"),
+            ([:], "APPLE_PRIVATE_KEY_FILE", "error: APPLE_PRIVATE_KEY_FILE is not set"),
+            (["APPLE_PRIVATE_KEY_FILE": setup.path("missing.p8")], nil, "error: APPLE_PRIVATE_KEY_FILE="),
+            (["APPLE_PRIVATE_KEY_FILE": garbage], nil, "error: APPLE_PRIVATE_KEY_FILE="),
+            ([:], "APPLE_CLIENT_IDS", "error: APPLE_CLIENT_IDS is not set"),
+            (["APPLE_CLIENT_IDS": "a b"], nil, "error: APPLE_CLIENT_IDS must list"),
+            (["APPLE_BASE_URL": "http://appleid.example.com"], nil, "error: APPLE_BASE_URL must be https://"),
+        ]
+        for item in cases {
+            var environment = setup.environment.merging(item.change) { $1 }
+            if let remove = item.remove { environment[remove] = nil }
+            for command in [["prepare", "--target-team", "TEAMB67890"], ["complete", "--accepted-at", "1750000000"]] {
+                let result = try runCLI(["transfer"] + command, environment: environment)
+                #expect(result.status == 2, "\(item.message)")
+                #expect(result.stderr.hasPrefix(item.message), "\(result.stderr)")
+                #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: setup.path("cli.db")))
+    }
+
+    @Test("this build has no HTTPS Apple client: exit 2 saying so, before any file is written")
+    func noAppleClient() throws {
+        let setup = try Setup()
+        let report = setup.path("report.jsonl")
+        let production = try runCLI(
+            ["transfer", "prepare", "--target-team", "TEAMB67890", "--report", report],
+            environment: setup.environment
+        )
+        #expect(production.status == 2)
+        #expect(
+            production.stderr
+                == "error: APPLE_BASE_URL=https://appleid.apple.com: the HTTPS Apple client is not available in this build\n"
+        )
+        let emulator = try runCLI(
+            ["transfer", "complete", "--accepted-at", "2025-06-01T12:00:00Z", "--dry-run", "--report", report],
+            environment: setup.environment.merging(["APPLE_BASE_URL": "http://127.0.0.1:8443"]) { $1 }
+        )
+        #expect(emulator.status == 2)
+        #expect(emulator.stderr.contains("the HTTPS Apple client is not available in this build"))
+        #expect(emulator.stderr.contains("emulator"))
+        #expect(!FileManager.default.fileExists(atPath: report))
+        #expect(!FileManager.default.fileExists(atPath: setup.path("cli.db")))
+    }
+
+    @Test("transfer status: counts per state, accounts not touched, the window; --json for scripts")
+    func status() async throws {
+        let world = try TransferWorld()
+        // In account order: user0 revoked at Apple fails, user1 and user2 are prepared, the limit
+        // leaves user3 untouched; then user1 is completed.
+        let users = try (0..<4).map { try world.addLinkedUser("user\($0)") }
+        try world.emulator.revokeConsent(userID: users[0].appleUserID, clientID: TransferWorld.clientID)
+        _ = try await world.prepare(TransferWorld.options(concurrency: 1, limit: 3))
+        let windowEndsAt = try world.transferApp()
+        _ = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 1, limit: 1))
+        let db = "sqlite:" + world.database.directory.appendingPathComponent("upgrade.db").path
+
+        let result = try runCLI(["transfer", "status", "--db", db])
+        #expect(result.status == 0, "\(result.stderr)")
+        func shows(_ name: String, _ count: Int) -> Bool {
+            result.stdout.split(separator: "\n").contains {
+                $0.split(separator: " ").map(String.init) == name.split(separator: " ").map(String.init) + ["\(count)"]
+            }
+        }
+        #expect(shows("not touched", 1), "\(result.stdout)")
+        #expect(shows("transferFailed", 1) && shows("transferPrepared", 1) && shows("transferred", 1))
+        #expect(shows("linked", 0) && shows("revoked", 0) && shows("deleted", 0))
+        let iso = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(windowEndsAt)))
+        #expect(result.stdout.contains("window") && result.stdout.contains(iso), "\(result.stdout)")
+
+        let json = try runCLI(["transfer", "status", "--json", "--db", db])
+        #expect(json.status == 0)
+        let object = try JWSJSON.parse(Array(json.stdout.utf8))
+        #expect(object["notTouched"] == .integer(1))
+        #expect(object["transferred"] == .integer(1))
+        #expect(object["windowEndsAt"] == .integer(windowEndsAt))
+        for user in users {
+            #expect(!json.stdout.contains(user.subA) && !result.stdout.contains(user.subA))
+        }
+    }
+
+    @Test("transfer status refuses a database with pending migrations, and help lists the commands")
+    func statusNeedsMigratedDatabase() throws {
+        let setup = try Setup()
+        let result = try runCLI(["transfer", "status"], environment: setup.environment)
+        #expect(result.status == 2)
+        #expect(result.stderr.hasPrefix("error: the database has"))
+        #expect(result.stderr.contains("db migrate"))
+        let help = try runCLI(["help"])
+        for command in ["transfer prepare", "transfer complete", "transfer status"] {
+            #expect(help.stdout.contains(command))
+        }
+    }
+}

@@ -1,0 +1,300 @@
+import Foundation
+import Synchronization
+
+@testable import UpgradeEngine
+
+/// A team transfer against the Apple ID emulator: team A owns the app and its users are linked to
+/// accounts in a migrated database; team B receives the app. `sender` holds team A's credentials,
+/// `recipient` team B's, as the deployment's configuration would before and after the move. Time
+/// is a settable clock shared with the emulator.
+final class TransferWorld: Sendable {
+    static let teamA = "TEAMA12345"
+    static let teamB = "TEAMB67890"
+    static let keyA = "KEYA123456"
+    static let keyB = "KEYB123456"
+    static let clientID = "com.example.app"
+    static let start: Int64 = 1_760_000_000
+
+    /// A settable clock (a class, because a Mutex cannot be captured).
+    final class Clock: Sendable {
+        let value = Mutex<Int64>(TransferWorld.start)
+    }
+
+    struct User: Sendable {
+        let accountID: String
+        /// The emulator's own id for the Apple Account.
+        let appleUserID: String
+        /// Team A's id for the user, as linked before the transfer.
+        let subA: String
+        let emailMode: AppleEmailMode
+    }
+
+    let clock = Clock()
+    let emulator: AppleIDEmulator
+    let database: TemporaryDatabase
+    let secrets = SecretBox.developmentOnly()
+    let clientA: EmulatedAppleClient
+    let clientB: EmulatedAppleClient
+    /// Counts and scripts every Apple call the sender's service makes.
+    let appleA: CountingMigrator
+    let appleB: CountingMigrator
+    let sender: TransferService
+    let recipient: TransferService
+
+    init() throws {
+        let clock = self.clock
+        emulator = AppleIDEmulator(clock: { clock.value.withLock { $0 } })
+        let keyA = P256PrivateKey()
+        let keyB = P256PrivateKey()
+        try emulator.addTeam(Self.teamA)
+        try emulator.addTeam(Self.teamB)
+        try emulator.registerKey(teamID: Self.teamA, keyID: Self.keyA, publicKey: keyA.publicKey)
+        try emulator.registerKey(teamID: Self.teamB, keyID: Self.keyB, publicKey: keyB.publicKey)
+        try emulator.addApp(clientID: Self.clientID, teamID: Self.teamA)
+        clientA = try emulator.client(teamID: Self.teamA, keyID: Self.keyA, privateKey: keyA)
+        clientB = try emulator.client(teamID: Self.teamB, keyID: Self.keyB, privateKey: keyB)
+        appleA = CountingMigrator(clientA)
+        appleB = CountingMigrator(clientB)
+        database = try TemporaryDatabase()
+        sender = TransferService(
+            store: database.store,
+            apple: appleA,
+            configuration: TransferServiceConfiguration(teamID: Self.teamA)
+        )
+        recipient = TransferService(
+            store: database.store,
+            apple: appleB,
+            configuration: TransferServiceConfiguration(teamID: Self.teamB)
+        )
+    }
+
+    var store: SQLiteStore { database.store }
+    var now: Int64 { clock.value.withLock { $0 } }
+    func advance(_ seconds: Int64) { clock.value.withLock { $0 += seconds } }
+
+    /// An Apple user who signed in to the app under team A and whose account was linked then, as a
+    /// completed upgrade leaves it (with a sealed refresh token).
+    @discardableResult
+    func addLinkedUser(_ name: String, emailMode: AppleEmailMode = .hidden) throws -> User {
+        let appleUserID = try emulator.createUser(email: "\(name)@example.com")
+        let authorization = try emulator.authorize(
+            userID: appleUserID,
+            clientID: Self.clientID,
+            nonce: nil,
+            state: nil,
+            emailMode: emailMode
+        )
+        let accountID = "acct-\(name)"
+        let refreshToken = secrets.seal(Array("r.\(name)".utf8), context: "refresh:\(accountID)")
+        try store.write { tx in
+            try tx.insertAccount(
+                AccountRecord(id: accountID, username: name, credentialKind: .appleOnly, createdAt: now, updatedAt: now)
+            )
+            try tx.insertAppleLink(
+                AppleLinkRecord(
+                    accountID: accountID,
+                    sub: authorization.user,
+                    teamID: Self.teamA,
+                    clientID: Self.clientID,
+                    email: authorization.email,
+                    isPrivateEmail: emailMode == .hidden,
+                    refreshTokenCiphertext: refreshToken,
+                    status: .linked,
+                    linkedAt: now,
+                    updatedAt: now
+                )
+            )
+        }
+        return User(accountID: accountID, appleUserID: appleUserID, subA: authorization.user, emailMode: emailMode)
+    }
+
+    /// App Store Connect: team B accepts the transfer now; the window ends 60 days later.
+    func transferApp() throws -> Int64 {
+        try emulator.transferApp(clientID: Self.clientID, toTeam: Self.teamB)
+        return now + TransferStateMachine.windowLength
+    }
+
+    /// Batch options for tests: no real waiting between retries.
+    static func options(
+        dryRun: Bool = false,
+        concurrency: Int = 4,
+        limit: Int? = nil,
+        maxAttempts: Int = 3,
+        unavailableRowsBeforeStop: Int = 20,
+        onRow: (@Sendable (TransferRowReport) -> Void)? = nil
+    ) -> TransferBatchOptions {
+        TransferBatchOptions(
+            dryRun: dryRun,
+            concurrency: concurrency,
+            limit: limit,
+            maxAttempts: maxAttempts,
+            retryBaseDelayMilliseconds: 1,
+            retryMaxDelayMilliseconds: 2,
+            unavailableRowsBeforeStop: unavailableRowsBeforeStop,
+            onRow: onRow
+        )
+    }
+
+    func prepare(_ options: TransferBatchOptions = TransferWorld.options()) async throws -> TransferBatchSummary {
+        try await sender.prepare(
+            targetTeamID: Self.teamB,
+            clientID: Self.clientID,
+            windowEndsAt: nil,
+            now: now,
+            options: options
+        )
+    }
+
+    func complete(
+        windowEndsAt: Int64,
+        _ options: TransferBatchOptions = TransferWorld.options()
+    ) async throws -> TransferBatchSummary {
+        try await recipient.complete(clientID: Self.clientID, windowEndsAt: windowEndsAt, now: now, options: options)
+    }
+
+    func link(_ user: User) throws -> AppleLinkRecord? {
+        try store.read { try $0.appleLink(accountID: user.accountID) }
+    }
+    func record(_ user: User) throws -> TransferRecord? {
+        try store.read { try $0.transferRecord(accountID: user.accountID) }
+    }
+    func audit(_ user: User) throws -> [AuditEvent] {
+        try store.read { try $0.auditTrail(accountID: user.accountID, limit: 1000) }
+    }
+    func auditEvents(_ user: User, named event: String) throws -> Int {
+        try audit(user).filter { $0.event == event }.count
+    }
+    func transferRecordCount() throws -> Int {
+        try store.read { try $0.transferRecords(status: nil, limit: 10_000) }.count
+    }
+    func auditCount(_ users: [User]) throws -> Int { try users.map { try audit($0).count }.reduce(0, +) }
+
+    /// The user signs in on a device now; the identity token verified as the sign-in endpoint would.
+    func signInClaims(_ user: User) async throws -> AppleIdentityClaims {
+        let authorization = try emulator.authorize(
+            userID: user.appleUserID,
+            clientID: Self.clientID,
+            nonce: nil,
+            state: nil,
+            emailMode: user.emailMode
+        )
+        let verifier = IdentityTokenVerifier(
+            keys: emulator.keySet,
+            policy: try IdentityTokenPolicy(allowedAudiences: [Self.clientID])
+        )
+        return try await verifier.verifyIdentityToken(authorization.identityToken, nonce: nil, now: now)
+    }
+
+    /// The events of the notifications Apple queued, decoded (their signatures are another suite's
+    /// concern): type, sub, email, is_private_email and event_time.
+    struct Event: Sendable {
+        let type: String
+        let sub: String
+        let email: String?
+        let isPrivateEmail: Bool?
+        let eventTime: Int64?
+    }
+
+    func drainEvents() throws -> [Event] {
+        try emulator.drainNotifications().map { notification in
+            let jws = try JWSCompact(parsing: notification.payload, maximumLength: 16_384)
+            let claims = try JWSJSON.parse(jws.payload)
+            var events = claims["events"]
+            if let text = events?.stringValue { events = try JWSJSON.parse(Array(text.utf8)) }
+            let privateFlag = events?["is_private_email"]
+            return Event(
+                type: events?["type"]?.stringValue ?? "",
+                sub: events?["sub"]?.stringValue ?? "",
+                email: events?["email"]?.stringValue,
+                isPrivateEmail: privateFlag.map { $0.boolValue ?? ($0.stringValue == "true") },
+                eventTime: events?["event_time"]?.int64Value
+            )
+        }
+    }
+
+    func deliver(_ event: Event, to service: TransferService) throws -> TransferNotificationResult {
+        try service.handleNotification(
+            type: event.type,
+            sub: event.sub,
+            email: event.email,
+            isPrivateEmail: event.isPrivateEmail,
+            eventTime: event.eventTime,
+            now: now
+        )
+    }
+}
+
+/// Wraps a team's emulator client: counts each call and lets a test answer some calls itself (an
+/// Apple error, or an action such as moving the clock) before the real call is made.
+final class CountingMigrator: AppleUserMigrating, Sendable {
+    enum Call: Sendable, Hashable {
+        case teamAccessToken
+        case transferSub
+        case migrate
+    }
+
+    /// Runs before each call with its kind and its 1-based number among calls of that kind; a
+    /// returned error is answered instead of calling Apple.
+    typealias Script = @Sendable (Call, Int) -> AppleEndpointError?
+
+    private struct State {
+        var counts: [Call: Int] = [:]
+        var script: Script?
+        var accessTokens: [String] = []
+    }
+
+    private let client: EmulatedAppleClient
+    private let state = Mutex(State())
+
+    init(_ client: EmulatedAppleClient) {
+        self.client = client
+    }
+
+    func script(_ script: Script?) { state.withLock { $0.script = script } }
+    func count(_ call: Call) -> Int { state.withLock { $0.counts[call, default: 0] } }
+    /// Every team access token Apple issued through this client, to look for where they must not be.
+    var accessTokens: [String] { state.withLock { $0.accessTokens } }
+
+    private func before(_ call: Call) throws(AppleEndpointError) {
+        let (number, script) = state.withLock { state in
+            state.counts[call, default: 0] += 1
+            return (state.counts[call, default: 0], state.script)
+        }
+        if let error = script?(call, number) { throw error }
+    }
+
+    func teamAccessToken(clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse {
+        try before(.teamAccessToken)
+        let response = try await client.teamAccessToken(clientID: clientID)
+        state.withLock { $0.accessTokens.append(response.accessToken) }
+        return response
+    }
+
+    func transferSub(
+        forSub sub: String,
+        target: String,
+        clientID: String,
+        accessToken: String
+    ) async throws(AppleEndpointError) -> String {
+        try before(.transferSub)
+        return try await client.transferSub(forSub: sub, target: target, clientID: clientID, accessToken: accessToken)
+    }
+
+    func migrate(
+        transferSub: String,
+        clientID: String,
+        accessToken: String
+    ) async throws(AppleEndpointError) -> AppleMigratedUser {
+        try before(.migrate)
+        return try await client.migrate(transferSub: transferSub, clientID: clientID, accessToken: accessToken)
+    }
+}
+
+/// Collects the rows a batch reports.
+final class RowCollector: Sendable {
+    private let rows = Mutex<[TransferRowReport]>([])
+
+    var onRow: @Sendable (TransferRowReport) -> Void { { row in self.rows.withLock { $0.append(row) } } }
+    var all: [TransferRowReport] { rows.withLock { $0 } }
+    func row(_ accountID: String) -> TransferRowReport? { all.first { $0.accountID == accountID } }
+}

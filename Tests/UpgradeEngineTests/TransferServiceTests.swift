@@ -1,0 +1,491 @@
+import Foundation
+import Testing
+
+@testable import UpgradeEngine
+
+/// The `prepare` and `complete` batches against the Apple ID emulator (design §4–§5, facts §3).
+@Suite("Transfer service batches")
+struct TransferServiceTests {
+    @Test("prepare then complete: subs re-keyed, relay email updated, old id transferred, new id authorized")
+    func roundTrip() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice", emailMode: .hidden)
+        let bob = try world.addLinkedUser("bob", emailMode: .shared)
+        let carol = try world.addLinkedUser("carol", emailMode: .hidden)
+        let users = [alice, bob, carol]
+        let rows = RowCollector()
+
+        let prepared = try await world.prepare(TransferWorld.options(onRow: rows.onRow))
+        #expect(prepared.outcomes[.succeeded] == 3, "\(prepared.line)")
+        #expect(prepared.stop == nil && prepared.failedRows == 0)
+        for user in users {
+            let record = try #require(try world.record(user))
+            #expect(record.status == TransferStatus.transferPrepared.rawValue)
+            #expect(record.targetTeamID == TransferWorld.teamB)
+            #expect(record.transferSub == (try world.emulator.transferSub(user, from: TransferWorld.teamA)))
+            #expect(try world.recipient.credentialState(userID: user.subA) == .authorized, "still reached by A's id")
+        }
+        #expect(world.appleA.count(.teamAccessToken) == 1, "one team token for the whole batch")
+
+        world.advance(86_400)
+        let windowEndsAt = try world.transferApp()
+        world.advance(3600)
+        let completed = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(onRow: rows.onRow))
+        #expect(completed.outcomes[.succeeded] == 3, "\(completed.line)")
+        #expect(prepared.exitStatus == 0 && completed.exitStatus == 0)
+        #expect(world.appleB.count(.teamAccessToken) == 1)
+
+        for user in users {
+            let link = try #require(try world.link(user))
+            let subB = try world.emulator.subject(userID: user.appleUserID, teamID: TransferWorld.teamB)
+            #expect(link.sub == subB && link.sub != user.subA)
+            #expect(link.teamID == TransferWorld.teamB)
+            #expect(link.status == .linked)
+            #expect(link.refreshTokenCiphertext == nil, "the sender team's refresh token is dropped")
+            if user.emailMode == .hidden {
+                #expect(
+                    link.email == (try world.emulator.relayEmail(userID: user.appleUserID, teamID: TransferWorld.teamB))
+                )
+                #expect(link.isPrivateEmail == true)
+            } else {
+                #expect(link.email == "\(user.accountID.dropFirst(5))@example.com", "a shared address is kept")
+            }
+            let record = try #require(try world.record(user))
+            #expect(record.status == TransferStatus.transferred.rawValue)
+            #expect(record.oldSub == user.subA && record.newSub == subB)
+            #expect(try world.recipient.credentialState(userID: user.subA) == .transferred)
+            #expect(try world.recipient.credentialState(userID: subB) == .authorized)
+            // Apple's own answer on the device agrees.
+            #expect(
+                world.emulator.credentialState(forUserID: user.subA, clientID: TransferWorld.clientID) == .transferred
+            )
+            #expect(try world.auditEvents(user, named: "transfer.transferIdentifierObtained") == 1)
+            #expect(try world.auditEvents(user, named: "transfer.newSubObtained") == 1)
+            let relinked = try world.audit(user).first { $0.event == "transfer.newSubObtained" }
+            #expect(relinked?.detail["refreshTokenDeleted"] == "true")
+        }
+
+        let status = try world.recipient.status(now: world.now)
+        #expect(status.counts[.transferred] == 3 && status.untouchedLinkedAccounts == 0)
+        #expect(status.windowEndsAt == windowEndsAt)
+        #expect(status.windowSecondsLeft == windowEndsAt - world.now)
+
+        // No report row carries an Apple id, a transfer identifier or an address (facts §3.1).
+        var secrets: [String] = []
+        for user in users {
+            secrets.append(user.subA)
+            secrets.append(try world.emulator.subject(userID: user.appleUserID, teamID: TransferWorld.teamB))
+            secrets.append(try #require(try world.record(user)?.transferSub))
+            secrets.append(contentsOf: [try world.link(user)?.email].compactMap { $0 })
+        }
+        #expect(rows.all.count == 6)
+        for row in rows.all {
+            for secret in secrets { #expect(!row.jsonLine.contains(secret)) }
+        }
+
+        // The team access tokens are nowhere: not in the database files, the audit trail or a summary.
+        let tokens = world.appleA.accessTokens + world.appleB.accessTokens
+        #expect(tokens.count == 2)
+        var stored = Data()
+        for name in try FileManager.default.contentsOfDirectory(atPath: world.database.directory.path) {
+            stored.append(try Data(contentsOf: world.database.directory.appendingPathComponent(name)))
+        }
+        let audit = try users.flatMap { try world.audit($0) }.map { "\($0)" }.joined()
+        for token in tokens {
+            #expect(stored.range(of: Data(token.utf8)) == nil)
+            #expect(!audit.contains(token) && !prepared.line.contains(token) && !completed.line.contains(token))
+        }
+    }
+
+    @Test("re-running both batches does nothing twice: rows already done, no Apple call per user, no audit row")
+    func rerunIsIdempotent() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<3).map { try world.addLinkedUser("user\($0)") }
+        _ = try await world.prepare()
+        let windowEndsAt = try world.transferApp()
+        _ = try await world.complete(windowEndsAt: windowEndsAt)
+        let audit = try world.auditCount(users)
+
+        let again = try await world.prepare()
+        #expect(again.outcomes[.alreadyDone] == 3, "\(again.line)")
+        let completeAgain = try await world.complete(windowEndsAt: windowEndsAt)
+        #expect(completeAgain.outcomes[.alreadyDone] == 3, "\(completeAgain.line)")
+        #expect(world.appleA.count(.transferSub) == 3)
+        #expect(world.appleB.count(.migrate) == 3)
+        #expect(try world.auditCount(users) == audit)
+    }
+
+    @Test("a user who revoked at Apple fails their row with invalid-request; the batch goes on")
+    func revokedUserFailsRow() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice")
+        let bob = try world.addLinkedUser("bob")
+        let carol = try world.addLinkedUser("carol")
+        // The consent-revoked notification never reached us: our link still says linked.
+        try world.emulator.revokeConsent(userID: bob.appleUserID, clientID: TransferWorld.clientID)
+        _ = world.emulator.drainNotifications()
+        let rows = RowCollector()
+
+        let summary = try await world.prepare(TransferWorld.options(concurrency: 1, onRow: rows.onRow))
+        #expect(summary.outcomes[.succeeded] == 2 && summary.outcomes[.failed] == 1, "\(summary.line)")
+        #expect(summary.failedRows == 1 && summary.stop == nil)
+        #expect(summary.reasons == ["invalid-request": 1])
+        #expect(summary.exitStatus == 1, "the CLI exits 1: some rows failed")
+        let bobRow = try #require(rows.row(bob.accountID))
+        #expect(bobRow.outcome == .failed && bobRow.reason == "invalid-request")
+        #expect(bobRow.from == .linked && bobRow.to == .transferFailed)
+        let record = try #require(try world.record(bob))
+        #expect(record.status == TransferStatus.transferFailed.rawValue)
+        #expect(record.failureReason == "invalid-request" && record.attempts == 1)
+        for user in [alice, carol] {
+            #expect(try world.record(user)?.status == TransferStatus.transferPrepared.rawValue)
+        }
+
+        // A re-run retries only the failed row.
+        let again = try await world.prepare()
+        #expect(again.outcomes[.failed] == 1 && again.outcomes[.alreadyDone] == 2, "\(again.line)")
+        #expect(try world.record(bob)?.attempts == 2)
+        #expect(world.appleA.count(.transferSub) == 4)
+    }
+
+    @Test("a row limit interrupts the batch; the re-run does the rest, every account once")
+    func resumeAfterLimit() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<10).map { try world.addLinkedUser("user\($0)") }
+
+        let first = try await world.prepare(TransferWorld.options(concurrency: 3, limit: 4))
+        #expect(first.outcomes[.succeeded] == 4 && first.limitReached, "\(first.line)")
+        #expect(try world.transferRecordCount() == 4)
+
+        let second = try await world.prepare(TransferWorld.options(concurrency: 3))
+        #expect(second.outcomes[.succeeded] == 6 && second.outcomes[.alreadyDone] == 4, "\(second.line)")
+        #expect(!second.limitReached)
+        #expect(world.appleA.count(.transferSub) == 10, "no user was asked for twice")
+        for user in users {
+            #expect(try world.auditEvents(user, named: "transfer.transferIdentifierObtained") == 1)
+        }
+    }
+
+    @Test("a batch cancelled midway keeps what it committed; re-running transfers every account exactly once")
+    func resumeAfterCancellation() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<10).map { try world.addLinkedUser("user\($0)") }
+        _ = try await world.prepare()
+        let windowEndsAt = try world.transferApp()
+
+        // Cancel the batch's own task from its report callback once three rows are in, as an
+        // operator's interrupt would.
+        let rows = RowCollector()
+        let options = TransferWorld.options(concurrency: 3) { row in
+            rows.onRow(row)
+            if rows.all.count == 3 { withUnsafeCurrentTask { $0?.cancel() } }
+        }
+        let interrupted = try await Task { try await world.complete(windowEndsAt: windowEndsAt, options) }.value
+        #expect(interrupted.stop?.code == .interrupted, "\(interrupted.line)")
+        let done = interrupted.outcomes[.succeeded, default: 0]
+        #expect((3..<10).contains(done), "\(interrupted.line)")
+        #expect(try world.recipient.status(now: world.now).counts[.transferred] == done)
+
+        let resumed = try await world.complete(windowEndsAt: windowEndsAt)
+        #expect(resumed.stop == nil && resumed.failedRows == 0, "\(resumed.line)")
+        #expect(resumed.outcomes[.succeeded] == 10 - done && resumed.outcomes[.alreadyDone] == done)
+        #expect(world.appleB.count(.migrate) == 10, "no transfer identifier was exchanged twice")
+        for user in users {
+            #expect(try world.auditEvents(user, named: "transfer.newSubObtained") == 1)
+            #expect(try world.record(user)?.status == TransferStatus.transferred.rawValue)
+        }
+    }
+
+    @Test("two complete batches racing over the same accounts: each account is transferred exactly once")
+    func racingBatches() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<12).map { try world.addLinkedUser("user\($0)") }
+        _ = try await world.prepare()
+        let windowEndsAt = try world.transferApp()
+        async let first = world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 4))
+        async let second = world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 4))
+        let summaries = try await [first, second]
+        // Both batches may exchange one identifier (Apple's answer is the same); only one commit wins.
+        #expect(summaries.allSatisfy { $0.failedRows == 0 && $0.stop == nil }, "\(summaries.map(\.line))")
+        #expect(summaries.map { $0.outcomes[.succeeded, default: 0] }.reduce(0, +) == 12, "\(summaries.map(\.line))")
+        for user in users {
+            #expect(try world.auditEvents(user, named: "transfer.newSubObtained") == 1)
+            #expect(try world.record(user)?.attempts == 2, "one prepare and one exchange recorded")
+        }
+    }
+
+    @Test("a dry run makes no per-user Apple call and writes nothing, and says what would happen")
+    func dryRun() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<3).map { try world.addLinkedUser("user\($0)") }
+        let rows = RowCollector()
+
+        let plan = try await world.prepare(TransferWorld.options(dryRun: true, onRow: rows.onRow))
+        #expect(plan.dryRun && plan.outcomes[.wouldRun] == 3 && plan.failedRows == 0, "\(plan.line)")
+        #expect(rows.all.allSatisfy { $0.dryRun && $0.to == .transferPrepared })
+        #expect(world.appleA.count(.transferSub) == 0)
+        #expect(world.appleA.count(.teamAccessToken) == 1, "the credentials are still checked")
+        #expect(try world.transferRecordCount() == 0)
+        #expect(try world.auditCount(users) == 0)
+
+        _ = try await world.prepare()
+        let windowEndsAt = try world.transferApp()
+        let audit = try world.auditCount(users)
+        let completion = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(dryRun: true))
+        #expect(completion.outcomes[.wouldRun] == 3, "\(completion.line)")
+        #expect(world.appleB.count(.migrate) == 0)
+        #expect(try world.auditCount(users) == audit)
+        #expect(try world.recipient.status(now: world.now).counts[.transferPrepared] == 3)
+
+        // After the window a dry run predicts the failures without recording them.
+        world.advance(TransferStateMachine.windowLength)
+        let late = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(dryRun: true))
+        #expect(late.outcomes[.wouldFail] == 3 && late.reasons == ["window-closed": 3], "\(late.line)")
+        #expect(try world.recipient.status(now: world.now).counts[.transferPrepared] == 3)
+    }
+
+    @Test("credentials Apple refuses stop the batch before any row; a refusal mid-batch stops the rest")
+    func invalidClientStops() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<6).map { try world.addLinkedUser("user\($0)") }
+
+        // A key the team never registered: Apple answers invalid_client to the token request.
+        let stranger = try world.emulator.client(
+            teamID: TransferWorld.teamA,
+            keyID: "KEYX999999",
+            privateKey: P256PrivateKey()
+        )
+        let misconfigured = TransferService(
+            store: world.store,
+            apple: stranger,
+            configuration: TransferServiceConfiguration(teamID: TransferWorld.teamA)
+        )
+        let refused = try await misconfigured.prepare(
+            targetTeamID: TransferWorld.teamB,
+            clientID: TransferWorld.clientID,
+            windowEndsAt: nil,
+            now: world.now,
+            options: TransferWorld.options()
+        )
+        #expect(refused.stop?.code == .configuration && refused.rows == 0)
+        #expect(refused.stop?.message.contains("invalid_client") == true)
+        #expect(refused.exitStatus == 2, "a configuration error")
+        #expect(try world.transferRecordCount() == 0)
+
+        // Apple starts refusing the client on the third user call: the batch stops, nothing is
+        // marked failed, and a re-run with working credentials completes every row.
+        world.appleA.script { call, number in
+            call == .transferSub && number >= 3
+                ? AppleEndpointError(code: .invalidClient, httpStatus: 400, message: "scripted") : nil
+        }
+        let stopped = try await world.prepare(TransferWorld.options(concurrency: 1))
+        #expect(stopped.stop?.code == .configuration, "\(stopped.line)")
+        #expect(stopped.outcomes[.succeeded] == 2 && stopped.outcomes[.stopped] == 1, "\(stopped.line)")
+        #expect(stopped.outcomes[.failed] == 0)
+        #expect(try world.transferRecordCount() == 2)
+
+        world.appleA.script(nil)
+        let resumed = try await world.prepare()
+        #expect(resumed.outcomes[.succeeded] == 4 && resumed.outcomes[.alreadyDone] == 2, "\(resumed.line)")
+        for user in users { #expect(try world.record(user)?.status == TransferStatus.transferPrepared.rawValue) }
+    }
+
+    @Test("a new sub already linked to another account is a conflict for that row; nothing is merged")
+    func newSubConflict() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice")
+        let bob = try world.addLinkedUser("bob")
+        _ = try await world.prepare()
+        let windowEndsAt = try world.transferApp()
+
+        // During the window Alice also upgraded another password account with team B's id.
+        let aliceB = try world.emulator.subject(userID: alice.appleUserID, teamID: TransferWorld.teamB)
+        try world.store.write { tx in
+            try tx.insertAccount(
+                AccountRecord(
+                    id: "acct-other",
+                    username: "other",
+                    credentialKind: .appleOnly,
+                    createdAt: 1,
+                    updatedAt: 1
+                )
+            )
+            try tx.insertAppleLink(
+                AppleLinkRecord(
+                    accountID: "acct-other",
+                    sub: aliceB,
+                    teamID: TransferWorld.teamB,
+                    clientID: TransferWorld.clientID,
+                    email: nil,
+                    isPrivateEmail: nil,
+                    refreshTokenCiphertext: nil,
+                    status: .linked,
+                    linkedAt: 1,
+                    updatedAt: 1
+                )
+            )
+        }
+        let rows = RowCollector()
+        let summary = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(onRow: rows.onRow))
+        #expect(summary.outcomes[.conflict] == 1 && summary.outcomes[.succeeded] == 1, "\(summary.line)")
+        #expect(summary.outcomes[.skipped] == 1, "the other account is already in team B")
+        #expect(rows.row("acct-other")?.reason == "in-recipient-team")
+        #expect(rows.row(alice.accountID)?.reason == "sub-conflict")
+        #expect(try world.record(alice)?.status == TransferStatus.transferPrepared.rawValue)
+        #expect(try world.link(alice)?.sub == alice.subA, "Alice's link is untouched")
+        #expect(try world.store.read { try $0.appleLink(sub: aliceB) }?.accountID == "acct-other")
+        #expect(try world.auditEvents(alice, named: "transfer.subConflict") == 1)
+        #expect(try world.record(bob)?.status == TransferStatus.transferred.rawValue)
+    }
+
+    @Test("complete after the window records window-closed; a new window lets the re-run succeed")
+    func windowClosed() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice")
+        _ = try await world.prepare()
+        let windowEndsAt = try world.transferApp()
+
+        let early = try await world.complete(windowEndsAt: world.now - 1)
+        #expect(early.outcomes[.failed] == 1 && early.reasons == ["window-closed": 1], "\(early.line)")
+        #expect(world.appleB.count(.migrate) == 0, "the machine refuses before Apple is asked")
+        #expect(try world.record(alice)?.failureReason == "window-closed")
+
+        let retried = try await world.complete(windowEndsAt: windowEndsAt)
+        #expect(retried.outcomes[.succeeded] == 1, "\(retried.line)")
+        #expect(try world.record(alice)?.status == TransferStatus.transferred.rawValue)
+    }
+
+    @Test("complete reports accounts without a transfer identifier, and stops if prepared for another team")
+    func completePreconditions() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice")
+        let bob = try world.addLinkedUser("bob")
+        let windowEndsAt = try world.transferApp()
+        let rows = RowCollector()
+        let summary = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(onRow: rows.onRow))
+        #expect(summary.outcomes[.notPrepared] == 2 && summary.failedRows == 2, "\(summary.line)")
+        #expect(rows.row(alice.accountID)?.reason == "never-prepared")
+
+        // The sender may still prepare during the window (facts §3.2); then team C's
+        // configuration must not complete transfers made for team B.
+        _ = try await world.prepare()
+        let teamC = TransferService(
+            store: world.store,
+            apple: world.appleB,
+            configuration: TransferServiceConfiguration(teamID: "TEAMC00000")
+        )
+        let wrongTeam = try await teamC.complete(
+            clientID: TransferWorld.clientID,
+            windowEndsAt: windowEndsAt,
+            now: world.now,
+            options: TransferWorld.options()
+        )
+        #expect(wrongTeam.stop?.code == .configuration, "\(wrongTeam.line)")
+        #expect(wrongTeam.stop?.message.contains(TransferWorld.teamB) == true)
+        #expect(world.appleB.count(.migrate) == 0)
+        #expect(try world.record(bob)?.status == TransferStatus.transferPrepared.rawValue)
+    }
+
+    @Test("a different target team for prepared rows is a conflict, not a silent skip")
+    func otherTargetTeam() async throws {
+        let world = try TransferWorld()
+        try world.emulator.addTeam("TEAMC00000")
+        try world.addLinkedUser("alice")
+        _ = try await world.prepare()
+        let summary = try await world.sender.prepare(
+            targetTeamID: "TEAMC00000",
+            clientID: TransferWorld.clientID,
+            windowEndsAt: nil,
+            now: world.now,
+            options: TransferWorld.options()
+        )
+        #expect(summary.outcomes[.conflict] == 1 && summary.reasons == ["other-target-team": 1], "\(summary.line)")
+        #expect(world.appleA.count(.transferSub) == 1)
+    }
+
+    @Test("429/5xx are retried with backoff; after the last try the row is left for a re-run")
+    func unavailableIsRetried() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice")
+        let unavailable = AppleEndpointError(code: .unavailable, httpStatus: 503, message: "scripted")
+        world.appleA.script { call, number in call == .transferSub && number <= 2 ? unavailable : nil }
+        let summary = try await world.prepare(TransferWorld.options(maxAttempts: 3))
+        #expect(summary.outcomes[.succeeded] == 1, "\(summary.line)")
+        #expect(world.appleA.count(.transferSub) == 3)
+
+        let bob = try world.addLinkedUser("bob")
+        world.appleA.script { call, _ in call == .transferSub ? unavailable : nil }
+        let down = try await world.prepare(TransferWorld.options(maxAttempts: 2, unavailableRowsBeforeStop: 1))
+        #expect(down.outcomes[.unavailable] == 1 && down.outcomes[.alreadyDone] == 1, "\(down.line)")
+        #expect(down.stop?.code == .appleUnavailable)
+        #expect(try world.record(bob) == nil, "nothing recorded for a row Apple never answered")
+        #expect(try world.record(alice)?.attempts == 1)
+    }
+
+    @Test("a team token Apple no longer accepts (invalid_grant) is fetched again once")
+    func expiredTeamToken() async throws {
+        let world = try TransferWorld()
+        for index in 0..<3 { try world.addLinkedUser("user\(index)") }
+        // Before the second user call an hour and more passes on Apple's clock: the token expired.
+        world.appleA.script { call, number in
+            if call == .transferSub && number == 2 { world.advance(3700) }
+            return nil
+        }
+        let summary = try await world.prepare(TransferWorld.options(concurrency: 1))
+        #expect(summary.outcomes[.succeeded] == 3, "\(summary.line)")
+        #expect(world.appleA.count(.teamAccessToken) == 2)
+    }
+
+    @Test("bad input is refused before anything happens")
+    func validation() async throws {
+        let world = try TransferWorld()
+        try world.addLinkedUser("alice")
+        await #expect(throws: TransferFailure.self) {
+            try await world.sender.prepare(
+                targetTeamID: TransferWorld.teamA,
+                clientID: TransferWorld.clientID,
+                windowEndsAt: nil,
+                now: world.now
+            )
+        }
+        for target in ["teamb67890", "TEAMB6789", "TEAMB67890X", ""] {
+            do {
+                _ = try await world.sender.prepare(
+                    targetTeamID: target,
+                    clientID: TransferWorld.clientID,
+                    windowEndsAt: nil,
+                    now: world.now
+                )
+                Issue.record("target '\(target)' accepted")
+            } catch {
+                #expect(error.code == .validation)
+            }
+        }
+        do {
+            _ = try await world.prepare(TransferWorld.options(concurrency: 0))
+            Issue.record("concurrency 0 accepted")
+        } catch let error as TransferFailure {
+            #expect(error.code == .validation)
+        }
+        do {
+            _ = try await world.recipient.complete(clientID: "bad id", windowEndsAt: world.now, now: world.now)
+            Issue.record("a client id with a space accepted")
+        } catch {
+            #expect(error.code == .validation)
+        }
+        #expect(world.appleA.count(.teamAccessToken) == 0)
+        #expect(try world.transferRecordCount() == 0)
+    }
+}
+
+extension AppleIDEmulator {
+    /// The transfer identifier Apple keeps for a user moving from `from` to team B (read through
+    /// the endpoint a recipient would not use, only to check what was stored).
+    func transferSub(_ user: TransferWorld.User, from: String) throws -> String? {
+        state.withLock { state in
+            state.transferIDs[
+                EmulatorState.TransferKey(userID: user.appleUserID, fromTeam: from, toTeam: TransferWorld.teamB)
+            ]
+        }
+    }
+}
