@@ -35,6 +35,17 @@ let package = Package(
             name: "UpgradeEngine",
             dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2"]
         ),
+        // epoll, eventfd, accept4 and a signal forwarder: what Glibc does not expose to Swift.
+        .target(name: "CSystem"),
+        .target(
+            name: "UpgradeAPI",
+            dependencies: ["UpgradeEngine", "CSystem"]
+        ),
+        // A minimal server answering /healthz, for Benchmarks/http-load.sh and the descriptor-exhaustion test.
+        .executableTarget(
+            name: "http-load-server",
+            dependencies: ["UpgradeAPI"]
+        ),
         .executableTarget(
             name: "upgrade-cli",
             dependencies: ["UpgradeEngine"]
@@ -42,11 +53,16 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks",
             dependencies: ["UpgradeEngine"],
-            path: "Benchmarks"
+            path: "Benchmarks",
+            exclude: ["http-load.sh"]
         ),
         .testTarget(
             name: "UpgradeEngineTests",
             dependencies: ["UpgradeEngine"]
+        ),
+        .testTarget(
+            name: "UpgradeAPITests",
+            dependencies: ["UpgradeAPI"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,54 @@
+// Linux system calls and constants that Swift's Glibc module does not expose (epoll, eventfd,
+// accept4, thread names) plus an async-signal-safe shutdown signal forwarder. Kept tiny: the
+// HTTP server's logic lives in Swift; this header only makes the kernel interface reachable.
+#ifndef CSYSTEM_H
+#define CSYSTEM_H
+
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+// The epoll flags are enum-and-macro pairs in glibc; plain constants import cleanly into Swift.
+static const uint32_t csystem_EPOLLIN = EPOLLIN;
+static const uint32_t csystem_EPOLLOUT = EPOLLOUT;
+static const uint32_t csystem_EPOLLERR = EPOLLERR;
+static const uint32_t csystem_EPOLLHUP = EPOLLHUP;
+static const int csystem_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
+static const int csystem_EPOLL_CTL_MOD = EPOLL_CTL_MOD;
+static const int csystem_EPOLL_CTL_DEL = EPOLL_CTL_DEL;
+static const int csystem_SOCK_STREAM = SOCK_STREAM;
+static const int csystem_SOCK_NONBLOCK_CLOEXEC = SOCK_NONBLOCK | SOCK_CLOEXEC;
+static const int csystem_EFD_NONBLOCK_CLOEXEC = EFD_NONBLOCK | EFD_CLOEXEC;
+static const int csystem_MSG_NOSIGNAL = MSG_NOSIGNAL;
+
+/// epoll_ctl with the event's 64-bit user data, so Swift never builds the packed `epoll_event`.
+int csystem_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+
+/// epoll_wait that unpacks the packed `epoll_event` array into two plain arrays.
+int csystem_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int capacity, int timeout_ms);
+
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC and no peer address (glibc declares accept4 only
+/// under _GNU_SOURCE, which Swift's Glibc module does not define).
+int csystem_accept4(int fd);
+
+/// Names the calling thread (shown by `top -H` and debuggers); truncated to 15 bytes.
+void csystem_set_thread_name(const char *name);
+
+/// The process-wide eventfd that shutdown signals are forwarded to. Created on first use and never
+/// closed, so a signal handler running on any thread can never write into a reused descriptor.
+/// Returns -1 with errno set if it cannot be created.
+int csystem_shutdown_signal_fd(void);
+
+/// Installs a handler for `signo` that writes 1 to `csystem_shutdown_signal_fd()`; the write is the
+/// only thing the handler does, which keeps it async-signal-safe. Also unblocks `signo` in the calling
+/// thread, so threads it creates afterwards can receive it. Returns 0 or -1 with errno set.
+int csystem_forward_signal_to_shutdown_fd(int signo);
+
+/// Restores the default disposition of `signo`. Returns 0 or -1 with errno set.
+int csystem_restore_default_signal(int signo);
+
+#endif

@@ -1,0 +1,77 @@
+/// One client connection's state.
+///
+/// Owned by exactly one `EventLoop` and touched only on that loop's thread (it is deliberately not
+/// `Sendable`); workers refer to it only by `id`, which the loop checks before using a result.
+final class Connection {
+    enum Phase {
+        /// Reading requests and answering them.
+        case open
+        /// No further request is read; the connection closes once the queued responses are sent.
+        case closingAfterResponses
+        /// Writing is shut down after a final response; what the client still sends is read and
+        /// dropped until EOF, the deadline or the byte limit, so the client sees the response rather
+        /// than a reset caused by unread data.
+        case lingering(deadline: UInt64, drained: Int)
+    }
+
+    /// A response slot per request, in request order: pipelined requests may finish out of order on
+    /// the workers, but responses leave strictly in this order.
+    struct PendingResponse {
+        let sequence: UInt64
+        let requestID: HTTPRequestID
+        let omitBody: Bool
+        let isHTTP10: Bool
+        var keepAlive: Bool
+        var response: HTTPResponse?
+    }
+
+    let fd: Int32
+    /// `generation << 32 | fd`: unique among the loop's connections over time, so a late worker
+    /// result or stale epoll event for a closed descriptor number never reaches its successor.
+    let id: UInt64
+    var denseIndex: Int
+    var parser: HTTPRequestParser
+    var phase = Phase.open
+    var pending: [PendingResponse] = []
+    var nextSequence: UInt64 = 0
+    var output: [UInt8] = []
+    var outputOffset = 0
+    /// The epoll events currently registered.
+    var interest: UInt32
+    /// The client shut down its sending side (read returned 0).
+    var peerClosedWrite = false
+    /// The last response in `output` ends the connection.
+    var closeAfterOutput = false
+    /// Start of the total deadline for the request being received: accept time for the first
+    /// request, the first byte (or the end of our previous response) for later ones.
+    var requestStartedAt: UInt64?
+    /// When the connection last became idle between requests.
+    var idleSince: UInt64
+    /// When a write first found the socket buffer full, until the output drains.
+    var writeBlockedSince: UInt64?
+    /// The descriptor is closed (and may already belong to someone else): never touch `fd` again.
+    var isClosed = false
+
+    init(fd: Int32, id: UInt64, denseIndex: Int, limits: HTTPRequestParser.Limits, interest: UInt32, now: UInt64) {
+        self.fd = fd
+        self.id = id
+        self.denseIndex = denseIndex
+        self.parser = HTTPRequestParser(limits: limits)
+        self.interest = interest
+        self.requestStartedAt = now
+        self.idleSince = now
+    }
+
+    var hasUnsentOutput: Bool { outputOffset < output.count }
+
+    var isLingering: Bool {
+        if case .lingering = phase { return true }
+        return false
+    }
+
+    /// Waiting for the client: nothing owed, nothing unsent, still reading requests.
+    var isWaitingForClient: Bool {
+        if case .open = phase { return pending.isEmpty && !hasUnsentOutput }
+        return false
+    }
+}

@@ -1,0 +1,304 @@
+import CSystem
+import Glibc
+
+// Reading, answering and closing connections. Everything here runs on the loop's own thread.
+extension EventLoop {
+    func handleEvents(_ events: UInt32, on connection: Connection, now: UInt64) {
+        // ERR or HUP: the peer reset or both directions are shut, so nothing more can be sent.
+        // Closing at once also keeps a level-triggered HUP from firing forever while we wait on a worker.
+        if events & (csystem_EPOLLERR | csystem_EPOLLHUP) != 0 {
+            close(connection)
+            return
+        }
+        if events & csystem_EPOLLOUT != 0 {
+            guard writeOutput(connection, now: now), !connection.isClosed else { return }
+        }
+        if events & csystem_EPOLLIN != 0 {
+            if connection.isLingering {
+                drainLingering(connection)
+            } else {
+                readRequests(connection, now: now)
+            }
+        }
+    }
+
+    private func readRequests(_ connection: Connection, now: UInt64) {
+        guard case .open = connection.phase else { return }
+        let buffer = scratch
+        let count = recv(connection.fd, buffer.baseAddress, buffer.count, 0)
+        if count > 0 {
+            LoopCounters.increment(counters.bytesRead, by: count)
+            if connection.requestStartedAt == nil {
+                connection.requestStartedAt = now
+            }
+            connection.parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            process(connection, now: now)
+        } else if count == 0 {
+            // The client is done sending but may still read: answer the complete requests it sent
+            // (`writeOutput` closes once nothing is owed), drop a partial one.
+            connection.peerClosedWrite = true
+            process(connection, now: now)
+        } else {
+            let number = errno
+            if number != EAGAIN && number != EWOULDBLOCK && number != EINTR {
+                close(connection)
+            }
+        }
+    }
+
+    /// Parses what is buffered (as far as the pipelining limit allows), dispatches requests, writes
+    /// the responses that are ready in order, and updates the epoll interest.
+    func process(_ connection: Connection, now: UInt64) {
+        guard !connection.isClosed else { return }
+        let limit = context.configuration.maxPipelinedRequests
+        var stoppedAtLimit = false
+        repeat {
+            stoppedAtLimit = parseRequests(connection, limit: limit, now: now)
+            encodeReadyResponses(connection, now: now)
+            // Requests already buffered get no new readable event, so when answering them freed room
+            // under the limit, parse again rather than wait for bytes the client may never send.
+        } while stoppedAtLimit && connection.pending.count < limit
+        guard writeOutput(connection, now: now) else { return }
+        updateInterest(connection)
+    }
+
+    /// Dispatches buffered requests until the parser needs bytes, fails, or `limit` requests are
+    /// pending. Returns true if it stopped only because of the limit.
+    private func parseRequests(_ connection: Connection, limit: Int, now: UInt64) -> Bool {
+        var finishedRequest = false
+        defer {
+            if finishedRequest {
+                connection.requestStartedAt = connection.parser.isIdle ? nil : now
+            }
+        }
+        while case .open = connection.phase {
+            guard connection.pending.count < limit else { return true }
+            guard let event = connection.parser.next() else { return false }
+            switch event {
+            case .continueExpected:
+                // An interim response may only go out when nothing is queued ahead of it.
+                if connection.pending.isEmpty && !connection.hasUnsentOutput {
+                    connection.output.append(contentsOf: ResponseEncoder.continueResponse)
+                }
+            case .request(let head, let body):
+                finishedRequest = true
+                dispatch(head: head, body: body, on: connection)
+            case .failure(let error):
+                finishedRequest = true
+                LoopCounters.increment(counters.malformed)
+                connection.pending.append(
+                    Connection.PendingResponse(
+                        sequence: connection.nextSequence,
+                        requestID: nextRequestID(),
+                        omitBody: false,
+                        isHTTP10: false,
+                        keepAlive: false,
+                        response: HTTPProblem(error).response
+                    )
+                )
+                connection.nextSequence &+= 1
+                connection.phase = .closingAfterResponses
+            }
+        }
+        return false
+    }
+
+    private func dispatch(head: HTTPRequestHead, body: [UInt8], on connection: Connection) {
+        LoopCounters.increment(counters.requests)
+        let id = nextRequestID()
+        let keepAlive = head.keepAlive && !isDraining
+        let sequence = connection.nextSequence
+        connection.nextSequence &+= 1
+        if !keepAlive {
+            connection.phase = .closingAfterResponses
+        }
+        let request = HTTPRequest(head: head, body: body, id: id)
+        var response = context.handler.respondOnEventLoop(to: request)
+        if response == nil {
+            let job = WorkerPool.Job(request: request, loop: self, connectionID: connection.id, sequence: sequence)
+            if context.pool.submit(job) {
+                unannouncedJobs += 1
+            } else {
+                LoopCounters.increment(counters.busy)
+                response = HTTPProblem.serverBusy.response
+            }
+        }
+        // The worker's result arrives through the mailbox, which this thread reads only after
+        // returning, so appending the slot after `submit` cannot race with it.
+        connection.pending.append(
+            Connection.PendingResponse(
+                sequence: sequence,
+                requestID: id,
+                omitBody: head.method == "HEAD",
+                isHTTP10: head.version == .http1_0,
+                keepAlive: keepAlive,
+                response: response
+            )
+        )
+    }
+
+    /// Moves finished responses at the front of the queue to the output buffer, in request order.
+    private func encodeReadyResponses(_ connection: Connection, now: UInt64) {
+        while let first = connection.pending.first, var response = first.response {
+            connection.pending.removeFirst()
+            if let reason = ResponseEncoder.validationFailure(response) {
+                context.report(.invalidResponse(requestID: first.requestID, reason: reason))
+                response = HTTPProblem.internalError.response
+            }
+            let isLast = connection.pending.isEmpty
+            // A handler may end the connection by answering `Connection: close`.
+            let close =
+                !first.keepAlive || (isLast && isDraining && connection.parser.isIdle)
+                || response.headers.containsToken("close", inField: "Connection")
+            ResponseEncoder.encode(
+                response,
+                framing: .init(omitBody: first.omitBody, close: close, confirmKeepAlive: first.isHTTP10 && !close),
+                date: currentDate(),
+                into: &connection.output
+            )
+            if close {
+                connection.closeAfterOutput = true
+                connection.pending.removeAll()
+                connection.phase = .closingAfterResponses
+                return
+            }
+            if isLast {
+                // Back to waiting for the client: its clock restarts now, not while we were busy.
+                connection.idleSince = now
+                if connection.requestStartedAt != nil {
+                    connection.requestStartedAt = now
+                }
+            }
+        }
+    }
+
+    /// Sends a final response (after which nothing else is read) and closes once it is out.
+    func answerAndClose(_ connection: Connection, with response: HTTPResponse, now: UInt64) {
+        connection.pending.append(
+            Connection.PendingResponse(
+                sequence: connection.nextSequence,
+                requestID: nextRequestID(),
+                omitBody: false,
+                isHTTP10: false,
+                keepAlive: false,
+                response: response
+            )
+        )
+        connection.nextSequence &+= 1
+        connection.phase = .closingAfterResponses
+        process(connection, now: now)
+    }
+
+    /// Writes as much output as the socket takes. Returns false if the connection was closed.
+    @discardableResult
+    func writeOutput(_ connection: Connection, now: UInt64) -> Bool {
+        guard !connection.isClosed else { return false }
+        while connection.hasUnsentOutput {
+            let offset = connection.outputOffset
+            let sent = connection.output.withUnsafeBytes { bytes in
+                send(connection.fd, bytes.baseAddress! + offset, bytes.count - offset, csystem_MSG_NOSIGNAL)
+            }
+            if sent > 0 {
+                connection.outputOffset += sent
+                continue
+            }
+            let number = errno
+            if sent < 0 && (number == EAGAIN || number == EWOULDBLOCK) {
+                if connection.writeBlockedSince == nil { connection.writeBlockedSince = now }
+                updateInterest(connection)
+                return true
+            }
+            if sent < 0 && number == EINTR { continue }
+            close(connection)
+            return false
+        }
+        if !connection.output.isEmpty {
+            // Keep a typical buffer for the next response; drop one grown by a large body.
+            connection.output.removeAll(keepingCapacity: connection.output.capacity <= 16 * 1024)
+            connection.outputOffset = 0
+        }
+        connection.writeBlockedSince = nil
+        if connection.closeAfterOutput {
+            if connection.peerClosedWrite {
+                close(connection)
+                return false
+            }
+            beginLingering(connection, now: now)
+            return !connection.isClosed
+        }
+        if connection.peerClosedWrite && connection.pending.isEmpty {
+            // The client half-closed and everything it asked for is answered.
+            close(connection)
+            return false
+        }
+        if isDraining && connection.isWaitingForClient && connection.parser.isIdle {
+            close(connection)
+            return false
+        }
+        return true
+    }
+
+    private func beginLingering(_ connection: Connection, now: UInt64) {
+        shutdown(connection.fd, Int32(SHUT_WR))
+        connection.phase = .lingering(deadline: now &+ context.lingerTimeout, drained: 0)
+        connection.closeAfterOutput = false
+        updateInterest(connection)
+    }
+
+    private func drainLingering(_ connection: Connection) {
+        guard case .lingering(let deadline, let drained) = connection.phase else { return }
+        let buffer = scratch
+        let count = recv(connection.fd, buffer.baseAddress, buffer.count, 0)
+        if count > 0 {
+            LoopCounters.increment(counters.bytesRead, by: count)
+            let total = drained + count
+            if total >= context.configuration.lingerMaxBytes {
+                close(connection)
+            } else {
+                connection.phase = .lingering(deadline: deadline, drained: total)
+            }
+        } else if count == 0 {
+            close(connection)
+        } else {
+            let number = errno
+            if number != EAGAIN && number != EWOULDBLOCK && number != EINTR {
+                close(connection)
+            }
+        }
+    }
+
+    /// Registers exactly the events the connection can act on: reading only while it may take more
+    /// requests (this is the pipelining backpressure), writing only while output is unsent.
+    func updateInterest(_ connection: Connection) {
+        guard !connection.isClosed else { return }
+        var wanted: UInt32 = 0
+        switch connection.phase {
+        case .open:
+            if !connection.peerClosedWrite && connection.pending.count < context.configuration.maxPipelinedRequests {
+                wanted |= csystem_EPOLLIN
+            }
+        case .closingAfterResponses:
+            break
+        case .lingering:
+            wanted |= csystem_EPOLLIN
+        }
+        if connection.hasUnsentOutput {
+            wanted |= csystem_EPOLLOUT
+        }
+        guard wanted != connection.interest else { return }
+        if csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_MOD, connection.fd, wanted, connection.id) == 0 {
+            connection.interest = wanted
+        } else {
+            close(connection)
+        }
+    }
+
+    func close(_ connection: Connection) {
+        guard !connection.isClosed else { return }
+        connection.isClosed = true
+        Glibc.close(connection.fd)
+        forget(connection)
+        context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+        LoopCounters.increment(counters.closed)
+    }
+}

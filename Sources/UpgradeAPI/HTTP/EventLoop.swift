@@ -1,0 +1,450 @@
+import CSystem
+import Glibc
+import Synchronization
+
+/// One epoll loop on one thread, owning a share of the connections.
+///
+/// Thread ownership (nothing here is checked by the compiler, hence `@unchecked Sendable`):
+/// - Immutable after `init` and safe from any thread: `index`, `context`, `counters` (atomics),
+///   `epollFD`, `wakeFD`.
+/// - `mailbox` is the only mutable state other threads touch, always under its `Mutex`: workers post
+///   results, the acceptor loop posts new connections, `HTTPServer` posts shutdown.
+/// - Every other stored property is read and written only by the loop's own thread, from `run()`.
+///   `becomeAcceptor` and `watchShutdownSignals` run before that thread starts, and
+///   `pthread_create` orders their writes before the thread's first read.
+/// The descriptors are closed in `deinit`, which runs only after the thread has exited and every
+/// worker job holding the loop is gone, so no thread can write to a reused `wakeFD`.
+final class EventLoop: @unchecked Sendable {
+    let index: Int
+    let context: ServerContext
+    let counters = LoopCounters()
+    let epollFD: Int32
+    let wakeFD: Int32
+
+    private struct Completion {
+        let connectionID: UInt64
+        let sequence: UInt64
+        let response: HTTPResponse
+    }
+
+    private struct Mailbox {
+        var completions: [Completion] = []
+        var adopted: [Int32] = []
+        var shutdownRequested = false
+        /// A wake-up is written and not yet consumed: later posts need not write another.
+        var wakePending = false
+        /// The loop has exited; posts are refused so nothing is stranded here.
+        var closed = false
+    }
+
+    private let mailbox = Mutex(Mailbox())
+
+    // MARK: Loop-thread state
+
+    static let listenerToken: UInt64 = 1
+    static let wakeToken: UInt64 = 2
+    static let signalToken: UInt64 = 3
+    static let readBufferSize = 64 * 1024
+
+    private var listenFD: Int32 = -1
+    private var peers: [EventLoop] = []
+    private var nextPeer = 0
+    private var acceptPausedUntil: UInt64?
+    private var refusingConnections = false
+    private var signalFD: Int32 = -1
+    private var onShutdownSignal: (@Sendable () -> Void)?
+
+    private var table: [Connection?] = []
+    private var active: [Connection] = []
+    private var generation: UInt64 = 0
+    private var requestCounter: UInt64 = 0
+    private var date = HTTPDate()
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: EventLoop.readBufferSize, alignment: 16)
+    private var draining = false
+    private var drainDeadline: UInt64 = .max
+    /// Jobs queued since the workers were last woken (see `WorkerPool.submit`).
+    var unannouncedJobs = 0
+
+    init(index: Int, context: ServerContext) throws(HTTPServerError) {
+        self.index = index
+        self.context = context
+        let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else { throw HTTPServerError.system("epoll_create1") }
+        let wake = eventfd(0, csystem_EFD_NONBLOCK_CLOEXEC)
+        guard wake >= 0 else {
+            let number = errno
+            Glibc.close(epoll)
+            throw HTTPServerError.system("eventfd", errno: number)
+        }
+        guard csystem_epoll_ctl(epoll, csystem_EPOLL_CTL_ADD, wake, csystem_EPOLLIN, Self.wakeToken) == 0 else {
+            let number = errno
+            Glibc.close(wake)
+            Glibc.close(epoll)
+            throw HTTPServerError.system("epoll_ctl", errno: number)
+        }
+        self.epollFD = epoll
+        self.wakeFD = wake
+    }
+
+    deinit {
+        Glibc.close(wakeFD)
+        Glibc.close(epollFD)
+        readBuffer.deallocate()
+    }
+
+    /// Makes this loop the one that accepts, handing connections round-robin to `loops` (itself
+    /// included). Called before the loop's thread starts.
+    func becomeAcceptor(listenFD: Int32, loops: [EventLoop]) throws(HTTPServerError) {
+        guard csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_ADD, listenFD, csystem_EPOLLIN, Self.listenerToken) == 0
+        else { throw HTTPServerError.system("epoll_ctl") }
+        self.listenFD = listenFD
+        self.peers = loops
+    }
+
+    /// Watches the process-wide signal eventfd and calls `onSignal` when it fires. Called before the
+    /// loop's thread starts.
+    func watchShutdownSignals(fd: Int32, onSignal: @escaping @Sendable () -> Void) throws(HTTPServerError) {
+        guard csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_ADD, fd, csystem_EPOLLIN, Self.signalToken) == 0 else {
+            throw HTTPServerError.system("epoll_ctl")
+        }
+        self.signalFD = fd
+        self.onShutdownSignal = onSignal
+    }
+
+    // MARK: Posting from other threads
+
+    /// A worker's result for request `sequence` of connection `connectionID`.
+    func complete(connectionID: UInt64, sequence: UInt64, response: HTTPResponse) {
+        post { $0.completions.append(Completion(connectionID: connectionID, sequence: sequence, response: response)) }
+    }
+
+    /// Hands an accepted descriptor to this loop; false if the loop has exited (the caller closes it).
+    func adopt(fd: Int32) -> Bool {
+        post { $0.adopted.append(fd) }
+    }
+
+    func requestShutdown() {
+        post { $0.shutdownRequested = true }
+    }
+
+    @discardableResult
+    private func post(_ change: (inout Mailbox) -> Void) -> Bool {
+        let needsWake: Bool? = mailbox.withLock { box in
+            guard !box.closed else { return nil }
+            change(&box)
+            defer { box.wakePending = true }
+            return !box.wakePending
+        }
+        guard let needsWake else { return false }
+        if needsWake {
+            var one: UInt64 = 1
+            // EAGAIN would mean the counter is full, i.e. a wake-up is pending anyway.
+            _ = Glibc.write(wakeFD, &one, MemoryLayout<UInt64>.size)
+        }
+        return true
+    }
+
+    // MARK: The loop
+
+    /// The thread body: runs until shutdown has closed every connection.
+    func run() {
+        let capacity = 256
+        var events = [UInt32](repeating: 0, count: capacity)
+        var tokens = [UInt64](repeating: 0, count: capacity)
+        var nextSweep = MonotonicClock.now() &+ context.timerResolution
+        while !(draining && active.isEmpty) {
+            let before = MonotonicClock.now()
+            let timeout = nextSweep > before ? Int32(clamping: (nextSweep - before + 999_999) / 1_000_000) : 0
+            let count = events.withUnsafeMutableBufferPointer { eventBuffer in
+                tokens.withUnsafeMutableBufferPointer { tokenBuffer in
+                    csystem_epoll_wait(
+                        epollFD,
+                        eventBuffer.baseAddress,
+                        tokenBuffer.baseAddress,
+                        Int32(capacity),
+                        timeout
+                    )
+                }
+            }
+            if count < 0 {
+                let number = errno
+                precondition(number == EINTR, "epoll_wait failed with errno \(number)")
+                continue
+            }
+            let now = MonotonicClock.now()
+            for slot in 0..<Int(count) {
+                dispatch(token: tokens[slot], events: events[slot], now: now)
+            }
+            if now >= nextSweep {
+                sweep(now: now)
+                nextSweep = now &+ context.timerResolution
+            }
+            if unannouncedJobs > 0 {
+                context.pool.wakeWorkers(upTo: unannouncedJobs)
+                unannouncedJobs = 0
+            }
+        }
+        finish()
+    }
+
+    private func dispatch(token: UInt64, events: UInt32, now: UInt64) {
+        switch token {
+        case Self.listenerToken:
+            acceptConnections(now: now)
+        case Self.wakeToken:
+            var value: UInt64 = 0
+            _ = Glibc.read(wakeFD, &value, MemoryLayout<UInt64>.size)
+            processMailbox(now: now)
+        case Self.signalToken:
+            var value: UInt64 = 0
+            _ = Glibc.read(signalFD, &value, MemoryLayout<UInt64>.size)
+            context.report(.shutdownSignalReceived)
+            onShutdownSignal?()
+        default:
+            let fd = Int(truncatingIfNeeded: token & 0xFFFF_FFFF)
+            guard fd < table.count, let connection = table[fd], connection.id == token else { return }
+            handleEvents(events, on: connection, now: now)
+        }
+    }
+
+    private func processMailbox(now: UInt64) {
+        let box = mailbox.withLock { box in
+            let taken = box
+            box.completions = []
+            box.adopted = []
+            box.shutdownRequested = false
+            box.wakePending = false
+            return taken
+        }
+        for fd in box.adopted {
+            register(fd: fd, now: now)
+        }
+        for completion in box.completions {
+            let fd = Int(truncatingIfNeeded: completion.connectionID & 0xFFFF_FFFF)
+            guard fd < table.count, let connection = table[fd], connection.id == completion.connectionID,
+                let first = connection.pending.first
+            else { continue }
+            let offset = Int(completion.sequence &- first.sequence)
+            guard offset >= 0, offset < connection.pending.count else { continue }
+            connection.pending[offset].response = completion.response
+            process(connection, now: now)
+        }
+        if box.shutdownRequested && !draining {
+            beginDrain(now: now)
+        }
+    }
+
+    private func finish() {
+        let stranded = mailbox.withLock { box in
+            box.closed = true
+            return box.adopted
+        }
+        for fd in stranded {
+            Glibc.close(fd)
+            context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+        }
+        if listenFD >= 0 {
+            Glibc.close(listenFD)
+            listenFD = -1
+        }
+        // Breaks the acceptor's reference cycle through `peers` (it lists itself).
+        peers = []
+        onShutdownSignal = nil
+    }
+
+    // MARK: Accepting
+
+    private func acceptConnections(now: UInt64) {
+        // A bounded batch per wake-up keeps accepting from starving established connections.
+        for _ in 0..<64 {
+            let fd = csystem_accept4(listenFD)
+            if fd < 0 {
+                let number = errno
+                switch number {
+                case EAGAIN, EWOULDBLOCK:
+                    return
+                case EINTR, ECONNABORTED, EPROTO, EPERM:
+                    continue
+                default:
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM (or anything unexpected): a level-triggered
+                    // listener would stay readable and spin, so leave it out of epoll for a while.
+                    pauseAccepting(errno: number, now: now)
+                    return
+                }
+            }
+            let open = context.openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+            guard open <= context.configuration.maxConnections else {
+                context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+                refuse(fd: fd)
+                continue
+            }
+            refusingConnections = false
+            LoopCounters.increment(counters.accepted)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let target = peers[nextPeer % peers.count]
+            nextPeer &+= 1
+            if target === self {
+                register(fd: fd, now: now)
+            } else if !target.adopt(fd: fd) {
+                Glibc.close(fd)
+                context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Answers a connection over the cap with a 503 (best effort, never blocking) and closes it.
+    private func refuse(fd: Int32) {
+        LoopCounters.increment(counters.refused)
+        if !refusingConnections {
+            refusingConnections = true
+            context.report(.connectionLimitReached(limit: context.configuration.maxConnections))
+        }
+        var output: [UInt8] = []
+        ResponseEncoder.encode(
+            HTTPProblem.connectionLimit.response,
+            framing: .init(omitBody: false, close: true, confirmKeepAlive: false),
+            date: date.current(),
+            into: &output
+        )
+        _ = output.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, csystem_MSG_NOSIGNAL | Int32(MSG_DONTWAIT)) }
+        Glibc.close(fd)
+    }
+
+    private func pauseAccepting(errno number: Int32, now: UInt64) {
+        _ = csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_DEL, listenFD, 0, 0)
+        acceptPausedUntil = now &+ context.acceptRetryDelay
+        context.report(
+            .acceptPaused(errno: number, retryAfterMilliseconds: Int(context.acceptRetryDelay / 1_000_000))
+        )
+    }
+
+    private func register(fd: Int32, now: UInt64) {
+        guard !draining else {
+            Glibc.close(fd)
+            context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+            return
+        }
+        generation &+= 1
+        let id = (generation << 32) | UInt64(UInt32(bitPattern: fd))
+        let connection = Connection(
+            fd: fd,
+            id: id,
+            denseIndex: active.count,
+            limits: context.configuration.limits,
+            interest: csystem_EPOLLIN,
+            now: now
+        )
+        guard csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_ADD, fd, csystem_EPOLLIN, id) == 0 else {
+            Glibc.close(fd)
+            context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+            return
+        }
+        let slot = Int(fd)
+        if slot >= table.count {
+            table.append(contentsOf: repeatElement(nil, count: max(slot + 1 - table.count, table.count)))
+        }
+        table[slot] = connection
+        active.append(connection)
+    }
+
+    // MARK: Time
+
+    /// Enforces every deadline; runs every `timerResolution`.
+    private func sweep(now: UInt64) {
+        if let until = acceptPausedUntil, now >= until, listenFD >= 0 {
+            acceptPausedUntil = nil
+            if csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_ADD, listenFD, csystem_EPOLLIN, Self.listenerToken) == 0 {
+                context.report(.acceptResumed)
+            } else {
+                acceptPausedUntil = now &+ context.acceptRetryDelay
+            }
+        }
+        if draining && now >= drainDeadline && !active.isEmpty {
+            context.report(.shutdownTimedOut(openConnections: active.count))
+            while let connection = active.last { close(connection) }
+            return
+        }
+        // Backwards, because closing moves the last connection into the closed one's place.
+        var position = active.count - 1
+        while position >= 0 {
+            if position < active.count {
+                checkDeadlines(active[position], now: now)
+            }
+            position -= 1
+        }
+    }
+
+    private func checkDeadlines(_ connection: Connection, now: UInt64) {
+        if case .lingering(let deadline, _) = connection.phase {
+            if now >= deadline { close(connection) }
+            return
+        }
+        if let blocked = connection.writeBlockedSince, now &- blocked >= context.writeTimeout {
+            close(connection)
+            return
+        }
+        guard connection.isWaitingForClient else { return }
+        if let started = connection.requestStartedAt {
+            guard now &- started >= context.requestTimeout else { return }
+            if connection.parser.isIdle {
+                // Not a byte of a request arrived: nobody is waiting for an answer.
+                close(connection)
+            } else {
+                LoopCounters.increment(counters.timedOut)
+                let seconds = Double(context.requestTimeout) / 1e9
+                answerAndClose(connection, with: HTTPProblem.requestTimeout(seconds).response, now: now)
+            }
+        } else if now &- connection.idleSince >= context.keepAliveTimeout {
+            close(connection)
+        }
+    }
+
+    // MARK: Shutdown
+
+    private func beginDrain(now: UInt64) {
+        draining = true
+        drainDeadline = now &+ context.shutdownTimeout
+        if listenFD >= 0 {
+            Glibc.close(listenFD)
+            listenFD = -1
+            acceptPausedUntil = nil
+        }
+        var position = active.count - 1
+        while position >= 0 {
+            if position < active.count {
+                let connection = active[position]
+                if connection.isWaitingForClient && connection.parser.isIdle {
+                    close(connection)
+                }
+            }
+            position -= 1
+        }
+    }
+
+    var isDraining: Bool { draining }
+
+    /// The next request id: the run's random base plus a per-loop stride, so loops never collide.
+    func nextRequestID() -> HTTPRequestID {
+        requestCounter &+= 1
+        let value = context.requestIDBase &+ requestCounter &* UInt64(context.loopCount) &+ UInt64(index)
+        return HTTPRequestID(rawValue: value)
+    }
+
+    func currentDate() -> [UInt8] {
+        date.current()
+    }
+
+    var scratch: UnsafeMutableRawBufferPointer { readBuffer }
+
+    /// Forgets a closed connection; called by `close(_:)` only.
+    func forget(_ connection: Connection) {
+        table[Int(connection.fd)] = nil
+        let index = connection.denseIndex
+        let last = active.removeLast()
+        if last !== connection {
+            active[index] = last
+            last.denseIndex = index
+        }
+    }
+}

@@ -1,0 +1,21 @@
+/// A complete request as handlers see it: the checked head, the whole body and a server-assigned id.
+public struct HTTPRequest: Sendable {
+    public var head: HTTPRequestHead
+    /// At most `Configuration.limits.maxBodyBytes`, already de-chunked.
+    public var body: [UInt8]
+    /// Unique per request within a server run; meant for logs and error reports.
+    public var id: HTTPRequestID
+
+    public init(head: HTTPRequestHead, body: [UInt8] = [], id: HTTPRequestID = HTTPRequestID(rawValue: 0)) {
+        self.head = head
+        self.body = body
+        self.id = id
+    }
+
+    public var method: String { head.method }
+    public var target: String { head.target }
+    public var path: Substring { head.path }
+    public var query: Substring? { head.query }
+    public var headers: HTTPHeaders { head.headers }
+    public var version: HTTPVersion { head.version }
+}

@@ -1,0 +1,22 @@
+extension HTTPServer {
+    /// Counters since start, summed over the event loops (each value is read atomically, the set is not).
+    public struct Statistics: Hashable, Sendable {
+        public var connectionsAccepted = 0
+        public var connectionsOpen = 0
+        /// Refused at `maxConnections`.
+        public var connectionsRefused = 0
+        public var requestsReceived = 0
+        /// Answered 503 because the worker queue was full.
+        public var requestsRefusedBusy = 0
+        /// Malformed requests answered 4xx/5xx and closed.
+        public var requestsMalformed = 0
+        /// Requests not fully received within `requestTimeout` (408).
+        public var requestsTimedOut = 0
+        /// Bytes read from clients, including bytes drained and dropped while lingering.
+        public var bytesRead = 0
+        /// Requests waiting for a worker at the time of reading.
+        public var queuedRequests = 0
+
+        public init() {}
+    }
+}

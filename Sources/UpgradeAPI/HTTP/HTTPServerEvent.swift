@@ -1,0 +1,35 @@
+/// Something the server reports instead of failing silently. Descriptions are single lines that
+/// never contain request bytes.
+public enum HTTPServerEvent: Sendable, CustomStringConvertible {
+    case listening(address: String)
+    /// A handler threw something other than an `HTTPProblem`; the client got a bare 500.
+    case handlerFailed(requestID: HTTPRequestID, error: String)
+    /// A handler returned a response that cannot be sent as it is; the client got a bare 500.
+    case invalidResponse(requestID: HTTPRequestID, reason: String)
+    /// accept() failed for lack of descriptors or memory; the listener rests for a while.
+    case acceptPaused(errno: Int32, retryAfterMilliseconds: Int)
+    case acceptResumed
+    /// A connection was refused because `maxConnections` are open (reported once per burst).
+    case connectionLimitReached(limit: Int)
+    case shutdownSignalReceived
+    case shutdownStarted
+    /// The shutdown timeout passed with requests still in flight; their connections were closed.
+    case shutdownTimedOut(openConnections: Int)
+    case stopped
+
+    public var description: String {
+        switch self {
+        case .listening(let address): "listening on \(address)"
+        case .handlerFailed(let id, let error): "request \(id): handler failed: \(error)"
+        case .invalidResponse(let id, let reason): "request \(id): invalid response: \(reason)"
+        case .acceptPaused(let errno, let delay):
+            "accept failed (errno \(errno)); not accepting for \(delay) ms (raise RLIMIT_NOFILE or lower maxConnections)"
+        case .acceptResumed: "accepting connections again"
+        case .connectionLimitReached(let limit): "connection limit \(limit) reached; refusing new connections"
+        case .shutdownSignalReceived: "shutdown signal received"
+        case .shutdownStarted: "graceful shutdown started: not accepting, finishing in-flight requests"
+        case .shutdownTimedOut(let open): "shutdown timeout passed; closed \(open) connections with requests in flight"
+        case .stopped: "stopped"
+        }
+    }
+}

@@ -1,0 +1,33 @@
+/// One header field line as received or to be sent: the name keeps its original case, and the
+/// value has its surrounding whitespace removed.
+public struct HTTPField: Hashable, Sendable, CustomStringConvertible {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    public var description: String { "\(name): \(value)" }
+
+    /// ASCII case-insensitive name comparison (field names are tokens, so ASCII is the whole story).
+    public func hasName(_ other: String) -> Bool {
+        Self.equalsIgnoringASCIICase(name, other)
+    }
+
+    static func equalsIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
+        let left = lhs.utf8
+        let right = rhs.utf8
+        guard left.count == right.count else { return false }
+        for (a, b) in zip(left, right) where a != b {
+            guard lowercasedASCII(a) == lowercasedASCII(b) else { return false }
+        }
+        return true
+    }
+
+    @inline(__always)
+    static func lowercasedASCII(_ byte: UInt8) -> UInt8 {
+        byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+    }
+}

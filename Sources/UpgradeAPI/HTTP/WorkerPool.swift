@@ -1,0 +1,128 @@
+import Glibc
+
+/// A fixed set of threads running `HTTPHandler.handle`, fed by a bounded FIFO queue.
+///
+/// Event loops never wait here: `submit` either queues a job at once or reports the queue full, and
+/// the loop answers 503. Workers post results back to the job's loop, which writes them in order.
+///
+/// `@unchecked Sendable`: every stored `var` (`queue`, `head`, `count`, `idleWorkers`, `stopping`) is
+/// read and written only while holding `mutex`; `cond` is waited on only with `mutex` held. The mutex
+/// and condition live in heap memory that never moves and are destroyed in `deinit`, after `join`.
+final class WorkerPool: @unchecked Sendable {
+    struct Job {
+        let request: HTTPRequest
+        let loop: EventLoop
+        let connectionID: UInt64
+        let sequence: UInt64
+    }
+
+    private let handler: any HTTPHandler
+    private let onEvent: @Sendable (HTTPServerEvent) -> Void
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var queue: [Job?]
+    private var head = 0
+    private var count = 0
+    private var idleWorkers = 0
+    private var stopping = false
+    private var threads: [SystemThread] = []
+
+    init(handler: any HTTPHandler, queueCapacity: Int, onEvent: @escaping @Sendable (HTTPServerEvent) -> Void) {
+        self.handler = handler
+        self.onEvent = onEvent
+        self.queue = Array(repeating: nil, count: queueCapacity)
+        // Adaptive: spins briefly before sleeping, since the lock is only ever held for a few instructions.
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        pthread_cond_init(cond, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Starts the threads; called once, before any `submit`.
+    func start(workerCount: Int) throws(HTTPServerError) {
+        for index in 0..<workerCount {
+            threads.append(try SystemThread.spawn(name: "http-worker-\(index)") { [self] in runWorker() })
+        }
+    }
+
+    /// Queues a job, or returns false when the queue is full or the pool is stopping. Does not wake a
+    /// worker: the caller calls `wakeWorkers(upTo:)` once after a batch of submissions, which saves a
+    /// futex wake and a contended lock per request under load.
+    func submit(_ job: Job) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard !stopping, count < queue.count else { return false }
+        queue[(head + count) % queue.count] = job
+        count += 1
+        return true
+    }
+
+    /// Wakes idle workers for `submitted` newly queued jobs. Busy workers find queued jobs on their own.
+    func wakeWorkers(upTo submitted: Int) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        for _ in 0..<min(submitted, idleWorkers, count) {
+            pthread_cond_signal(cond)
+        }
+    }
+
+    var queuedCount: Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return count
+    }
+
+    /// Lets the workers finish every queued job, then exit; waits for them. Called once, after the
+    /// event loops have stopped submitting.
+    func stopAndJoin() {
+        pthread_mutex_lock(mutex)
+        stopping = true
+        pthread_cond_broadcast(cond)
+        pthread_mutex_unlock(mutex)
+        for thread in threads { thread.join() }
+        threads = []
+    }
+
+    private func runWorker() {
+        while let job = nextJob() {
+            let response = respond(to: job.request)
+            job.loop.complete(connectionID: job.connectionID, sequence: job.sequence, response: response)
+        }
+    }
+
+    private func nextJob() -> Job? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while count == 0 {
+            if stopping { return nil }
+            idleWorkers += 1
+            pthread_cond_wait(cond, mutex)
+            idleWorkers -= 1
+        }
+        let job = queue[head]
+        queue[head] = nil
+        head = (head + 1) % queue.count
+        count -= 1
+        return job
+    }
+
+    private func respond(to request: HTTPRequest) -> HTTPResponse {
+        do {
+            return try handler.handle(request)
+        } catch let problem as HTTPProblem {
+            return problem.response
+        } catch {
+            onEvent(.handlerFailed(requestID: request.id, error: String(describing: error)))
+            return HTTPProblem.internalError.response
+        }
+    }
+}

@@ -1,0 +1,433 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+@testable import UpgradeAPI
+
+/// The server over real loopback sockets. Each test starts its own server on a free port and stops it.
+@Suite("HTTPServer")
+struct HTTPServerTests {
+    @Test("a keep-alive connection serves requests one after another with Date, Content-Length and Content-Type")
+    func keepAlive() throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        for _ in 0..<3 {
+            try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 200 && response.text == "hello")
+            #expect(response.header("Date")?.hasSuffix(" GMT") == true)
+            #expect(response.header("Content-Length") == "5")
+            #expect(response.header("Content-Type") == "text/plain; charset=utf-8")
+            #expect(response.header("Connection") == nil)
+        }
+        #expect(server.server.statistics.requestsReceived == 3)
+        #expect(server.server.statistics.connectionsAccepted == 1)
+    }
+
+    @Test("idle connections are closed silently: after keepAliveTimeout, or a request deadline with no byte sent")
+    func idleConnections() throws {
+        let server = try TestServer {
+            $0.keepAliveTimeout = .milliseconds(300)
+            $0.requestTimeout = .seconds(1)
+        }
+        defer { #expect(server.stop()) }
+        let used = try server.client()
+        try used.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try used.readResponse().status == 200)
+        #expect(try used.readUntilClosed().isEmpty, "no 408 for a connection between requests")
+        let silent = try server.client()
+        #expect(try silent.readUntilClosed().isEmpty, "no 408 for a connection that never sent a byte")
+        #expect(server.server.statistics.requestsTimedOut == 0)
+    }
+
+    @Test("a client that does not read its response is closed after writeTimeout")
+    func slowReader() throws {
+        let server = try TestServer { $0.writeTimeout = .seconds(1) }
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        var polls = 0
+        while server.server.statistics.connectionsOpen > 0 && polls < 200 {
+            usleep(50_000)
+            polls += 1
+        }
+        #expect(server.server.statistics.connectionsOpen == 0, "closed within 10 s")
+    }
+
+    @Test("pipelined responses leave in request order even when workers finish out of order")
+    func pipeliningOrder() throws {
+        let server = try TestServer { $0.workerCount = 3 }
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send(
+            "GET /sleep?ms=300&tag=first HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /sleep?ms=0&tag=second HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /inline HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /sleep?ms=100&tag=last HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        )
+        var bodies: [String] = []
+        for _ in 0..<4 { bodies.append(try client.readResponse().text) }
+        #expect(bodies == ["first", "second", "inline", "last"])
+        try client.readUntilClosed()
+    }
+
+    @Test("more pipelined requests than the per-connection limit are all answered, also after a half-close")
+    func pipeliningBeyondTheLimit() throws {
+        let server = try TestServer { $0.maxPipelinedRequests = 2 }
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        var batch = ""
+        for index in 0..<10 {
+            batch +=
+                index % 3 == 0
+                ? "GET /inline HTTP/1.1\r\nHost: t\r\n\r\n" : "GET /sleep?tag=\(index) HTTP/1.1\r\nHost: t\r\n\r\n"
+        }
+        try client.send(batch)
+        // The client is done sending; the server must still answer everything, then close.
+        shutdown(client.fd, Int32(SHUT_WR))
+        var bodies: [String] = []
+        for _ in 0..<10 { bodies.append(try client.readResponse().text) }
+        #expect(bodies == (0..<10).map { $0 % 3 == 0 ? "inline" : "\($0)" })
+        #expect(try client.readUntilClosed().isEmpty)
+    }
+
+    @Test("when every worker is busy and the queue is full, the next request gets 503 with Retry-After")
+    func fullQueue() throws {
+        let handler = TestHandler()
+        let server = try TestServer(handler: handler) {
+            $0.workerCount = 1
+            $0.workerQueueCapacity = 1
+        }
+        defer { #expect(server.stop()) }
+        let running = try server.client()
+        try running.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(handler.gate.waitUntilEntered(), "the only worker took the first request")
+        let queued = try server.client()
+        try queued.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        var polls = 0
+        while server.server.statistics.queuedRequests < 1 && polls < 500 {
+            usleep(10_000)
+            polls += 1
+        }
+        #expect(server.server.statistics.queuedRequests == 1)
+
+        let refused = try server.client()
+        try refused.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        let busy = try refused.readResponse()
+        #expect(busy.status == 503)
+        #expect(busy.header("Retry-After") == "1")
+        #expect(busy.header("Content-Type") == "application/problem+json")
+        #expect(busy.problemSlug == "server-busy")
+
+        handler.gate.open(2)
+        #expect(try running.readResponse().text == "released")
+        #expect(try queued.readResponse().text == "released")
+        // A busy answer is not a protocol error: the connection stays usable.
+        try refused.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try refused.readResponse().status == 200)
+        #expect(server.server.statistics.requestsRefusedBusy == 1)
+    }
+
+    static let hostileShapes: [MalformedShape] = [
+        MalformedShape("bare LF", "GET / HTTP/1.1\nHost: x\n\n", 400, "bare-lf"),
+        MalformedShape("obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\tb\r\n\r\n", 400, "obs-fold"),
+        MalformedShape(
+            "Transfer-Encoding with Content-Length",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+            400,
+            "content-length-with-transfer-encoding"
+        ),
+        MalformedShape(
+            "Content-Length 2 and 3",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc",
+            400,
+            "duplicate-content-length"
+        ),
+        MalformedShape(
+            "Content-Length 1x",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\na",
+            400,
+            "invalid-content-length"
+        ),
+        MalformedShape("missing Host", "GET / HTTP/1.1\r\n\r\n", 400, "missing-host"),
+        MalformedShape("whitespace before colon", "GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400, "whitespace-before-colon"),
+        MalformedShape("HTTP/2.0", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "unsupported-http-version"),
+        MalformedShape(
+            "100 KB header line",
+            "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 100_000) + "\r\n\r\n",
+            431,
+            "header-section-too-large"
+        ),
+        MalformedShape(
+            "unsupported transfer coding",
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+            501,
+            "unsupported-transfer-encoding"
+        ),
+    ]
+
+    @Test("each malformed shape gets its problem document and the connection is closed", arguments: hostileShapes)
+    func malformedRequest(_ shape: MalformedShape) throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        // A valid request first: the error must come after its answer, on the same connection.
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n" + shape.request)
+        #expect(try client.readResponse().status == 200)
+        let response = try client.readResponse()
+        #expect(response.status == shape.status, "\(shape.name)")
+        #expect(response.problemSlug == shape.slug, "\(shape.name)")
+        #expect(response.header("Content-Type") == "application/problem+json")
+        #expect(response.header("Connection") == "close")
+        #expect(response.text.contains("\"status\":\(shape.status)"))
+        #expect(try client.readUntilClosed().isEmpty, "\(shape.name): nothing may follow the error")
+        #expect(server.server.statistics.requestsMalformed == 1)
+    }
+
+    @Test("a 10 MB body is refused with 413 without the server reading it")
+    func oversizedBody() throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        let total = 10 * 1024 * 1024
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(total)\r\n\r\n")
+        // Send the body from another thread, as a client that does not wait for an answer would.
+        let sent = Mutex(0)
+        let finished = DispatchSemaphore(value: 0)
+        let fd = client.fd
+        DispatchQueue.global().async {
+            let chunk = [UInt8](repeating: 0x61, count: 64 * 1024)
+            while sent.withLock({ $0 }) < total {
+                let count = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard count > 0 else { break }
+                sent.withLock { $0 += count }
+            }
+            finished.signal()
+        }
+        let response = try client.readResponse()
+        #expect(response.status == 413 && response.problemSlug == "body-too-large")
+        #expect(response.header("Connection") == "close")
+        try client.readUntilClosed()
+        #expect(finished.wait(timeout: .now() + 10) == .success, "the server closed before the body was sent")
+        #expect(sent.withLock { $0 } < total, "sending stopped early because the server closed")
+        let read = server.server.statistics.bytesRead
+        #expect(read < 1024 * 1024, "the server read only a bounded drain, \(read) bytes")
+    }
+
+    @Test("150 slow connections do not stop /healthz, and the deadline closes every one of them")
+    func slowConnectionsAndHealth() throws {
+        let server = try TestServer {
+            $0.requestTimeout = .seconds(4)
+        }
+        defer { #expect(server.stop()) }
+        var slow: [TestClient] = []
+        for index in 0..<150 {
+            let client = try server.client()
+            try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nX-Slow-\(index): still typ")
+            slow.append(client)
+        }
+        for _ in 0..<20 {
+            let health = try server.client()
+            try health.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try health.readResponse()
+            #expect(response.status == 200 && response.text == "{\"status\":\"ok\"}")
+        }
+        #expect(server.server.statistics.connectionsOpen >= 150, "the slow connections were held open meanwhile")
+        for client in slow {
+            let response = try client.readResponse()
+            #expect(response.status == 408 && response.problemSlug == "request-timeout")
+            try client.readUntilClosed()
+        }
+        #expect(server.server.statistics.requestsTimedOut == 150)
+    }
+
+    @Test("a client trickling its headers is answered 408 and closed by the total deadline")
+    func tricklingHeaders() throws {
+        let server = try TestServer { $0.requestTimeout = .seconds(1) }
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Trickle: ")
+        try trickle(client)
+        let response = try client.readResponse()
+        #expect(response.status == 408)
+        try client.readUntilClosed()
+    }
+
+    @Test("a client trickling its body is answered 408 and closed by the total deadline")
+    func tricklingBody() throws {
+        let server = try TestServer { $0.requestTimeout = .seconds(1) }
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+        try trickle(client)
+        let response = try client.readResponse()
+        #expect(response.status == 408)
+        try client.readUntilClosed()
+    }
+
+    /// Sends a byte every 100 ms until the server answers; fails if it has not within 10 s.
+    private func trickle(_ client: TestClient) throws {
+        for _ in 0..<100 {
+            if client.isReadable(withinMilliseconds: 100) { return }
+            do { try client.send("a") } catch { return }
+        }
+        Issue.record("the server did not answer a trickling client within 10 s")
+    }
+
+    @Test("graceful shutdown finishes the in-flight request, closes idle connections, then stops")
+    func gracefulShutdown() throws {
+        let handler = TestHandler()
+        let server = try TestServer(handler: handler)
+        let busy = try server.client()
+        try busy.send("GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(handler.gate.waitUntilEntered())
+        let idle = try server.client()
+        try idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try idle.readResponse().status == 200)
+
+        server.server.shutdown()
+        try idle.readUntilClosed()
+        handler.gate.open()
+        let response = try busy.readResponse()
+        #expect(response.status == 200 && response.text == "released")
+        #expect(response.header("Connection") == "close")
+        try busy.readUntilClosed()
+        #expect(server.stop(), "the server stopped once the request was answered")
+        #expect(throws: TestClient.Failure.self, "the listener is closed") { try server.client() }
+        #expect(server.events.contains("graceful shutdown started"))
+    }
+
+    @Test("HTTP/1.0 is closed after the response unless it asks for keep-alive")
+    func http10() throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let plain = try server.client()
+        try plain.send("GET /hello HTTP/1.0\r\n\r\n")
+        let response = try plain.readResponse()
+        #expect(response.status == 200 && response.header("Connection") == "close")
+        try plain.readUntilClosed()
+
+        let kept = try server.client()
+        for _ in 0..<2 {
+            try kept.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            let answer = try kept.readResponse()
+            #expect(answer.status == 200 && answer.header("Connection") == "keep-alive")
+        }
+    }
+
+    @Test("a handler that throws, or returns a header with CR LF, yields a bare 500 and an event")
+    func handlerFailures() throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send("GET /throw HTTP/1.1\r\nHost: x\r\n\r\n")
+        let thrown = try client.readResponse()
+        #expect(thrown.status == 500 && thrown.problemSlug == "internal-error")
+        #expect(!thrown.text.contains("TestFailure"), "the error itself is never echoed")
+        try client.send("GET /split HTTP/1.1\r\nHost: x\r\n\r\n")
+        let split = try client.readResponse()
+        #expect(split.status == 500 && split.header("Set-Cookie") == nil && split.header("X-Injected") == nil)
+        try client.send("GET /missing HTTP/1.1\r\nHost: x\r\n\r\n")
+        let missing = try client.readResponse()
+        #expect(missing.status == 404 && missing.problemSlug == "not-found", "a thrown HTTPProblem is sent as is")
+        #expect(server.events.contains("handler failed"))
+        #expect(server.events.contains("invalid response"))
+    }
+
+    @Test("a handler ends the connection by answering Connection: close")
+    func handlerCloses() throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send("GET /close HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 200 && response.text == "bye" && response.header("Connection") == "close")
+        #expect(try client.readUntilClosed().isEmpty, "the pipelined request after it is not answered")
+    }
+
+    @Test("HEAD gets the headers of GET without the body")
+    func head() throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        var buffer: [UInt8] = []
+        while TestClient.find(Array("hello".utf8), in: buffer) == nil {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            buffer.append(contentsOf: chunk[..<count])
+        }
+        let text = String(decoding: buffer, as: UTF8.self)
+        let responses = text.components(separatedBy: "HTTP/1.1 200 OK").filter { !$0.isEmpty }
+        #expect(responses.count == 2)
+        #expect(responses.first?.hasSuffix("Content-Length: 5\r\n\r\n") == true, "HEAD has a length and no body")
+        #expect(responses.last?.hasSuffix("\r\n\r\nhello") == true)
+    }
+
+    @Test("Expect: 100-continue gets an interim 100 before the body is sent")
+    func expectContinue() throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        #expect(try client.readResponse().status == 100)
+        try client.send("hello")
+        let response = try client.readResponse()
+        #expect(response.status == 200 && response.text == "hello")
+    }
+
+    @Test("a chunked request body reaches the handler decoded")
+    func chunkedBody() throws {
+        let server = try TestServer()
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        try client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"
+        )
+        #expect(try client.readResponse().text == "abcdefg")
+    }
+
+    @Test("beyond maxConnections a new connection gets 503 and is closed")
+    func connectionCap() throws {
+        let server = try TestServer { $0.maxConnections = 2 }
+        defer { #expect(server.stop()) }
+        let first = try server.client()
+        let second = try server.client()
+        for client in [first, second] {
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
+        let third = try server.client()
+        let refused = try third.readResponse()
+        #expect(refused.status == 503 && refused.problemSlug == "connection-limit")
+        try third.readUntilClosed()
+        #expect(server.server.statistics.connectionsRefused == 1)
+        #expect(server.events.contains("connection limit 2 reached"))
+    }
+
+    @Test("a second server on a taken port refuses to start with a clear error")
+    func portInUse() throws {
+        let first = try TestServer()
+        defer { #expect(first.stop()) }
+        do {
+            _ = try TestServer { $0.port = first.port }
+            Issue.record("the second server started on a taken port")
+        } catch let error as HTTPServerError {
+            #expect(error.code == .addressInUse)
+            #expect(error.message.contains("already in use"))
+        }
+    }
+
+    @Test("invalid configuration is refused before binding")
+    func invalidConfiguration() {
+        var configuration = HTTPServer.Configuration()
+        configuration.port = 0
+        configuration.workerQueueCapacity = 0
+        let server = HTTPServer(configuration: configuration, handler: TestHandler())
+        #expect(throws: HTTPServerError.self) { try server.start() }
+    }
+}
