@@ -48,7 +48,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "upgrade-cli",
-            dependencies: ["UpgradeEngine"]
+            dependencies: ["UpgradeEngine", "UpgradeAPI"]
         ),
         .executableTarget(
             name: "Benchmarks",

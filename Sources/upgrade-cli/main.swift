@@ -11,6 +11,7 @@ enum CommandRegistry {
             PasswordVerifyCommand.self,
             AccountsAddCommand.self,
             AccountsShowCommand.self,
+            EmulatorServeCommand.self,
         ]
     }
 }
