@@ -16,6 +16,7 @@ enum CommandRegistry {
             TransferPrepareCommand.self,
             TransferCompleteCommand.self,
             TransferStatusCommand.self,
+            EmulatorServeCommand.self,
         ]
     }
 }

@@ -1,0 +1,120 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension AppleClient {
+    /// Sends `call`, retrying after 429, 5xx and transport failures within `configuration.retry`,
+    /// and returns the first answer that is neither (a 2xx or another 4xx).
+    func perform(_ call: Call) async throws(AppleEndpointError) -> Answer {
+        var call = call
+        if call.method == "GET" {
+            call.limit = max(call.limit, configuration.maximumResponseBytes)
+        } else {
+            call.limit = configuration.maximumResponseBytes
+        }
+        let request = makeRequest(call)
+        let policy = configuration.retry
+        let started = ContinuousClock.now
+        var attempt = 0
+        while true {
+            attempt += 1
+            let remaining = policy.totalTime - (ContinuousClock.now - started)
+            guard remaining > .zero else {
+                throw unavailable(
+                    call,
+                    "no time left for attempt \(attempt) within \(policy.totalTime.seconds) s",
+                    attempts: attempt
+                )
+            }
+            let timeout = min(configuration.requestTimeout, remaining)
+            let reason: String
+            var retryAfter: Duration?
+            switch await transport.send(request, limit: call.limit, timeout: timeout) {
+            case .success(let response) where response.status == 429 || (500...599).contains(response.status):
+                reason = "HTTP \(response.status)"
+                retryAfter = response.headers["retry-after"].flatMap { Self.retryAfter($0, now: configuration.clock()) }
+            case .success(let response):
+                return try Answer(call: call, response: response, attempts: attempt)
+            case .failure(let failure) where failure.isRetryable:
+                reason = failure.description
+            case .failure(let failure):
+                throw unavailable(call, failure.description, attempts: attempt)
+            }
+
+            guard attempt < policy.maximumAttempts else {
+                throw unavailable(call, "\(reason) on each of \(attempt) attempts", attempts: attempt)
+            }
+            var delay = policy.backoff(afterAttempt: attempt)
+            if let retryAfter {
+                guard retryAfter <= policy.maximumRetryAfter else {
+                    throw unavailable(
+                        call,
+                        "\(reason) with Retry-After \(retryAfter.seconds) s, longer than the "
+                            + "\(policy.maximumRetryAfter.seconds) s a call may wait",
+                        attempts: attempt
+                    )
+                }
+                delay = max(delay, retryAfter)
+            }
+            guard ContinuousClock.now - started + delay < policy.totalTime else {
+                throw unavailable(
+                    call,
+                    "\(reason); no time left for another attempt within \(policy.totalTime.seconds) s",
+                    attempts: attempt
+                )
+            }
+            configuration.onEvent(
+                .retrying(
+                    endpoint: call.label,
+                    attempt: attempt,
+                    maximumAttempts: policy.maximumAttempts,
+                    reason: reason,
+                    delay: delay
+                )
+            )
+            do {
+                try await configuration.sleep(delay)
+            } catch {
+                throw unavailable(call, "cancelled while waiting to retry after \(reason)", attempts: attempt)
+            }
+        }
+    }
+
+    private func makeRequest(_ call: Call) -> URLRequest {
+        var request = URLRequest(url: configuration.baseURL.url(call.path))
+        request.httpMethod = call.method
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        request.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
+        if let form = call.form {
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(Self.formEncoded(form))
+        }
+        if let bearer = call.bearer { request.setValue(bearer, forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    func unavailable(_ call: Call, _ reason: String, attempts: Int) -> AppleEndpointError {
+        AppleEndpointError(
+            code: .unavailable,
+            httpStatus: nil,
+            message: "\(call.label) to \(configuration.baseURL): \(reason)"
+        )
+    }
+
+    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3); nil if it is neither.
+    static func retryAfter(_ value: String, now: Int64) -> Duration? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+            // More than a day is as good as forever here; the cap keeps the arithmetic safe.
+            return .seconds(min(Int64(text.prefix(6)) ?? 86_400, 86_400))
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: text) else { return nil }
+        return .seconds(max(0, min(Int64(date.timeIntervalSince1970) - now, 86_400)))
+    }
+}

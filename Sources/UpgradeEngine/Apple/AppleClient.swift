@@ -1,0 +1,200 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Apple's Sign in with Apple REST endpoints over HTTPS (facts §2, §3.3–3.4): `/auth/token` for
+/// the three grants, `/auth/revoke`, `/auth/usermigrationinfo` in both directions and
+/// `/auth/keys`. Point `configuration.baseURL` at the emulator to run the same code locally.
+///
+/// Every form is strictly percent-encoded; the ES256 client secret is made with
+/// `ClientSecretSigner` and cached per client id until shortly before it expires. Calls are
+/// bounded in time and answer size, and retried (with jittered exponential backoff, honouring
+/// `Retry-After`) only after 429, 5xx or a transport failure. Apple's `{"error": "…"}` becomes an
+/// `AppleEndpointError` whose code is Apple's (an unknown value is kept as it came) and whose
+/// message explains the usual causes. No error, event or log carries a secret, code or token.
+public final class AppleClient: AppleTokenExchanging, AppleKeySetFetching {
+    /// `token_type_hint` for `/auth/revoke`.
+    public enum TokenTypeHint: String, Sendable {
+        case refreshToken = "refresh_token"
+        case accessToken = "access_token"
+    }
+
+    public let configuration: Configuration
+    let transport: AppleClientTransport
+    let secrets: AppleClientSecretCache
+
+    public init(configuration: Configuration) throws(AppleClientConfigurationError) {
+        try configuration.validate()
+        self.configuration = configuration
+        transport = AppleClientTransport(
+            connectTimeout: configuration.connectTimeout,
+            requestTimeout: configuration.requestTimeout
+        )
+        secrets = AppleClientSecretCache(
+            credentials: configuration.credentials,
+            lifetime: configuration.clientSecretLifetime,
+            renewal: configuration.clientSecretRenewal,
+            clock: configuration.clock
+        )
+    }
+
+    // MARK: /auth/token
+
+    /// `grant_type=authorization_code`. `clientID` must equal the identity token's `aud`.
+    public func exchangeAuthorizationCode(
+        _ code: String,
+        clientID: String
+    ) async throws(AppleEndpointError) -> AppleTokenResponse {
+        try await exchangeAuthorizationCode(code, clientID: clientID, redirectURI: nil)
+    }
+
+    /// `redirect_uri` must be sent when (and only when) the authorization request had one (web).
+    public func exchangeAuthorizationCode(
+        _ code: String,
+        clientID: String,
+        redirectURI: String?
+    ) async throws(AppleEndpointError) -> AppleTokenResponse {
+        try Self.requireValue(code, "the authorization code")
+        var form: [(name: String, value: String)] = [
+            ("client_id", clientID), ("client_secret", try secrets.secret(for: clientID)), ("code", code),
+            ("grant_type", "authorization_code"),
+        ]
+        if let redirectURI { form.append(("redirect_uri", redirectURI)) }
+        let call = Call(post: "/auth/token", detail: "authorization_code", form: form, consumesGrant: true)
+        let answer = try await perform(call)
+        return try answer.tokenResponse(requiringRefreshToken: true, requiringIDToken: true)
+    }
+
+    /// `grant_type=refresh_token`: a new access token and identity token; Apple sends no new
+    /// refresh token. Apple asks that a refresh token be validated at most once a day.
+    public func refresh(_ refreshToken: String, clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse
+    {
+        try Self.requireValue(refreshToken, "the refresh token")
+        let form: [(name: String, value: String)] = [
+            ("client_id", clientID), ("client_secret", try secrets.secret(for: clientID)),
+            ("grant_type", "refresh_token"), ("refresh_token", refreshToken),
+        ]
+        let answer = try await perform(Call(post: "/auth/token", detail: "refresh_token", form: form))
+        return try answer.tokenResponse(requiringRefreshToken: false, requiringIDToken: false)
+    }
+
+    /// `grant_type=client_credentials`, `scope=user.migration`: the team's access token for
+    /// `/auth/usermigrationinfo` (valid an hour).
+    public func teamAccessToken(clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse {
+        let form: [(name: String, value: String)] = [
+            ("client_id", clientID), ("client_secret", try secrets.secret(for: clientID)),
+            ("grant_type", "client_credentials"), ("scope", "user.migration"),
+        ]
+        let answer = try await perform(Call(post: "/auth/token", detail: "client_credentials", form: form))
+        return try answer.tokenResponse(requiringRefreshToken: false, requiringIDToken: false)
+    }
+
+    // MARK: /auth/revoke
+
+    /// `/auth/revoke` for a refresh or access token; succeeds if the token was already invalid.
+    public func revoke(token: String, clientID: String) async throws(AppleEndpointError) {
+        try await revoke(token: token, clientID: clientID, tokenTypeHint: nil)
+    }
+
+    public func revoke(token: String, clientID: String, tokenTypeHint: TokenTypeHint?) async throws(AppleEndpointError)
+    {
+        try Self.requireValue(token, "the token to revoke")
+        var form: [(name: String, value: String)] = [
+            ("client_id", clientID), ("client_secret", try secrets.secret(for: clientID)), ("token", token),
+        ]
+        if let tokenTypeHint { form.append(("token_type_hint", tokenTypeHint.rawValue)) }
+        _ = try await perform(Call(post: "/auth/revoke", detail: nil, form: form))
+    }
+
+    // MARK: /auth/usermigrationinfo
+
+    /// Sender team: the `transfer_sub` of `sub` for the recipient team `target` (facts §3.3).
+    /// `target` is the *recipient's* team id: a wrong one yields ids nobody can exchange.
+    public func transferSub(
+        forSub sub: String,
+        target: String,
+        clientID: String,
+        accessToken: String
+    ) async throws(AppleEndpointError) -> String {
+        try Self.requireValue(sub, "sub")
+        guard ClientSecretSigner.isAppleIdentifier(target) else {
+            throw AppleEndpointError(
+                code: .invalidRequest,
+                httpStatus: nil,
+                message: "target must be the recipient's 10-character team id (A-Z, 0-9)"
+            )
+        }
+        if let credentials = configuration.credentials, credentials.teamID == target {
+            throw AppleEndpointError(
+                code: .invalidRequest,
+                httpStatus: nil,
+                message: "target \(target) is our own team; it must be the team the app is transferred to"
+            )
+        }
+        let form: [(name: String, value: String)] = [
+            ("sub", sub), ("target", target), ("client_id", clientID),
+            ("client_secret", try secrets.secret(for: clientID)),
+        ]
+        let call = Call(
+            post: "/auth/usermigrationinfo",
+            detail: "sender",
+            form: form,
+            bearer: try Self.bearer(accessToken),
+            consumesGrant: true
+        )
+        return try await perform(call).transferSub()
+    }
+
+    /// Recipient team: the new `sub` (and, for users who hid their email, the new relay address)
+    /// for a `transfer_sub` (facts §3.4).
+    public func migrate(
+        transferSub: String,
+        clientID: String,
+        accessToken: String
+    ) async throws(AppleEndpointError) -> AppleMigratedUser {
+        try Self.requireValue(transferSub, "transfer_sub")
+        let form: [(name: String, value: String)] = [
+            ("transfer_sub", transferSub), ("client_id", clientID),
+            ("client_secret", try secrets.secret(for: clientID)),
+        ]
+        let call = Call(
+            post: "/auth/usermigrationinfo",
+            detail: "recipient",
+            form: form,
+            bearer: try Self.bearer(accessToken),
+            consumesGrant: true
+        )
+        return try await perform(call).migratedUser()
+    }
+
+    // MARK: /auth/keys
+
+    /// Apple's current key set and the `max-age` it may be cached for.
+    public func fetchKeySet() async throws(AppleEndpointError) -> AppleFetchedKeySet {
+        var call = Call(get: "/auth/keys")
+        call.limit = JWKSet.maximumJSONBytes
+        return try await perform(call).keySet()
+    }
+
+    // MARK: Helpers
+
+    static func requireValue(_ value: String, _ what: String) throws(AppleEndpointError) {
+        guard !value.isEmpty else {
+            throw AppleEndpointError(code: .invalidRequest, httpStatus: nil, message: "\(what) is empty")
+        }
+    }
+
+    /// The `Authorization` value; a token that could split the header is refused before sending.
+    static func bearer(_ accessToken: String) throws(AppleEndpointError) -> String {
+        guard !accessToken.isEmpty, accessToken.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+            throw AppleEndpointError(
+                code: .invalidRequest,
+                httpStatus: nil,
+                message: "the access token is empty or contains characters a token never has"
+            )
+        }
+        return "Bearer " + accessToken
+    }
+}

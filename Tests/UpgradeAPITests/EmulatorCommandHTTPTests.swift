@@ -1,0 +1,157 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+@testable import UpgradeEngine
+
+/// `upgrade-cli emulator serve` as a real process: it prints its settings, serves Apple's
+/// endpoints, and stops cleanly on SIGTERM.
+@Suite("upgrade-cli emulator serve")
+struct EmulatorCommandHTTPTests {
+    static func executable() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let candidates = [
+            Bundle.main.executableURL?.deletingLastPathComponent().appendingPathComponent("upgrade-cli"),
+            root.appendingPathComponent(".build/debug/upgrade-cli"),
+        ]
+        let found = candidates.compactMap { $0 }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        return try #require(found, "upgrade-cli was not built; run swift build --build-tests first").path
+    }
+
+    /// What a pipe delivered, and whether it reached its end (the process closed it).
+    final class Output: Sendable {
+        private let state = Mutex((text: "", ended: false))
+
+        var text: String { state.withLock { $0.text } }
+
+        func read(_ handle: FileHandle) {
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }
+            state.withLock {
+                $0.text += String(decoding: data, as: UTF8.self)
+                if data.isEmpty { $0.ended = true }
+            }
+        }
+
+        /// Waits up to 15 s for the end of the pipe, so nothing written before exit is missed.
+        func all() -> String {
+            let deadline = Date().addingTimeInterval(15)
+            while !state.withLock({ $0.ended }) && Date() < deadline { usleep(10_000) }
+            return text
+        }
+    }
+
+    /// The running command, its standard output so far, and a bounded wait for a line.
+    final class Running {
+        let process = Process()
+        let output = Output()
+        let errors = Output()
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: try EmulatorCommandHTTPTests.executable())
+            process.arguments = ["emulator", "serve"] + arguments
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            let output = self.output
+            let errors = self.errors
+            out.fileHandleForReading.readabilityHandler = { output.read($0) }
+            err.fileHandleForReading.readabilityHandler = { errors.read($0) }
+            try process.run()
+        }
+
+        /// The value of the first `NAME=value` line, waiting up to 30 s for it.
+        func setting(_ name: String) -> String? {
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                let lines = output.text.split(separator: "\n")
+                if let line = lines.first(where: { $0.hasPrefix(name + "=") }) {
+                    return String(line.dropFirst(name.count + 1))
+                }
+                guard process.isRunning else { return nil }
+                usleep(20_000)
+            }
+            return nil
+        }
+
+        /// Sends `signal` and waits up to 15 s; the exit status, or nil if it is still running (then killed).
+        func stop(_ signal: Int32 = SIGTERM) -> Int32? {
+            kill(process.processIdentifier, signal)
+            let deadline = Date().addingTimeInterval(15)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            guard !process.isRunning else {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                return nil
+            }
+            return process.terminationStatus
+        }
+    }
+
+    @Test("bootstraps a team, writes its .p8, serves Apple's endpoints, and exits 0 on SIGTERM")
+    func serve() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("emulator-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile = directory.appendingPathComponent("key.p8").path
+        let running = try Running([
+            "--port", "0", "--team", "TEAMA12345", "--client-id", "com.example.app", "--key-id", "KEYA123456",
+            "--private-key-out", keyFile, "--user", "jane@example.com",
+        ])
+        let baseURL = try #require(running.setting("APPLE_BASE_URL"), "stdout: \(running.output.text)")
+        #expect(running.setting("APPLE_PRIVATE_KEY_FILE") == keyFile)
+        #expect(running.setting("APPLE_CLIENT_IDS") == "com.example.app")
+        let attributes = try FileManager.default.attributesOfItem(atPath: keyFile)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+
+        let client = try AppleClient(
+            configuration: .init(
+                baseURL: try .init(baseURL),
+                credentials: try .init(
+                    teamID: "TEAMA12345",
+                    keyID: "KEYA123456",
+                    privateKey: try P256PrivateKey(pem: try String(contentsOfFile: keyFile, encoding: .utf8))
+                )
+            )
+        )
+        let token = try await client.teamAccessToken(clientID: "com.example.app")
+        #expect(token.expiresIn == 3600)
+        _ = try await client.fetchKeySet()
+
+        #expect(running.stop() == 0)
+        #expect(running.errors.all().contains("stopped"))
+        // The key file is never overwritten.
+        let again = try Running([
+            "--port", "0", "--team", "TEAMA12345", "--client-id", "x.y", "--private-key-out", keyFile,
+        ])
+        let deadline = Date().addingTimeInterval(15)
+        while again.process.isRunning && Date() < deadline { usleep(20_000) }
+        if again.process.isRunning { _ = again.stop(SIGKILL) }
+        #expect(again.process.terminationStatus == 2)
+        #expect(again.errors.all().contains("already exists"))
+    }
+
+    @Test(
+        "usage errors exit 2 with the reason",
+        arguments: [
+            (["--host", "0.0.0.0", "--port", "0"], "not loopback"),
+            (["--client-id", "com.example.app"], "need --team"),
+            (["--team", "TEAMA12345"], "at least one --client-id"),
+            (["--team", "bad", "--client-id", "a.b"], "team id"),
+            (["--notify-url", "http://203.0.113.9/n"], "not a loopback URL"),
+            (["--port", "70000"], "--port"),
+        ]
+    )
+    func usageErrors(arguments: [String], reason: String) throws {
+        let running = try Running(arguments)
+        let deadline = Date().addingTimeInterval(15)
+        while running.process.isRunning && Date() < deadline { usleep(20_000) }
+        if running.process.isRunning { _ = running.stop(SIGKILL) }
+        #expect(running.process.terminationStatus == 2)
+        let errors = running.errors.all()
+        #expect(errors.contains(reason), "\(errors)")
+    }
+}
