@@ -28,6 +28,7 @@ struct DemoCommand: CLICommand {
         }
         defer { try? FileManager.default.removeItem(at: directory) }
         values["UPGRADE_LISTEN"] = "127.0.0.1:0"
+        values["UPGRADE_DEV_EMULATOR_PORT"] = "0"
         let settings: ServerSettings
         do {
             settings = try ServerSettings.load(values, development: true)
@@ -36,16 +37,13 @@ struct DemoCommand: CLICommand {
         }
         let application = try UpgradeApplication(settings: settings, log: RequestLog(write: { _ in }))
         try application.server.start()
-        defer {
-            application.server.shutdown()
-            application.server.wait()
-        }
+        defer { application.stop() }
         guard let development = application.development else {
             throw CommandFailure("the demo needs the development environment")
         }
         let base = "http://127.0.0.1:\(application.server.port)"
         let client = DemoHTTPClient()
-        Console.out("server      \(base) (development mode; Apple is the in-process emulator)")
+        Console.out("server      \(base) (development mode; Apple is the emulator at \(development.baseURL.absoluteString))")
 
         // 1. The extension hands the saved password to the server.
         let started = try client.post(

@@ -41,6 +41,7 @@ struct ServeCommand: CLICommand {
         }
         Console.err("listening on http://\(settings.host):\(application.server.port) (database \(settings.database))")
         application.server.wait()
+        application.development?.stop()
         Console.err("stopped")
         return ExitCode.success
     }

@@ -99,12 +99,18 @@ struct TransferCommandConfiguration {
 /// the same way), so it refuses with a configuration error; plugging the HTTPS client in here
 /// makes `transfer prepare` and `transfer complete` work unchanged.
 func makeAppleMigrationClient(_ configuration: TransferCommandConfiguration) throws -> any AppleUserMigrating {
-    if configuration.isEmulator {
-        throw TransferCommandConfiguration.problem(
-            "APPLE_BASE_URL=\(configuration.baseURL.absoluteString): the HTTPS Apple client is not available in this build, and the emulator is reached through it too"
+    do {
+        return try AppleClient(
+            configuration: AppleClient.Configuration(
+                baseURL: try AppleClient.BaseURL(configuration.baseURL.absoluteString),
+                credentials: try AppleClient.Credentials(
+                    teamID: configuration.teamID,
+                    keyID: configuration.keyID,
+                    privateKey: configuration.privateKey
+                )
+            )
         )
+    } catch {
+        throw TransferCommandConfiguration.problem("APPLE_BASE_URL or credentials: \(error)")
     }
-    throw TransferCommandConfiguration.problem(
-        "APPLE_BASE_URL=\(configuration.baseURL.absoluteString): the HTTPS Apple client is not available in this build"
-    )
 }

@@ -172,7 +172,7 @@ struct AppleClientKeySourceTests {
             }
             // Hold the first fetch until every caller has had time to ask for the keys too;
             // without sharing, each of them would start a fetch of its own here.
-            #expect(fixture.switches.gate.waitUntilEntered(seconds: 10))
+            #expect(await fixture.switches.gate.enteredSoon(seconds: 10))
             try await Task.sleep(for: .milliseconds(300))
             fixture.switches.gate.open(8)
             try await group.waitForAll()

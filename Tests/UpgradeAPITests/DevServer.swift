@@ -39,7 +39,7 @@ final class DevServer: Sendable {
         let settings = try ServerSettings.load(
             [
                 "UPGRADE_DB": "sqlite:" + directory.appendingPathComponent("api.db").path,
-                "UPGRADE_LISTEN": "127.0.0.1:0",
+                "UPGRADE_LISTEN": "127.0.0.1:0", "UPGRADE_DEV_EMULATOR_PORT": "0",
             ],
             development: true
         )
@@ -50,8 +50,7 @@ final class DevServer: Sendable {
     }
 
     deinit {
-        application.server.shutdown()
-        application.server.wait()
+        application.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 

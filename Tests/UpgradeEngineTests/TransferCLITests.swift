@@ -4,7 +4,7 @@ import Testing
 @testable import UpgradeEngine
 
 /// `upgrade-cli transfer ...`: usage and configuration errors (exit 2, one line naming what is
-/// wrong), the missing HTTPS Apple client, and `transfer status` on a database a transfer ran on.
+/// wrong), an unreachable Apple, and `transfer status` on a database a transfer ran on.
 @Suite("upgrade-cli transfer")
 struct TransferCLITests {
     /// A directory with a valid `.p8` key and the environment a transfer command needs.
@@ -103,28 +103,20 @@ struct TransferCLITests {
         #expect(!FileManager.default.fileExists(atPath: setup.path("cli.db")))
     }
 
-    @Test("this build has no HTTPS Apple client: exit 2 saying so, before any file is written")
-    func noAppleClient() throws {
+    @Test("Apple unreachable: the batch stops before any row, says why in one line, exits 1")
+    func appleUnreachable() throws {
         let setup = try Setup()
+        #expect(try runCLI(["db", "migrate"], environment: setup.environment).status == 0)
         let report = setup.path("report.jsonl")
-        let production = try runCLI(
+        // Port 1 on loopback refuses connections: every attempt fails at once and retries are bounded.
+        let result = try runCLI(
             ["transfer", "prepare", "--target-team", "TEAMB67890", "--report", report],
-            environment: setup.environment
+            environment: setup.environment.merging(["APPLE_BASE_URL": "http://127.0.0.1:1"]) { $1 }
         )
-        #expect(production.status == 2)
-        #expect(
-            production.stderr
-                == "error: APPLE_BASE_URL=https://appleid.apple.com: the HTTPS Apple client is not available in this build\n"
-        )
-        let emulator = try runCLI(
-            ["transfer", "complete", "--accepted-at", "2025-06-01T12:00:00Z", "--dry-run", "--report", report],
-            environment: setup.environment.merging(["APPLE_BASE_URL": "http://127.0.0.1:8443"]) { $1 }
-        )
-        #expect(emulator.status == 2)
-        #expect(emulator.stderr.contains("the HTTPS Apple client is not available in this build"))
-        #expect(emulator.stderr.contains("emulator"))
-        #expect(!FileManager.default.fileExists(atPath: report))
-        #expect(!FileManager.default.fileExists(atPath: setup.path("cli.db")))
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("Apple could not be reached for a team access token"))
+        #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+        #expect(result.stdout.contains("0 rows"))
     }
 
     @Test("transfer status: counts per state, accounts not touched, the window; --json for scripts")

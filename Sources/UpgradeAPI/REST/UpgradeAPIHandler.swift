@@ -7,10 +7,15 @@ import UpgradeEngine
 public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel
+        case signIn, credentialState, notification
         case health, ready, metrics
     }
 
     let upgrades: UpgradeService
+    let transfers: TransferService
+    let apple: AppleConnections
+    /// Client ids whose identity tokens and notifications are accepted (`APPLE_CLIENT_IDS`).
+    let allowedAudiences: Set<String>
     let store: any UpgradeStore
     let clock: @Sendable () -> Int64
     let metrics: Metrics
@@ -21,6 +26,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
 
     public init(
         upgrades: UpgradeService,
+        transfers: TransferService,
+        apple: AppleConnections,
+        allowedAudiences: Set<String>,
         store: any UpgradeStore,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
@@ -28,6 +36,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
     ) {
         self.upgrades = upgrades
+        self.transfers = transfers
+        self.apple = apple
+        self.allowedAudiences = allowedAudiences
         self.store = store
         self.clock = clock
         self.metrics = metrics
@@ -39,6 +50,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/upgrades/{id}/step-up", .stepUp)
         router.add("POST", "/v1/upgrades/{id}/apple-credential", .appleCredential)
         router.add("POST", "/v1/upgrades/{id}/cancel", .cancel)
+        router.add("POST", "/v1/apple/sign-in", .signIn)
+        router.add("GET", "/v1/apple/credential-state", .credentialState)
+        router.add("POST", "/v1/apple/notifications", .notification)
         router.add("GET", "/healthz", .health)
         router.add("GET", "/readyz", .ready)
         router.add("GET", "/metrics", .metrics)
@@ -202,6 +216,12 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return Self.render(try recorded { try upgrades.cancel(id: id, reason: reason, now: now) })
         case .getUpgrade:
             return Self.render(try upgrades.view(id: id, now: now))
+        case .signIn:
+            return try signIn(request, now: now)
+        case .credentialState:
+            return try credentialState(request)
+        case .notification:
+            return try notification(request, now: now)
         }
     }
 

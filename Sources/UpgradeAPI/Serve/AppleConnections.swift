@@ -1,32 +1,40 @@
+import Foundation
 import UpgradeEngine
 
-/// How the server reaches Apple: identity-token keys and the token endpoint. Production uses
-/// Apple's HTTPS endpoints; `--dev` an Apple ID emulator in the same process.
+/// How the server reaches Apple: the HTTPS client for `/auth/token`, `/auth/revoke` and
+/// `/auth/usermigrationinfo`, and Apple's keys (fetched and cached) for identity tokens and
+/// notifications. The same path serves production and `--dev`, where the base URL is the emulator's
+/// loopback address.
 public struct AppleConnections: Sendable {
-    public var identityTokens: any IdentityTokenVerifying
-    public var tokens: any AppleTokenExchanging
+    public let client: AppleClient
+    public let keys: AppleKeySource
 
-    public init(identityTokens: any IdentityTokenVerifying, tokens: any AppleTokenExchanging) {
-        self.identityTokens = identityTokens
-        self.tokens = tokens
-    }
-}
-
-/// The emulator's current signing keys, read at each verification so key rotation is seen at once.
-public struct EmulatorKeys: IdentityTokenVerifying {
-    public let emulator: AppleIDEmulator
-    public let policy: IdentityTokenPolicy
-
-    public init(emulator: AppleIDEmulator, policy: IdentityTokenPolicy) {
-        self.emulator = emulator
-        self.policy = policy
+    public init(baseURL: URL, teamID: String, keyID: String, privateKey: P256PrivateKey, audiences: Set<String>) throws
+    {
+        var configuration = AppleClient.Configuration(
+            baseURL: try AppleClient.BaseURL(baseURL.absoluteString),
+            credentials: try AppleClient.Credentials(teamID: teamID, keyID: keyID, privateKey: privateKey)
+        )
+        configuration.userAgent = "siwa-upgrade"
+        client = try AppleClient(configuration: configuration)
+        keys = AppleKeySource(fetcher: client, policy: try IdentityTokenPolicy(allowedAudiences: audiences))
     }
 
-    public func verifyIdentityToken(
-        _ token: String,
-        nonce: IdentityTokenVerifier.NonceExpectation?,
-        now: Int64
-    ) async throws(IdentityTokenError) -> AppleIdentityClaims {
-        try IdentityTokenVerifier(keys: emulator.keySet, policy: policy).verify(token, nonce: nonce, now: now)
+    /// Production: the key from `APPLE_PRIVATE_KEY_FILE` and Apple (or an explicit loopback emulator) at
+    /// `APPLE_BASE_URL`.
+    public static func live(_ settings: ServerSettings) throws -> AppleConnections {
+        guard let teamID = settings.teamID, let keyID = settings.keyID, let path = settings.privateKeyFile else {
+            throw ServerSettingsError(problems: [
+                "APPLE_TEAM_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are required to reach Apple"
+            ])
+        }
+        let privateKey = try P256PrivateKey(pem: try String(contentsOfFile: path, encoding: .utf8))
+        return try AppleConnections(
+            baseURL: settings.appleBaseURL,
+            teamID: teamID,
+            keyID: keyID,
+            privateKey: privateKey,
+            audiences: Set(settings.clientIDs)
+        )
     }
 }

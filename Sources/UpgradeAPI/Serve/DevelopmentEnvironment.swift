@@ -1,10 +1,10 @@
 import Foundation
 import UpgradeEngine
 
-/// `serve --dev` and `demo`: an Apple ID emulator in this process with one team, one app and one
-/// registered key, and a demo account with a password and TOTP. Everything here is published and
-/// insecure by design; the banner says so.
-public struct DevelopmentEnvironment: Sendable {
+/// `serve --dev` and `demo`: an Apple ID emulator in this process, served over HTTP on its own
+/// loopback port, with one team, one app and one registered key; and a demo account with a password
+/// and TOTP. Everything here is published and insecure by design; the banner says so.
+public final class DevelopmentEnvironment: Sendable {
     public static let teamID = "DEVTEAM001"
     public static let keyID = "DEVKEY0001"
     public static let clientID = "com.example.siwa-upgrade"
@@ -16,28 +16,55 @@ public struct DevelopmentEnvironment: Sendable {
     public static let demoAppleUserEmail = "demo@example.com"
 
     public let emulator: AppleIDEmulator
-    public let connections: AppleConnections
+    public let privateKey: P256PrivateKey
     /// The emulator's id of the demo Apple Account (the device signs in as this user).
     public let appleUserID: String
+    /// Apple's endpoints and the emulator's own, on loopback.
+    public let emulatorServer: HTTPServer
 
     public init(
         clientIDs: [String],
-        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        emulatorPort: Int,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws {
         emulator = AppleIDEmulator(clock: clock)
         try emulator.addTeam(Self.teamID)
-        let key = P256PrivateKey()
-        try emulator.registerKey(teamID: Self.teamID, keyID: Self.keyID, publicKey: key.publicKey)
+        privateKey = P256PrivateKey()
+        try emulator.registerKey(teamID: Self.teamID, keyID: Self.keyID, publicKey: privateKey.publicKey)
         for clientID in Set(clientIDs + [Self.clientID]) {
             try emulator.addApp(clientID: clientID, teamID: Self.teamID)
         }
         appleUserID = try emulator.createUser(email: Self.demoAppleUserEmail, fullName: "Demo User")
-        connections = AppleConnections(
-            identityTokens: EmulatorKeys(
-                emulator: emulator,
-                policy: try IdentityTokenPolicy(allowedAudiences: Set(clientIDs + [Self.clientID]))
-            ),
-            tokens: try emulator.client(teamID: Self.teamID, keyID: Self.keyID, privateKey: key)
+        var handlerConfiguration = AppleIDEmulatorHandler.Configuration()
+        handlerConfiguration.log = log
+        var configuration = HTTPServer.Configuration()
+        configuration.host = "127.0.0.1"
+        configuration.port = emulatorPort
+        configuration.onEvent = { event in log("emulator: \(event)") }
+        emulatorServer = HTTPServer(
+            configuration: configuration,
+            handler: AppleIDEmulatorHandler(emulator: emulator, configuration: handlerConfiguration)
+        )
+        try emulatorServer.start()
+    }
+
+    /// The emulator's base URL, what `APPLE_BASE_URL` would be.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(emulatorServer.port)")! }
+
+    public func stop() {
+        emulatorServer.shutdown()
+        emulatorServer.wait()
+    }
+
+    /// The server's connections to the emulator, through the same HTTPS client production uses.
+    public func connections(audiences: Set<String>) throws -> AppleConnections {
+        try AppleConnections(
+            baseURL: baseURL,
+            teamID: Self.teamID,
+            keyID: Self.keyID,
+            privateKey: privateKey,
+            audiences: audiences.union([Self.clientID])
         )
     }
 
@@ -89,7 +116,7 @@ public struct DevelopmentEnvironment: Sendable {
     public static let banner = """
         ************************************************************************
         *  DEVELOPMENT MODE - NOT FOR PRODUCTION                               *
-        *  Apple is an in-process emulator; secrets use a published dev key;   *
+        *  Apple is an emulator on loopback; secrets use a published dev key;  *
         *  the demo account's password and TOTP seed are public.               *
         ************************************************************************
         """

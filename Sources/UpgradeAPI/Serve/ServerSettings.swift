@@ -16,13 +16,15 @@ public struct ServerSettings: Sendable {
     public var secretKeyFile: String?
     public var adminTokensFile: String?
     public var development: Bool
+    /// `--dev` only: the emulator's loopback port (0 picks a free one).
+    public var emulatorPort: Int
 
     /// The variables and their `--flag` spellings.
     public static let variables: [(variable: String, flag: String)] = [
         ("UPGRADE_DB", "--db"), ("UPGRADE_LISTEN", "--listen"), ("APPLE_BASE_URL", "--apple-base-url"),
         ("APPLE_CLIENT_IDS", "--client-ids"), ("APPLE_TEAM_ID", "--team-id"), ("APPLE_KEY_ID", "--key-id"),
         ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
-        ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
+        ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"), ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
     ]
 
     public static let appleProductionURL = "https://appleid.apple.com"
@@ -126,6 +128,19 @@ public struct ServerSettings: Sendable {
             problems.append("UPGRADE_ADMIN_TOKENS_FILE: cannot read \(adminTokensFile)")
         }
 
+        var emulatorPort = 8081
+        if let text = value("UPGRADE_DEV_EMULATOR_PORT") {
+            if !development {
+                problems.append(
+                    "UPGRADE_DEV_EMULATOR_PORT: only meaningful with --dev; point APPLE_BASE_URL at an emulator instead"
+                )
+            } else if let port = Int(text), (0...65535).contains(port) {
+                emulatorPort = port
+            } else {
+                problems.append("UPGRADE_DEV_EMULATOR_PORT: expected a port from 0 to 65535")
+            }
+        }
+
         guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
         return ServerSettings(
             database: database,
@@ -138,7 +153,8 @@ public struct ServerSettings: Sendable {
             privateKeyFile: privateKeyFile,
             secretKeyFile: secretKeyFile,
             adminTokensFile: adminTokensFile,
-            development: development
+            development: development,
+            emulatorPort: emulatorPort
         )
     }
 

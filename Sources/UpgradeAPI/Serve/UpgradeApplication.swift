@@ -1,12 +1,15 @@
 import Foundation
 import UpgradeEngine
 
-/// The assembled server: store, secrets, Apple connections, upgrade service, REST handler and HTTP
-/// server, from validated `ServerSettings`.
+/// The assembled server: store, secrets, Apple connections, upgrade and transfer services, REST
+/// handler and HTTP server, from validated `ServerSettings`. In development it also runs the Apple
+/// ID emulator on its own loopback port and reaches it through the same HTTPS client as production.
 public final class UpgradeApplication: Sendable {
     public let settings: ServerSettings
     public let store: any UpgradeStore
     public let service: UpgradeService
+    public let transfers: TransferService
+    public let apple: AppleConnections
     public let server: HTTPServer
     public let development: DevelopmentEnvironment?
     public let metrics: Metrics
@@ -17,7 +20,6 @@ public final class UpgradeApplication: Sendable {
         settings: ServerSettings,
         log: RequestLog = RequestLog(),
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-        productionApple: ((ServerSettings) throws -> AppleConnections)? = nil,
         configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
     ) throws {
         self.settings = settings
@@ -40,26 +42,35 @@ public final class UpgradeApplication: Sendable {
             secrets = SecretBox.developmentOnly()
         }
 
-        let connections: AppleConnections
+        let teamID: String
         if settings.development {
-            let environment = try DevelopmentEnvironment(clientIDs: settings.clientIDs, clock: clock)
+            let environment = try DevelopmentEnvironment(
+                clientIDs: settings.clientIDs,
+                emulatorPort: settings.emulatorPort,
+                clock: clock,
+                log: { line in log.log("info", "emulator", [("detail", .string(line))]) }
+            )
             development = environment
-            connections = environment.connections
+            apple = try environment.connections(audiences: Set(settings.clientIDs))
+            teamID = DevelopmentEnvironment.teamID
             try DevelopmentEnvironment.ensureDemoAccount(store: store, secrets: secrets, now: now)
         } else {
             development = nil
-            guard let productionApple else {
-                throw ServerSettingsError(problems: ["APPLE_BASE_URL: no Apple client is available in this build"])
-            }
-            connections = try productionApple(settings)
+            apple = try AppleConnections.live(settings)
+            teamID = settings.teamID ?? ""
         }
 
         service = UpgradeService(
             store: store,
             secrets: secrets,
-            identityTokens: connections.identityTokens,
-            apple: connections.tokens,
-            configuration: UpgradeServiceConfiguration(appleTeamID: settings.teamID ?? DevelopmentEnvironment.teamID)
+            identityTokens: apple.keys,
+            apple: apple.client,
+            configuration: UpgradeServiceConfiguration(appleTeamID: teamID)
+        )
+        transfers = TransferService(
+            store: store,
+            apple: apple.client,
+            configuration: TransferServiceConfiguration(teamID: teamID)
         )
         let metrics = Metrics()
         self.metrics = metrics
@@ -71,6 +82,9 @@ public final class UpgradeApplication: Sendable {
         let statistics = StatisticsBox()
         let handler = UpgradeAPIHandler(
             upgrades: service,
+            transfers: transfers,
+            apple: apple,
+            allowedAudiences: Set(settings.clientIDs + (settings.development ? [DevelopmentEnvironment.clientID] : [])),
             store: store,
             clock: clock,
             metrics: metrics,
@@ -80,6 +94,13 @@ public final class UpgradeApplication: Sendable {
         operations = handler.operations
         server = HTTPServer(configuration: configuration, handler: handler)
         statistics.server = server
+    }
+
+    /// Stops the API server (finishing in-flight requests), then the development emulator.
+    public func stop() {
+        server.shutdown()
+        server.wait()
+        development?.stop()
     }
 }
 

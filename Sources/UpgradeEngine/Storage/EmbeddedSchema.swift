@@ -147,5 +147,18 @@ enum EmbeddedSchema {
                 ALTER TABLE apple_links ADD COLUMN email_forwarding_at INTEGER;
                 """
         ),
+        SchemaMigration(
+            version: 3,
+            name: "apple_notifications",
+            sql: """
+                -- Server-to-server notifications already processed, by Apple's `jti`: a redelivery is acknowledged
+                -- and changes nothing. Holds no `sub` or email, only the event type.
+                CREATE TABLE apple_notifications (
+                    jti TEXT PRIMARY KEY,
+                    type TEXT NOT NULL,
+                    received_at INTEGER NOT NULL
+                );
+                """
+        ),
     ]
 }

@@ -425,6 +425,20 @@ struct SQLiteTransaction: StoreTransaction {
         ).compactMap { $0[0].string }
     }
 
+    // MARK: Apple notifications
+
+    func recordNotification(jti: String, type: String, now: Int64) throws(StorageError) -> Bool {
+        try rows(
+            "INSERT INTO apple_notifications (jti, type, received_at) VALUES (?, ?, ?) ON CONFLICT (jti) DO NOTHING",
+            [.text(jti), .text(type), .integer(now)]
+        )
+        return connection.changes == 1
+    }
+
+    func notificationSeen(jti: String) throws(StorageError) -> Bool {
+        try connection.scalarInt("SELECT count(*) FROM apple_notifications WHERE jti = ?", [.text(jti)]) == 1
+    }
+
     // MARK: Audit
 
     func appendAudit(_ event: AuditEvent) throws(StorageError) {

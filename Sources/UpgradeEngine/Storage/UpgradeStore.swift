@@ -74,6 +74,11 @@ public protocol StoreTransaction {
     func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord]
     func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String]
 
+    // Apple notifications
+    /// Records a processed notification; returns false if its `jti` was already recorded.
+    func recordNotification(jti: String, type: String, now: Int64) throws(StorageError) -> Bool
+    func notificationSeen(jti: String) throws(StorageError) -> Bool
+
     // Audit
     func appendAudit(_ event: AuditEvent) throws(StorageError)
     func auditTrail(accountID: String, limit: Int) throws(StorageError) -> [AuditEvent]

@@ -1,0 +1,2 @@
+/// The HTTPS client makes the same migration calls the transfer batches need.
+extension AppleClient: AppleUserMigrating {}
