@@ -43,7 +43,9 @@ struct DemoCommand: CLICommand {
         }
         let base = "http://127.0.0.1:\(application.server.port)"
         let client = DemoHTTPClient()
-        Console.out("server      \(base) (development mode; Apple is the emulator at \(development.baseURL.absoluteString))")
+        Console.out(
+            "server      \(base) (development mode; Apple is the emulator at \(development.baseURL.absoluteString))"
+        )
 
         // 1. The extension hands the saved password to the server.
         let started = try client.post(

@@ -21,7 +21,7 @@ final class ManualClock: Sendable {
 final class KeysSwitches: Sendable {
     let failing = Atomic<Bool>(false)
     let gated = Atomic<Bool>(false)
-    let gate = Gate()
+    let gate = HandlerGate()
 }
 
 struct KeysSwitchingHandler: HTTPHandler {
@@ -172,7 +172,7 @@ struct AppleClientKeySourceTests {
             }
             // Hold the first fetch until every caller has had time to ask for the keys too;
             // without sharing, each of them would start a fetch of its own here.
-            #expect(await fixture.switches.gate.enteredSoon(seconds: 10))
+            #expect(await fixture.switches.gate.entered())
             try await Task.sleep(for: .milliseconds(300))
             fixture.switches.gate.open(8)
             try await group.waitForAll()

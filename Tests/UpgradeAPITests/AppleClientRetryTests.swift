@@ -255,6 +255,46 @@ struct AppleClientRetryTests {
         #expect(error?.message.contains("no complete answer within 0.3 s") == true)
     }
 
+    @Test("cancelling the caller ends the call, whether the request is under way or not yet sent")
+    func cancellation() async throws {
+        let gate = HandlerGate()
+        let apple = try ScriptedApple { _, _ in
+            gate.pass()
+            return .json(Self.tokenJSON)
+        }
+        defer {
+            gate.open(4)
+            apple.stop()
+        }
+        let client = apple.client
+        let inFlight = Task { () async -> AppleEndpointError? in
+            do throws(AppleEndpointError) {
+                _ = try await client.teamAccessToken(clientID: "com.example.app")
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await gate.entered())
+        inFlight.cancel()
+        let error = await inFlight.value
+        #expect(error?.code == .unavailable)
+        #expect(error?.message.contains("cancelled") == true)
+
+        let early = Task { () async -> AppleEndpointError? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(AppleEndpointError) {
+                _ = try await client.teamAccessToken(clientID: "com.example.app")
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let earlyError = await early.value
+        #expect(earlyError?.message.contains("cancelled") == true)
+        #expect(apple.probe.attempts == 1, "the request of a caller cancelled beforehand is never sent")
+    }
+
     @Test(
         "Apple's answers are read strictly",
         arguments: [

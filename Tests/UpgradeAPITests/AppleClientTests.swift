@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 import Testing
@@ -11,6 +12,33 @@ struct ScriptedHandler: HTTPHandler {
 
     func handle(_ request: HTTPRequest) throws -> HTTPResponse {
         try respond(request)
+    }
+}
+
+/// Holds handler calls (on the server's worker threads) until the test opens it. The test waits
+/// for an entry by polling with `Task.sleep`, never by blocking, so it cannot starve the small
+/// cooperative thread pool the client under test needs to make the request at all.
+final class HandlerGate: Sendable {
+    private let entries = Atomic<Int>(0)
+    private let released = DispatchSemaphore(value: 0)
+
+    /// Called by the handler: count the entry, then wait (at most 10 s, so no test can hang here).
+    func pass() {
+        entries.add(1, ordering: .relaxed)
+        _ = released.wait(timeout: .now() + 10)
+    }
+
+    func entered(seconds: Int = 10) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while entries.load(ordering: .relaxed) == 0 {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    func open(_ count: Int) {
+        for _ in 0..<count { released.signal() }
     }
 }
 

@@ -5,6 +5,11 @@ import Testing
 
 @testable import UpgradeEngine
 
+/// Polls without holding a thread of the cooperative pool.
+private func pause() async {
+    try? await Task.sleep(for: .milliseconds(20))
+}
+
 /// `upgrade-cli emulator serve` as a real process: it prints its settings, serves Apple's
 /// endpoints, and stops cleanly on SIGTERM.
 @Suite("upgrade-cli emulator serve")
@@ -36,9 +41,9 @@ struct EmulatorCommandHTTPTests {
         }
 
         /// Waits up to 15 s for the end of the pipe, so nothing written before exit is missed.
-        func all() -> String {
-            let deadline = Date().addingTimeInterval(15)
-            while !state.withLock({ $0.ended }) && Date() < deadline { usleep(10_000) }
+        func all() async -> String {
+            let deadline = ContinuousClock.now + .seconds(15)
+            while !state.withLock({ $0.ended }) && ContinuousClock.now < deadline { await pause() }
             return text
         }
     }
@@ -64,24 +69,29 @@ struct EmulatorCommandHTTPTests {
         }
 
         /// The value of the first `NAME=value` line, waiting up to 30 s for it.
-        func setting(_ name: String) -> String? {
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
+        func setting(_ name: String) async -> String? {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline {
                 let lines = output.text.split(separator: "\n")
                 if let line = lines.first(where: { $0.hasPrefix(name + "=") }) {
                     return String(line.dropFirst(name.count + 1))
                 }
                 guard process.isRunning else { return nil }
-                usleep(20_000)
+                await pause()
             }
             return nil
         }
 
         /// Sends `signal` and waits up to 15 s; the exit status, or nil if it is still running (then killed).
-        func stop(_ signal: Int32 = SIGTERM) -> Int32? {
+        func stop(_ signal: Int32 = SIGTERM) async -> Int32? {
             kill(process.processIdentifier, signal)
-            let deadline = Date().addingTimeInterval(15)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
+            return await exitStatus()
+        }
+
+        /// Waits up to 15 s for the process to end on its own; its status, or nil (then it is killed).
+        func exitStatus() async -> Int32? {
+            let deadline = ContinuousClock.now + .seconds(15)
+            while process.isRunning && ContinuousClock.now < deadline { await pause() }
             guard !process.isRunning else {
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
@@ -101,9 +111,9 @@ struct EmulatorCommandHTTPTests {
             "--port", "0", "--team", "TEAMA12345", "--client-id", "com.example.app", "--key-id", "KEYA123456",
             "--private-key-out", keyFile, "--user", "jane@example.com",
         ])
-        let baseURL = try #require(running.setting("APPLE_BASE_URL"), "stdout: \(running.output.text)")
-        #expect(running.setting("APPLE_PRIVATE_KEY_FILE") == keyFile)
-        #expect(running.setting("APPLE_CLIENT_IDS") == "com.example.app")
+        let baseURL = try #require(await running.setting("APPLE_BASE_URL"), "stdout: \(running.output.text)")
+        #expect(await running.setting("APPLE_PRIVATE_KEY_FILE") == keyFile)
+        #expect(await running.setting("APPLE_CLIENT_IDS") == "com.example.app")
         let attributes = try FileManager.default.attributesOfItem(atPath: keyFile)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
 
@@ -121,17 +131,14 @@ struct EmulatorCommandHTTPTests {
         #expect(token.expiresIn == 3600)
         _ = try await client.fetchKeySet()
 
-        #expect(running.stop() == 0)
-        #expect(running.errors.all().contains("stopped"))
+        #expect(await running.stop() == 0)
+        #expect(await running.errors.all().contains("stopped"))
         // The key file is never overwritten.
         let again = try Running([
             "--port", "0", "--team", "TEAMA12345", "--client-id", "x.y", "--private-key-out", keyFile,
         ])
-        let deadline = Date().addingTimeInterval(15)
-        while again.process.isRunning && Date() < deadline { usleep(20_000) }
-        if again.process.isRunning { _ = again.stop(SIGKILL) }
-        #expect(again.process.terminationStatus == 2)
-        #expect(again.errors.all().contains("already exists"))
+        #expect(await again.exitStatus() == 2)
+        #expect(await again.errors.all().contains("already exists"))
     }
 
     @Test(
@@ -145,13 +152,10 @@ struct EmulatorCommandHTTPTests {
             (["--port", "70000"], "--port"),
         ]
     )
-    func usageErrors(arguments: [String], reason: String) throws {
+    func usageErrors(arguments: [String], reason: String) async throws {
         let running = try Running(arguments)
-        let deadline = Date().addingTimeInterval(15)
-        while running.process.isRunning && Date() < deadline { usleep(20_000) }
-        if running.process.isRunning { _ = running.stop(SIGKILL) }
-        #expect(running.process.terminationStatus == 2)
-        let errors = running.errors.all()
+        #expect(await running.exitStatus() == 2)
+        let errors = await running.errors.all()
         #expect(errors.contains(reason), "\(errors)")
     }
 }

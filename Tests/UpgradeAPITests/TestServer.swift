@@ -7,28 +7,15 @@ import UpgradeAPI
 final class Gate: Sendable {
     private let entered = DispatchSemaphore(value: 0)
     private let released = DispatchSemaphore(value: 0)
-    private let entries = Atomic<Int>(0)
 
     /// Called by the handler: announce entry, then wait (at most 10 s, so no test can hang here).
     func pass() {
-        entries.add(1, ordering: .releasing)
         entered.signal()
         _ = released.wait(timeout: .now() + 10)
     }
 
     func waitUntilEntered(seconds: Double = 5) -> Bool {
         entered.wait(timeout: .now() + seconds) == .success
-    }
-
-    /// The same from async code, without blocking a thread of the concurrency pool (which the work
-    /// being waited for may need).
-    func enteredSoon(seconds: Double = 10) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while entries.load(ordering: .acquiring) == 0 {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
     }
 
     func open(_ count: Int = 1) {

@@ -10,7 +10,8 @@ extension AppleClient {
         /// The request uses up a single-use grant (authorization code, per-user access token), so
         /// after a retry a refusal may mean an earlier attempt reached Apple and used it.
         let consumesGrant: Bool
-        var limit = 64 * 1024
+        /// Bytes an answer may have; nil means `Configuration.maximumResponseBytes`.
+        var limit: Int?
 
         init(
             post path: String,

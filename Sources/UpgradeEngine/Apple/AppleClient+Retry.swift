@@ -8,12 +8,7 @@ extension AppleClient {
     /// Sends `call`, retrying after 429, 5xx and transport failures within `configuration.retry`,
     /// and returns the first answer that is neither (a 2xx or another 4xx).
     func perform(_ call: Call) async throws(AppleEndpointError) -> Answer {
-        var call = call
-        if call.method == "GET" {
-            call.limit = max(call.limit, configuration.maximumResponseBytes)
-        } else {
-            call.limit = configuration.maximumResponseBytes
-        }
+        let limit = call.limit ?? configuration.maximumResponseBytes
         let request = makeRequest(call)
         let policy = configuration.retry
         let started = ContinuousClock.now
@@ -24,14 +19,13 @@ extension AppleClient {
             guard remaining > .zero else {
                 throw unavailable(
                     call,
-                    "no time left for attempt \(attempt) within \(policy.totalTime.seconds) s",
-                    attempts: attempt
+                    "no time left for attempt \(attempt) within \(policy.totalTime.seconds) s"
                 )
             }
             let timeout = min(configuration.requestTimeout, remaining)
             let reason: String
             var retryAfter: Duration?
-            switch await transport.send(request, limit: call.limit, timeout: timeout) {
+            switch await transport.send(request, limit: limit, timeout: timeout) {
             case .success(let response) where response.status == 429 || (500...599).contains(response.status):
                 reason = "HTTP \(response.status)"
                 retryAfter = response.headers["retry-after"].flatMap { Self.retryAfter($0, now: configuration.clock()) }
@@ -40,11 +34,11 @@ extension AppleClient {
             case .failure(let failure) where failure.isRetryable:
                 reason = failure.description
             case .failure(let failure):
-                throw unavailable(call, failure.description, attempts: attempt)
+                throw unavailable(call, failure.description)
             }
 
             guard attempt < policy.maximumAttempts else {
-                throw unavailable(call, "\(reason) on each of \(attempt) attempts", attempts: attempt)
+                throw unavailable(call, "\(reason) on each of \(attempt) attempts")
             }
             var delay = policy.backoff(afterAttempt: attempt)
             if let retryAfter {
@@ -52,8 +46,7 @@ extension AppleClient {
                     throw unavailable(
                         call,
                         "\(reason) with Retry-After \(retryAfter.seconds) s, longer than the "
-                            + "\(policy.maximumRetryAfter.seconds) s a call may wait",
-                        attempts: attempt
+                            + "\(policy.maximumRetryAfter.seconds) s a call may wait"
                     )
                 }
                 delay = max(delay, retryAfter)
@@ -61,8 +54,7 @@ extension AppleClient {
             guard ContinuousClock.now - started + delay < policy.totalTime else {
                 throw unavailable(
                     call,
-                    "\(reason); no time left for another attempt within \(policy.totalTime.seconds) s",
-                    attempts: attempt
+                    "\(reason); no time left for another attempt within \(policy.totalTime.seconds) s"
                 )
             }
             configuration.onEvent(
@@ -77,7 +69,7 @@ extension AppleClient {
             do {
                 try await configuration.sleep(delay)
             } catch {
-                throw unavailable(call, "cancelled while waiting to retry after \(reason)", attempts: attempt)
+                throw unavailable(call, "cancelled while waiting to retry after \(reason)")
             }
         }
     }
@@ -95,7 +87,7 @@ extension AppleClient {
         return request
     }
 
-    func unavailable(_ call: Call, _ reason: String, attempts: Int) -> AppleEndpointError {
+    func unavailable(_ call: Call, _ reason: String) -> AppleEndpointError {
         AppleEndpointError(
             code: .unavailable,
             httpStatus: nil,

@@ -9,8 +9,8 @@ import FoundationNetworking
 /// arrive and refusing redirects, then resumes the waiting caller exactly once.
 ///
 /// `@unchecked Sendable` because `NSObject` is not `Sendable`; the invariant that makes it safe:
-/// the only stored property is `pending`, a `Mutex`, and every callback reads and writes task state
-/// only inside it.
+/// the only stored properties are `pending` and `cancelledEarly`, both `Mutex`es, and every
+/// callback reads and writes task state only inside them.
 final class AppleClientSessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     typealias Outcome = Result<AppleClientTransport.Response, AppleClientTransport.Failure>
 
@@ -24,14 +24,39 @@ final class AppleClientSessionDelegate: NSObject, URLSessionDataDelegate, @unche
     }
 
     private let pending = Mutex<[Int: Pending]>([:])
+    /// Tasks whose caller was cancelled before they were registered (and so before they started).
+    private let cancelledEarly = Mutex<Set<Int>>([])
 
+    /// Makes `continuation` the receiver of the task's outcome. False if the caller was cancelled
+    /// already: the continuation has then been resumed with `.cancelled` and the task must not start.
     func register(
         _ identifier: Int,
         limit: Int,
         timeout: Duration,
         continuation: CheckedContinuation<Outcome, Never>
-    ) {
-        pending.withLock { $0[identifier] = Pending(continuation: continuation, limit: limit, timeout: timeout) }
+    ) -> Bool {
+        let proceed = cancelledEarly.withLock { cancelled in
+            guard cancelled.remove(identifier) == nil else { return false }
+            pending.withLock { $0[identifier] = Pending(continuation: continuation, limit: limit, timeout: timeout) }
+            return true
+        }
+        if !proceed { continuation.resume(returning: .failure(.cancelled)) }
+        return proceed
+    }
+
+    /// The caller was cancelled; true if the task is running and must be cancelled. A task not yet
+    /// registered is remembered instead, so it never starts (a task cancelled before it is resumed
+    /// might never report completion, leaving its caller waiting).
+    func cancel(_ identifier: Int) -> Bool {
+        cancelledEarly.withLock { cancelled in
+            let running = pending.withLock { pending -> Bool in
+                guard pending[identifier] != nil else { return false }
+                if pending[identifier]?.failure == nil { pending[identifier]?.failure = .cancelled }
+                return true
+            }
+            if !running { cancelled.insert(identifier) }
+            return running
+        }
     }
 
     /// Records that the deadline passed; true if the task was still running and must be cancelled.

@@ -81,14 +81,16 @@ final class AppleClientTransport: Sendable {
         let delegate = self.delegate
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Response, Failure>, Never>) in
-                delegate.register(identifier, limit: limit, timeout: timeout, continuation: continuation)
+                guard delegate.register(identifier, limit: limit, timeout: timeout, continuation: continuation) else {
+                    return
+                }
                 task.resume()
                 DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) {
                     if delegate.markTimedOut(identifier) { task.cancel() }
                 }
             }
         } onCancel: {
-            task.cancel()
+            if delegate.cancel(identifier) { task.cancel() }
         }
     }
 }

@@ -68,7 +68,7 @@ public final class AppleKeySource: IdentityTokenVerifying {
         let keys = try await keySet(containing: nil)
         do {
             return try IdentityTokenVerifier(keys: keys, policy: policy).verify(token, nonce: nonce, now: now)
-        } catch  where error.code == .unknownKeyID {
+        } catch let error where error.code == .unknownKeyID {
             guard let keyID = Self.keyID(of: token, maximumLength: policy.maxTokenLength) else { throw error }
             let refreshed = try await keySet(containing: keyID)
             guard refreshed[keyID] != nil else {
@@ -85,8 +85,8 @@ public final class AppleKeySource: IdentityTokenVerifying {
     }
 
     /// The key set to verify with (the same keys verify server-to-server notifications). With a
-    /// `keyID` the set does not hold, it is fetched again unless a fetch started within
-    /// `refetchInterval`; the answer may still lack the key.
+    /// `keyID` the set does not hold, it is fetched again unless such a refetch started, or a fetch
+    /// failed, within `refetchInterval`; the answer may still lack the key.
     public func keySet(containing keyID: String?) async throws(IdentityTokenError) -> JWKSet {
         switch decide(keyID: keyID) {
         case .use(let keys):
