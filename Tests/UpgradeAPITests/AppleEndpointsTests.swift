@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+import UpgradeAPI
+import UpgradeEngine
+
+/// Sign-in, credential state and Apple's server-to-server notifications over HTTP.
+@Suite("Apple endpoints end to end")
+struct AppleEndpointsTests {
+    /// Upgrades `plain` to the demo Apple user and returns the account id and the user's `sub`.
+    static func upgraded(_ server: DevServer) async throws -> (accountID: String, sub: String) {
+        try server.addAccount("plain", password: "pw-plain")
+        let started = try await server.post(
+            "/v1/upgrades",
+            ["username": "plain", "password": "pw-plain", "serviceIdentifier": "s"]
+        )
+        let credential = try server.appleCredential(for: started)
+        let done = try await server.post("/v1/upgrades/\(try #require(started["id"]))/apple-credential", credential)
+        #expect(done["status"] == "completed")
+        return (try #require(done["accountId"]), try #require(credential["user"] as? String))
+    }
+
+    func link(_ server: DevServer, _ accountID: String) throws -> AppleLinkRecord? {
+        try server.application.store.read { try $0.appleLink(accountID: accountID) }
+    }
+
+    @Test("credential state: authorized after the upgrade, notFound for an unknown id, validation without one")
+    func credentialState() async throws {
+        let server = try DevServer()
+        let (_, sub) = try await Self.upgraded(server)
+        let state = try await server.get("/v1/apple/credential-state?user=\(sub)")
+        #expect(state.status == 200)
+        #expect(state["state"] == "authorized")
+        #expect(state.json["rawValue"] as? Int == 1)
+        #expect(try await server.get("/v1/apple/credential-state?user=000000.unknown.0000")["state"] == "notFound")
+        #expect(try await server.get("/v1/apple/credential-state").status == 422)
+    }
+
+    @Test("sign-in finds the account by sub and stores the refresh token of the exchanged code")
+    func signIn() async throws {
+        let server = try DevServer()
+        let (accountID, sub) = try await Self.upgraded(server)
+        let before = try link(server, accountID)?.refreshTokenCiphertext
+        let authorization = try server.development.emulator.authorize(
+            userID: server.development.appleUserID,
+            clientID: DevelopmentEnvironment.clientID,
+            nonce: "n-1",
+            state: nil,
+            emailMode: .hidden
+        )
+        let answer = try await server.post(
+            "/v1/apple/sign-in",
+            ["identityToken": authorization.identityToken, "authorizationCode": authorization.authorizationCode]
+        )
+        #expect(answer.status == 200)
+        #expect(answer["accountId"] == accountID)
+        #expect(answer["sub"] == sub)
+        #expect(answer.json["migrated"] as? Bool == false)
+        let after = try link(server, accountID)?.refreshTokenCiphertext
+        #expect(after != nil && after != before, "the new refresh token replaced the old one")
+        // The same code again: Apple refuses it, and the client is told so.
+        let replay = try await server.post(
+            "/v1/apple/sign-in",
+            ["identityToken": authorization.identityToken, "authorizationCode": authorization.authorizationCode]
+        )
+        #expect(replay.status == 400)
+        #expect(replay.problem == "invalid-authorization-code")
+        // A token for an Apple user with no account.
+        let stranger = try server.development.emulator.createUser(email: "stranger@example.com")
+        let other = try server.development.emulator.authorize(
+            userID: stranger,
+            clientID: DevelopmentEnvironment.clientID,
+            nonce: "n-2",
+            state: nil,
+            emailMode: .shared
+        )
+        let unknown = try await server.post("/v1/apple/sign-in", ["identityToken": other.identityToken])
+        #expect(unknown.status == 404)
+        let forged = try await server.post(
+            "/v1/apple/sign-in",
+            ["identityToken": String(other.identityToken.dropLast(4)) + "AAAA"]
+        )
+        #expect(forged.status == 400)
+        #expect(forged.problem == "invalid-identity-token")
+    }
+
+    @Test("each notification changes what Apple's documentation says; a redelivery and a forgery change nothing")
+    func notifications() async throws {
+        let server = try DevServer()
+        let (accountID, sub) = try await Self.upgraded(server)
+        let emulator = server.development.emulator
+        let user = server.development.appleUserID
+
+        func deliver(_ notification: AppleServerNotification) async throws -> DevServer.Response {
+            try await server.post("/v1/apple/notifications", ["payload": notification.payload])
+        }
+
+        // email-disabled, then email-enabled: forwarding recorded on the link.
+        try emulator.setEmailForwarding(userID: user, teamID: DevelopmentEnvironment.teamID, enabled: false)
+        let disabled = try #require(emulator.drainNotifications().first)
+        #expect(try await deliver(disabled)["status"] == "processed")
+        #expect(try link(server, accountID)?.emailForwardingEnabled == false)
+        try emulator.setEmailForwarding(userID: user, teamID: DevelopmentEnvironment.teamID, enabled: true)
+        let enabled = try #require(emulator.drainNotifications().first)
+        #expect(try await deliver(enabled)["status"] == "processed")
+        #expect(try link(server, accountID)?.emailForwardingEnabled == true)
+
+        // A forged payload: refused, nothing changes.
+        try emulator.revokeConsent(userID: user, clientID: DevelopmentEnvironment.clientID)
+        let revoked = try #require(emulator.drainNotifications().first)
+        let forged = try await server.post(
+            "/v1/apple/notifications",
+            ["payload": String(revoked.payload.dropLast(4)) + "AAAA"]
+        )
+        #expect(forged.status == 400)
+        #expect(forged.problem == "invalid-notification")
+        #expect(try link(server, accountID)?.status == .linked)
+        #expect(try await server.get("/v1/apple/credential-state?user=\(sub)")["state"] == "authorized")
+
+        // consent-revoked: the link ends and its refresh token is deleted.
+        #expect(try link(server, accountID)?.refreshTokenCiphertext != nil)
+        #expect(try await deliver(revoked)["status"] == "processed")
+        #expect(try link(server, accountID)?.status == .revoked)
+        #expect(try link(server, accountID)?.refreshTokenCiphertext == nil)
+        #expect(try await server.get("/v1/apple/credential-state?user=\(sub)")["state"] == "revoked")
+        let audit = try server.application.store.read { try $0.auditTrail(accountID: accountID, limit: 100) }.count
+
+        // The same delivery again: acknowledged as a duplicate, nothing written.
+        let again = try await deliver(revoked)
+        #expect(again.status == 200)
+        #expect(again["status"] == "duplicate")
+        #expect(
+            try server.application.store.read { try $0.auditTrail(accountID: accountID, limit: 100) }.count == audit
+        )
+
+        // account-deleted for another upgraded user.
+        try server.addAccount("second", password: "pw-2")
+        let bob = try emulator.createUser(email: "bob@example.com")
+        let started = try await server.post(
+            "/v1/upgrades",
+            ["username": "second", "password": "pw-2", "serviceIdentifier": "s"]
+        )
+        let credential = try server.appleCredential(for: started, userID: bob)
+        let done = try await server.post("/v1/upgrades/\(try #require(started["id"]))/apple-credential", credential)
+        let bobAccount = try #require(done["accountId"])
+        try emulator.deleteAccount(userID: bob)
+        let deleted = try #require(emulator.drainNotifications().last)
+        #expect(try await deliver(deleted)["status"] == "processed")
+        #expect(try link(server, bobAccount)?.status == .deleted)
+        #expect(try link(server, bobAccount)?.refreshTokenCiphertext == nil)
+    }
+}
