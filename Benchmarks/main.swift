@@ -26,6 +26,13 @@ func report(_ name: String, _ rate: Double, relativeTo base: (name: String, rate
     print(line)
 }
 
+// `Benchmarks upgrade-cpu [COUNT]`: server CPU per completed upgrade, in separate processes.
+if CommandLine.arguments.dropFirst().first == "upgrade-cpu" {
+    let count = CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 300
+    try runUpgradeCPUBenchmark(count: count)
+    exit(0)
+}
+
 print("siwa-upgrade benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores); rates are single-threaded")
 
 // MARK: HMAC and TOTP

@@ -442,13 +442,10 @@ struct SQLiteTransaction: StoreTransaction {
     // MARK: Audit
 
     func appendAudit(_ event: AuditEvent) throws(StorageError) {
-        let detail: String
-        do {
-            let data = try JSONSerialization.data(withJSONObject: event.detail, options: [.sortedKeys])
-            detail = String(decoding: data, as: UTF8.self)
-        } catch {
-            throw StorageError(.io, "audit detail is not encodable")
-        }
+        let detail = JWSJSON.object(
+            event.detail.sorted { $0.key < $1.key }.map { JWSJSON.Member($0.key, .string($0.value)) }
+        )
+        .serializedString
         try rows(
             "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
@@ -460,7 +457,10 @@ struct SQLiteTransaction: StoreTransaction {
 
     private static func audit(_ row: [SQLValue]) -> AuditEvent {
         let detailText = row[7].string ?? "{}"
-        let detail = (try? JSONSerialization.jsonObject(with: Data(detailText.utf8))) as? [String: String] ?? [:]
+        var detail: [String: String] = [:]
+        for member in (try? JWSJSON.parse(Array(detailText.utf8)))?.members ?? [] {
+            if let value = member.value.stringValue { detail[member.key] = value }
+        }
         return AuditEvent(
             id: row[0].int,
             at: row[1].int ?? 0,

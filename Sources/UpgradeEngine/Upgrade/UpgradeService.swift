@@ -54,20 +54,39 @@ public final class UpgradeService: Sendable {
 
     // MARK: Machine persistence
 
+    /// The `machine` column: `UpgradeState.Persisted` as a JSON object with sorted keys, written with
+    /// the engine's own JSON serializer (a hot path: every transition writes one).
     public static func encode(_ machine: UpgradeStateMachine) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Persisted holds strings and integers only; encoding cannot fail.
-        let data = (try? encoder.encode(machine.state.persisted)) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        let state = machine.state.persisted
+        return JWSJSON.object([
+            "cancelCode": state.cancelCode.map { .integer(Int64($0)) },
+            "deadline": state.deadline.map { .integer($0) },
+            "failedAttempts": state.failedAttempts.map { .integer(Int64($0)) },
+            "failureReason": state.failureReason.map { .string($0) },
+            "sessionDeadline": state.sessionDeadline.map { .integer($0) },
+            "status": .string(state.status),
+            "sub": state.sub.map { .string($0) },
+        ]).serializedString
     }
 
     func restore(_ record: UpgradeSessionRecord) throws(UpgradeFailure) -> UpgradeStateMachine {
+        let unreadable = UpgradeFailure(.internalError, "the stored upgrade could not be read")
+        guard let json = try? JWSJSON.parse(Array(record.machine.utf8)), json.members != nil,
+            let status = json["status"]?.stringValue
+        else { throw unreadable }
+        let persisted = UpgradeState.Persisted(
+            status: status,
+            deadline: json["deadline"]?.int64Value,
+            sessionDeadline: json["sessionDeadline"]?.int64Value,
+            failedAttempts: json["failedAttempts"]?.int64Value.map { Int($0) },
+            sub: json["sub"]?.stringValue,
+            failureReason: json["failureReason"]?.stringValue,
+            cancelCode: json["cancelCode"]?.int64Value.map { Int($0) }
+        )
         do {
-            let persisted = try JSONDecoder().decode(UpgradeState.Persisted.self, from: Data(record.machine.utf8))
             return UpgradeStateMachine(state: try UpgradeState(persisted: persisted), policy: configuration.policy)
         } catch {
-            throw UpgradeFailure(.internalError, "the stored upgrade could not be read")
+            throw unreadable
         }
     }
 

@@ -1,0 +1,206 @@
+import Foundation
+import UpgradeEngine
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Server CPU time per completed upgrade, password hash excluded.
+///
+/// Three processes, so CPU is attributed honestly: the Apple ID emulator (`upgrade-cli emulator
+/// serve`), the server in production mode (`upgrade-cli serve`, reaching the emulator through the
+/// HTTPS client path), and this driver, which plays the device. The server's user+system time is
+/// read from /proc before and after `count` upgrades (password → Apple sheet → credential →
+/// completed); the accounts' argon2id hashes are cheap (m=256 KiB, t=1) and their measured cost is
+/// subtracted.
+func runUpgradeCPUBenchmark(count: Int) throws {
+    let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        .deletingLastPathComponent()
+    let cli = binDirectory.appendingPathComponent("upgrade-cli").path
+    guard FileManager.default.isExecutableFile(atPath: cli) else {
+        throw BenchmarkError("build upgrade-cli in the same configuration first: swift build -c release")
+    }
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-cpu-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let clientID = "com.example.bench"
+    let now = Int64(Date().timeIntervalSince1970)
+
+    // Accounts with cheap hashes, written directly.
+    let database = directory.appendingPathComponent("bench.db").path
+    let store = try SQLiteStore(path: database)
+    _ = try store.migrate(now: now)
+    let cheap = try PasswordHasher(parameters: .init(memoryKiB: 256, iterations: 1, parallelism: 1))
+    let total = count + 20
+    let hash = try cheap.hash(password: "bench-password")
+    try store.write { tx in
+        for index in 0..<total {
+            let account = AccountRecord(
+                id: "acct-\(index)",
+                username: "user\(index)",
+                credentialKind: .password,
+                createdAt: now,
+                updatedAt: now
+            )
+            try tx.insertAccount(account)
+            try tx.upsertPasswordCredential(
+                PasswordCredentialRecord(accountID: account.id, hash: hash, format: "argon2id", updatedAt: now)
+            )
+        }
+    }
+    let verifier = PasswordVerifier()
+    let hashRate = measure(1, batch: 16) { _ = try? verifier.verify(password: "bench-password", encodedHash: hash) }
+    let secretKey = directory.appendingPathComponent("secret.key")
+    try Data(SecureRandom.bytes(32)).write(to: secretKey)
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretKey.path)
+
+    // The emulator, then the server pointed at it.
+    let keyFile = directory.appendingPathComponent("apple.p8").path
+    let emulator = try ChildProcess(
+        cli,
+        [
+            "emulator", "serve", "--port", "0", "--team", "TEAMA12345", "--client-id", clientID, "--private-key-out",
+            keyFile,
+        ],
+        environment: [:],
+        readyWhen: "APPLE_BASE_URL="
+    )
+    defer { emulator.stop() }
+    let settings = emulator.output.split(separator: "\n").reduce(into: [String: String]()) { values, line in
+        let parts = line.split(separator: "=", maxSplits: 1)
+        if parts.count == 2, parts[0].hasPrefix("APPLE_") { values[String(parts[0])] = String(parts[1]) }
+    }
+    guard let appleBase = settings["APPLE_BASE_URL"] else {
+        throw BenchmarkError("the emulator printed no APPLE_BASE_URL")
+    }
+    var environment = settings
+    environment["UPGRADE_DB"] = "sqlite:" + database
+    environment["UPGRADE_LISTEN"] = "127.0.0.1:0"
+    environment["UPGRADE_SECRET_KEY_FILE"] = secretKey.path
+    let server = try ChildProcess(cli, ["serve"], environment: environment, readyWhen: "listening on http://")
+    defer { server.stop() }
+    guard let range = server.output.range(of: #"listening on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
+    else {
+        throw BenchmarkError("the server printed no address")
+    }
+    let base = String(server.output[range].dropFirst("listening on ".count))
+
+    let http = BenchmarkHTTP()
+    let users = try (0..<total).map { index in
+        try http.post("\(appleBase)/emulator/users", ["email": "bench\(index)@example.com"])["userId"] as? String ?? ""
+    }
+    func upgrade(_ index: Int) throws {
+        let started = try http.post(
+            "\(base)/v1/upgrades",
+            ["username": "user\(index)", "password": "bench-password", "serviceIdentifier": "bench"]
+        )
+        guard let id = started["id"] as? String, let state = started["state"] as? String,
+            let nonce = started["nonce"] as? String
+        else {
+            throw BenchmarkError("unexpected start answer: \(started)")
+        }
+        let authorization = try http.post(
+            "\(appleBase)/emulator/authorize",
+            ["userId": users[index], "clientId": clientID, "nonce": nonce, "state": state]
+        )
+        let done = try http.post(
+            "\(base)/v1/upgrades/\(id)/apple-credential",
+            [
+                "identityToken": authorization["identityToken"] as? String ?? "",
+                "authorizationCode": authorization["authorizationCode"] as? String ?? "",
+                "state": state,
+            ]
+        )
+        guard done["status"] as? String == "completed" else {
+            throw BenchmarkError("upgrade \(index) did not complete: \(done)")
+        }
+    }
+    for index in 0..<20 { try upgrade(index) }  // warm-up: JWKS fetched, client secret made, caches filled
+    let before = try server.cpuSeconds()
+    let started = DispatchTime.now().uptimeNanoseconds
+    for index in 20..<total { try upgrade(index) }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+    let cpu = try server.cpuSeconds() - before
+    let perUpgrade = cpu / Double(count) * 1000
+    let hashMilliseconds = 1000 / hashRate
+    print("server CPU per completed upgrade over HTTP (\(count) upgrades, \(String(format: "%.1f", elapsed)) s wall)")
+    print(String(format: "  total                      %7.3f ms", perUpgrade))
+    print(String(format: "  password hash (argon2id m=256 KiB, t=1, measured)  %7.3f ms", hashMilliseconds))
+    print(String(format: "  excluding the password hash %7.3f ms   (target ≤ 0.75 ms)", perUpgrade - hashMilliseconds))
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A child process whose combined output is read until a marker appears.
+final class ChildProcess {
+    let process = Process()
+    private(set) var output = ""
+    private let pipe = Pipe()
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String], readyWhen marker: String) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while !output.contains(marker) {
+            guard Date() < deadline, process.isRunning else {
+                throw BenchmarkError("\(arguments.prefix(2).joined(separator: " ")) did not start: \(output)")
+            }
+            let data = pipe.fileHandleForReading.availableData
+            output += String(decoding: data, as: UTF8.self)
+        }
+        // Keep reading so the child never blocks on a full pipe.
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { while !handle.availableData.isEmpty {} }
+    }
+
+    /// User plus system CPU seconds, from /proc/PID/stat (fields 14 and 15, in clock ticks).
+    func cpuSeconds() throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)
+        guard let close = stat.lastIndex(of: ")") else { throw BenchmarkError("unreadable /proc stat") }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command name, field 3 (state) is index 0, so utime (14) and stime (15) are 11 and 12.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+            throw BenchmarkError("unreadable /proc stat")
+        }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
+
+/// Blocking JSON over URLSession, for the driver.
+final class BenchmarkHTTP: Sendable {
+    func post(_ url: String, _ body: [String: String]) throws -> [String: Any] {
+        var request = URLRequest(url: URL(string: url)!, timeoutInterval: 30)
+        request.httpMethod = "POST"
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        let result = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, _, _ in
+            result.set(data)
+            done.signal()
+        }.resume()
+        done.wait()
+        guard let data = result.get() else { throw BenchmarkError("no answer from \(url)") }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+    }
+
+    /// Written by URLSession's callback, read after the semaphore; the lock makes the order explicit.
+    private final class ResultBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var data: Data?
+        func set(_ value: Data?) { lock.withLock { data = value } }
+        func get() -> Data? { lock.withLock { data } }
+    }
+}
