@@ -73,23 +73,27 @@ struct DemoCommand: CLICommand {
         }
 
         // 3. The system's Sign in with Apple sheet, with our state and nonce.
-        let authorization = try development.emulator.authorize(
-            userID: development.appleUserID,
-            clientID: DevelopmentEnvironment.clientID,
-            nonce: nonce,
-            state: state,
-            emailMode: .hidden
+        let sheet = try client.post(
+            "\(development.baseURL.absoluteString)/emulator/authorize",
+            [
+                "userId": development.appleUserID, "clientId": DevelopmentEnvironment.clientID, "nonce": nonce,
+                "state": state,
+                "emailMode": "hidden",
+            ]
         )
+        guard sheet.status == 200, let identityToken = sheet.json["identityToken"] as? String,
+            let authorizationCode = sheet.json["authorizationCode"] as? String, let user = sheet.json["user"] as? String
+        else { throw CommandFailure("the emulator's authorize failed: \(sheet.text)") }
         Console.out(
-            "apple       Sign in with Apple sheet approved: identity token and authorization code issued (state echoed)"
+            "POST /emulator/authorize                   HTTP \(sheet.status)  Apple's sheet approved: token and code issued, state echoed"
         )
 
         // 4. The extension sends Apple's credential; the account is converted.
         let completed = try client.post(
             "\(base)/v1/upgrades/\(id)/apple-credential",
             [
-                "identityToken": authorization.identityToken, "authorizationCode": authorization.authorizationCode,
-                "state": authorization.state ?? "", "user": authorization.user,
+                "identityToken": identityToken, "authorizationCode": authorizationCode,
+                "state": sheet.json["state"] as? String ?? "", "user": user,
             ]
         )
         try show("POST /v1/upgrades/{id}/apple-credential", completed)

@@ -110,4 +110,13 @@ struct CLITests {
         }
         #expect(try runCLI(["accounts", "show", "nobody", "--db", db]).status == 1)
     }
+
+    @Test("demo: the whole upgrade over HTTP succeeds and the old password is refused")
+    func demo() throws {
+        let result = try runCLI(["demo"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("status completed, result success"))
+        #expect(result.stdout.contains("problem invalid-credentials"))
+        #expect(!result.stdout.contains("demo-password"), "the demo prints no password")
+    }
 }
