@@ -209,7 +209,7 @@ struct AppleClientKeySourceTests {
                 try await fixture.verify(token)
                 Issue.record("verified without keys")
             } catch let error as IdentityTokenError {
-                #expect(error.code == .unknownKeyID)
+                #expect(error.code == .keysUnavailable)
                 #expect(error.message.contains("not available"))
                 #expect(error.message.contains("HTTP 500"))
             }

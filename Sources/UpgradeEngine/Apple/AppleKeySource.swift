@@ -73,8 +73,9 @@ public final class AppleKeySource: IdentityTokenVerifying {
             let refreshed = try await keySet(containing: keyID)
             guard refreshed[keyID] != nil else {
                 let failure = state.withLock { $0.lastFailure?.reason }
+                // A refetch that failed says nothing about the token: the key may well exist.
                 throw IdentityTokenError(
-                    .unknownKeyID,
+                    failure == nil ? .unknownKeyID : .keysUnavailable,
                     "no key with kid \(IdentityTokenError.quoted(keyID)) in Apple's key set "
                         + (failure.map { "(fetching it again failed: \($0))" }
                             ?? "(fetched again at most once per \(Int(configuration.refetchInterval.seconds)) s)")
@@ -92,12 +93,12 @@ public final class AppleKeySource: IdentityTokenVerifying {
         case .use(let keys):
             return keys
         case .fail(let reason):
-            throw IdentityTokenError(.unknownKeyID, "Apple's key set is not available: \(reason)")
+            throw IdentityTokenError(.keysUnavailable, "Apple's key set is not available: \(reason)")
         case .fetch(let task):
             await task.value
             let (keys, failure) = state.withLock { ($0.keys, $0.lastFailure?.reason) }
             if let keys { return keys }
-            throw IdentityTokenError(.unknownKeyID, "Apple's key set is not available: \(failure ?? "not fetched")")
+            throw IdentityTokenError(.keysUnavailable, "Apple's key set is not available: \(failure ?? "not fetched")")
         }
     }
 

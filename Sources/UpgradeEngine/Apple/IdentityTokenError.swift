@@ -9,7 +9,8 @@ public struct IdentityTokenError: Error, Sendable, Equatable, CustomStringConver
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
             case malformed, unsupportedAlgorithm, unknownKeyID, badSignature, expired, issuedInFuture, notYetValid,
-                wrongIssuer, audienceNotAllowed, nonceMissing, nonceMismatch, missingSubject, invalidClaim
+                wrongIssuer, audienceNotAllowed, nonceMissing, nonceMismatch, missingSubject, invalidClaim,
+                keysUnavailable
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -40,6 +41,9 @@ public struct IdentityTokenError: Error, Sendable, Equatable, CustomStringConver
         public static let missingSubject = Code(.missingSubject)
         /// A claim has the wrong JSON type or appears twice.
         public static let invalidClaim = Code(.invalidClaim)
+        /// Apple's key set could not be fetched, so nothing could be verified: not the token's fault,
+        /// and worth retrying (callers answer 502/503 and change nothing).
+        public static let keysUnavailable = Code(.keysUnavailable)
 
         /// The stable name, e.g. `badSignature`.
         public var description: String { base.rawValue }

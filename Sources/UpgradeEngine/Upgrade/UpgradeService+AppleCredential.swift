@@ -75,6 +75,14 @@ extension UpgradeService {
             throw try commitRejection(event, detail: detail, record: record, machine: &machine, now: now)
         case .verified(let verified):
             claims = verified
+        case .undecided:
+            // A transient outage on Apple's side must not fail the user's upgrade: answer and keep it open.
+            throw UpgradeFailure(
+                .appleUnavailable,
+                "Apple's signing keys could not be fetched to check the identity token; retry shortly",
+                upgradeID: id,
+                status: machine.status
+            )
         }
 
         // Claim the upgrade: persist `converting` guarded by the version we read. A concurrent request
@@ -122,6 +130,8 @@ extension UpgradeService {
 
     enum CredentialVerdict {
         case verified(AppleIdentityClaims)
+        /// Apple's keys could not be fetched: nothing was decided about the credential.
+        case undecided(String)
         case rejected(UpgradeEvent.AppleCredentialRejection, detail: [String: String])
     }
 
@@ -142,6 +152,8 @@ extension UpgradeService {
                 nonce: .sha256Hex(nonceHash),
                 now: now
             )
+        } catch  where error.code == .keysUnavailable {
+            return .undecided(error.message)
         } catch  where error.code == .nonceMissing || error.code == .nonceMismatch {
             // We always issue a nonce, so a token without one fails whatever `nonce_supported` says.
             return .rejected(.nonceMismatch, detail: ["token": "\(error.code)"])
