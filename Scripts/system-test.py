@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""System test across real processes: the Apple ID emulator (`upgrade-cli emulator serve`), the
+server in production mode (`upgrade-cli serve`) reaching it through the HTTPS client path, and the
+batch CLI. A password account is upgraded over HTTP, then its app moves from team A to team B:
+`transfer prepare` with A's credentials, the app transfer, `transfer complete` with B's. The old
+sub must read `transferred`, B's sub must sign in to the same account, and the reports must hold
+no sub. Loopback only; every process is stopped at the end; bounded by timeouts.
+
+    Scripts/system-test.py [PATH-TO-upgrade-cli]
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+CLI = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+if CLI is None:
+    bin_path = subprocess.run(["swift", "build", "--show-bin-path"], capture_output=True, text=True, check=True).stdout.strip()
+    CLI = os.path.join(bin_path, "upgrade-cli")
+children = []
+
+
+def post(url, body):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=20) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=20) as answer:
+        return json.loads(answer.read())
+
+
+def start(arguments, environment, marker):
+    process = subprocess.Popen([CLI] + arguments, env={**os.environ, **environment}, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    children.append(process)
+    output, deadline = "", time.time() + 30
+    while marker not in output:
+        line = process.stdout.readline()
+        if not line or time.time() > deadline:
+            raise SystemExit(f"system-test: {' '.join(arguments[:2])} did not start: {output}")
+        output += line
+    return process, output
+
+
+def stop(process):
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def cli(arguments, environment, stdin=None):
+    return subprocess.run([CLI] + arguments, env={**os.environ, **environment}, input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def check(condition, what):
+    if not condition:
+        raise SystemExit(f"system-test: FAILED: {what}")
+    print(f"ok  {what}")
+
+
+WORKDIR = tempfile.mkdtemp(prefix="siwa-system-")
+
+
+def main():
+    os.chdir(WORKDIR)
+    emulator, output = start(["emulator", "serve", "--port", "0", "--team", "TEAMA12345", "--client-id", "com.example.app",
+                              "--private-key-out", "team-a.p8", "--user", "alice@example.com"], {}, "APPLE_BASE_URL=")
+    settings = dict(re.findall(r"^(APPLE_[A-Z_]+)=(.*)$", output, re.M))
+    apple_user = re.search(r"userId (\S+)", output).group(1)
+    apple = settings["APPLE_BASE_URL"]
+    with open("secret.key", "wb") as key:
+        key.write(os.urandom(32))
+    os.chmod("secret.key", 0o600)
+    team_a = {**settings, "UPGRADE_DB": "sqlite:system.db", "UPGRADE_SECRET_KEY_FILE": "secret.key", "UPGRADE_LISTEN": "127.0.0.1:0"}
+    check(cli(["db", "migrate"], team_a).returncode == 0, "db migrate")
+    check(cli(["accounts", "add", "alice"], team_a, stdin="pw-alice").returncode == 0, "accounts add alice")
+
+    server, output = start(["serve"], team_a, "listening on http://")
+    api = re.search(r"listening on (http://127\.0\.0\.1:\d+)", output).group(1)
+    status, started = post(api + "/v1/upgrades", {"username": "alice", "password": "pw-alice", "serviceIdentifier": "s"})
+    check(status == 201 and started.get("status") == "awaitingAppleCredential", "password accepted, state and nonce issued")
+    status, sheet = post(apple + "/emulator/authorize", {"userId": apple_user, "clientId": "com.example.app",
+                                                         "nonce": started["nonce"], "state": started["state"]})
+    check(status == 200 and sheet.get("state") == started["state"], "Apple's sheet echoes the state")
+    status, done = post(api + f"/v1/upgrades/{started['id']}/apple-credential",
+                        {"identityToken": sheet["identityToken"], "authorizationCode": sheet["authorizationCode"], "state": started["state"]})
+    check(status == 200 and done.get("status") == "completed", "upgrade completed through the HTTPS client")
+    old_sub = sheet["user"]
+    stop(server)
+
+    prepared = cli(["transfer", "prepare", "--target-team", "TEAMB67890", "--report", "prepare.jsonl"], team_a)
+    check(prepared.returncode == 0 and "1 succeeded" in prepared.stdout, "transfer prepare (team A)")
+    check(post(apple + "/emulator/teams", {"teamId": "TEAMB67890"})[0] == 201, "team B exists")
+    status, key = post(apple + "/emulator/teams/TEAMB67890/keys", {"keyId": "KEYB000001"})
+    with open("team-b.p8", "w") as pem:
+        pem.write(key["privateKeyPem"])
+    check(post(apple + "/emulator/apps/com.example.app/transfer", {"toTeamId": "TEAMB67890"})[0] == 200, "app transferred to team B")
+    team_b = {**team_a, "APPLE_TEAM_ID": "TEAMB67890", "APPLE_KEY_ID": "KEYB000001", "APPLE_PRIVATE_KEY_FILE": "team-b.p8"}
+    completed = cli(["transfer", "complete", "--accepted-at", str(int(time.time())), "--report", "complete.jsonl"], team_b)
+    check(completed.returncode == 0 and "1 succeeded" in completed.stdout, "transfer complete (team B)")
+    again = cli(["transfer", "complete", "--accepted-at", str(int(time.time())), "--report", "again.jsonl"], team_b)
+    check(again.returncode == 0 and "1 succeeded" not in again.stdout, "a second complete does nothing twice")
+
+    server, output = start(["serve"], team_b, "listening on http://")
+    api = re.search(r"listening on (http://127\.0\.0\.1:\d+)", output).group(1)
+    check(get(api + "/v1/apple/credential-state?user=" + old_sub)["state"] == "transferred", "the old sub reads transferred")
+    status, fresh = post(apple + "/emulator/authorize", {"userId": apple_user, "clientId": "com.example.app", "nonce": "n-1"})
+    status, signed = post(api + "/v1/apple/sign-in", {"identityToken": fresh["identityToken"]})
+    check(status == 200 and signed.get("accountId") == done.get("accountId") and signed.get("sub") != old_sub,
+          "team B's sub signs in to the same account")
+    check(get(api + "/v1/apple/credential-state?user=" + fresh["user"])["state"] == "authorized", "the new sub reads authorized")
+    reports = open("prepare.jsonl").read() + open("complete.jsonl").read()
+    check(old_sub not in reports and fresh["user"] not in reports, "the reports hold no sub")
+    print("system-test: passed")
+
+
+try:
+    main()
+finally:
+    for child in children:
+        stop(child)
+    shutil.rmtree(WORKDIR, ignore_errors=True)
