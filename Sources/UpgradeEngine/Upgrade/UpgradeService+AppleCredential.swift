@@ -36,10 +36,7 @@ extension UpgradeService {
 
         let record = try load(id)
         var machine = try restore(record)
-        let stateMatches =
-            record.stateHash.map {
-                ConstantTime.equals(Self.hashOneTimeValue(credential.state), $0)
-            } ?? false
+        let stateMatches = Self.stateMatches(credential.state, record)
 
         switch machine.status {
         case .completed:
@@ -267,6 +264,12 @@ extension UpgradeService {
         return answer(machine, id: claimed.id, accountID: accountID)
     }
 
+    /// Whether `state` is the one issued for this upgrade (its SHA-256 equals the stored hash).
+    static func stateMatches(_ state: String, _ record: UpgradeSessionRecord) -> Bool {
+        guard let stored = record.stateHash else { return false }
+        return ConstantTime.equals(hashOneTimeValue(state), stored)
+    }
+
     /// A request that lost the race to the converting one waits, bounded, for its outcome.
     private func awaitConversion(id: String, state: String) async throws(UpgradeFailure) -> UpgradeAnswer {
         let deadline =
@@ -278,8 +281,7 @@ extension UpgradeService {
             case .converting:
                 try? await Task.sleep(nanoseconds: 20_000_000)
             case .completed:
-                let matches = record.stateHash.map { ConstantTime.equals(Self.hashOneTimeValue(state), $0) } ?? false
-                guard matches else {
+                guard Self.stateMatches(state, record) else {
                     throw UpgradeFailure(
                         .stateMismatch,
                         Self.message(for: .stateMismatch),
