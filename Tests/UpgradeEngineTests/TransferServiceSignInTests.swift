@@ -200,6 +200,16 @@ struct TransferServiceSignInTests {
         // The earlier event redelivered late cannot turn forwarding back off.
         #expect(try world.deliver(disabled, to: world.sender).outcome == .unchanged)
         #expect(try world.link(alice)?.emailForwardingEnabled == true)
+        // The same older event with event_time in milliseconds is just as old.
+        let inMilliseconds = try world.sender.handleNotification(
+            type: "email-disabled",
+            sub: alice.subA,
+            email: relay,
+            isPrivateEmail: true,
+            eventTime: try #require(disabled.eventTime) * 1000 + 999,
+            now: world.now
+        )
+        #expect(inMilliseconds.outcome == .unchanged)
         let events = try world.audit(alice).map(\.event)
         #expect(events == ["apple.emailForwardingDisabled", "apple.emailForwardingEnabled"])
         #expect(try world.record(alice) == nil, "forwarding does not touch the transfer state")

@@ -24,7 +24,8 @@ extension TransferService {
     /// Idempotent: a redelivered event changes nothing (the machine answers it as a replay, and email
     /// facts already equal are not rewritten); an email event older than the one recorded is
     /// ignored. An id no account is linked to, and an undocumented type, are acknowledged without
-    /// effect. `eventTime` is the event's `event_time`; `now` when absent.
+    /// effect. `eventTime` is the event's `event_time`, in seconds or milliseconds since the epoch
+    /// (Apple's examples disagree); `now` when absent.
     public func handleNotification(
         type: String,
         sub: String,
@@ -69,12 +70,17 @@ extension TransferService {
                 enabled: kind == .emailEnabled,
                 email: email,
                 isPrivateEmail: isPrivateEmail,
-                eventTime: eventTime ?? now,
+                eventTime: eventTime.map(Self.seconds) ?? now,
                 type: type,
                 now: now
             )
             return TransferNotificationResult(outcome: changed ? .changed : .unchanged, accountID: accountID)
         }
+    }
+
+    /// `event_time` in seconds: a value past year 5000 in seconds is a millisecond count.
+    static func seconds(_ eventTime: Int64) -> Int64 {
+        eventTime > 100_000_000_000 ? eventTime / 1000 : eventTime
     }
 
     /// Records Hide My Email forwarding on the link, guarded by its version; returns whether
