@@ -23,12 +23,11 @@ public struct AppleConnections: Sendable {
     /// Production: the key from `APPLE_PRIVATE_KEY_FILE` and Apple (or an explicit loopback emulator) at
     /// `APPLE_BASE_URL`.
     public static func live(_ settings: ServerSettings) throws -> AppleConnections {
-        guard let teamID = settings.teamID, let keyID = settings.keyID, let path = settings.privateKeyFile else {
+        guard let teamID = settings.teamID, let keyID = settings.keyID, let privateKey = settings.privateKey else {
             throw ServerSettingsError(problems: [
                 "APPLE_TEAM_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are required to reach Apple"
             ])
         }
-        let privateKey = try P256PrivateKey(pem: try String(contentsOfFile: path, encoding: .utf8))
         return try AppleConnections(
             baseURL: settings.appleBaseURL,
             teamID: teamID,

@@ -14,6 +14,10 @@ public struct ServerSettings: Sendable {
     public var keyID: String?
     public var privateKeyFile: String?
     public var secretKeyFile: String?
+    /// The key read from `privateKeyFile` while validating: the one checked is the one used.
+    public var privateKey: P256PrivateKey?
+    /// The box opened from `secretKeyFile` while validating; nil means the development key (`--dev` only).
+    public var secrets: SecretBox?
     public var adminTokensFile: String?
     public var development: Bool
     /// `--dev` only: the emulator's loopback port (0 picks a free one).
@@ -104,9 +108,11 @@ public struct ServerSettings: Sendable {
         if let keyID, !ClientSecretSigner.isAppleIdentifier(keyID) {
             problems.append("APPLE_KEY_ID: must be 10 characters A-Z and 0-9")
         }
+        var privateKey: P256PrivateKey?
         if let privateKeyFile {
             if let pem = try? String(contentsOfFile: privateKeyFile, encoding: .utf8) {
-                if (try? P256PrivateKey(pem: pem)) == nil {
+                privateKey = try? P256PrivateKey(pem: pem)
+                if privateKey == nil {
                     problems.append(
                         "APPLE_PRIVATE_KEY_FILE: \(privateKeyFile) is not a P-256 private key in PKCS#8 PEM (.p8)"
                     )
@@ -117,8 +123,9 @@ public struct ServerSettings: Sendable {
         }
 
         let secretKeyFile = value("UPGRADE_SECRET_KEY_FILE")
+        var secrets: SecretBox?
         if let secretKeyFile {
-            do { _ = try SecretKeyFile.load(path: secretKeyFile) } catch { problems.append(error.message) }
+            do { secrets = try SecretKeyFile.load(path: secretKeyFile) } catch { problems.append(error.message) }
         } else if !development {
             problems.append("UPGRADE_SECRET_KEY_FILE: required outside --dev; \(SecretKeyFile.howToCreate)")
         }
@@ -152,6 +159,8 @@ public struct ServerSettings: Sendable {
             keyID: keyID,
             privateKeyFile: privateKeyFile,
             secretKeyFile: secretKeyFile,
+            privateKey: privateKey,
+            secrets: secrets,
             adminTokensFile: adminTokensFile,
             development: development,
             emulatorPort: emulatorPort

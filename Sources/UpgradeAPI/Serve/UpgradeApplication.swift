@@ -35,12 +35,8 @@ public final class UpgradeApplication: Sendable {
                 ])
             }
         }
-        let secrets: SecretBox
-        if let path = settings.secretKeyFile {
-            secrets = try SecretKeyFile.load(path: path)
-        } else {
-            secrets = SecretBox.developmentOnly()
-        }
+        // ServerSettings.load opened the key file (or refused to start without one outside --dev).
+        let secrets = settings.secrets ?? SecretBox.developmentOnly()
 
         let teamID: String
         if settings.development {
