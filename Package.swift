@@ -31,9 +31,15 @@ let package = Package(
             pkgConfig: "libargon2",
             providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]
         ),
+        // Apple's endpoints over HTTPS. FoundationNetworking is itself built on this libcurl.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
+        ),
         .target(
             name: "UpgradeEngine",
-            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2"]
+            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl"]
         ),
         // epoll, eventfd, accept4 and a signal forwarder: what Glibc does not expose to Swift.
         .target(name: "CSystem"),

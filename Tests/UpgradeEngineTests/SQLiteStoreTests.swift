@@ -79,7 +79,9 @@ struct SQLiteStoreTests {
     @Test("WAL mode and foreign keys are on")
     func pragmas() throws {
         let db = try TemporaryDatabase()
-        let (mode, foreignKeys) = try db.store.read { tx in
+        // Pragma queries count as statements that may write (`sqlite3_stmt_readonly`), so they are
+        // read in a write transaction.
+        let (mode, foreignKeys) = try db.store.write { tx in
             let connection = (tx as! SQLiteTransaction).connection
             return (
                 try connection.query("PRAGMA journal_mode").first?.first,
@@ -154,6 +156,23 @@ struct SQLiteStoreTests {
             }
         }
         #expect(try db.store.read { try $0.account(username: "carol") } == nil)
+    }
+
+    @Test("a read transaction refuses a write and changes nothing; the connection still writes afterwards")
+    func readTransactionRefusesWrites() throws {
+        let db = try TemporaryDatabase()
+        // One connection, so the refused write and the later ones share it.
+        let store = try SQLiteStore(path: db.store.path, maxConnections: 1)
+        do {
+            try store.read { try $0.insertAccount(account("mallory")) }
+            Issue.record("a write inside a read transaction was not refused")
+        } catch let error as StorageError {
+            #expect(error.message.contains("read transaction"))
+        }
+        #expect(try store.read { try $0.account(username: "mallory") } == nil)
+        // The same statement, now cached, runs in a write transaction.
+        try store.write { try $0.insertAccount(account("mallory")) }
+        #expect(try store.read { try $0.account(username: "mallory") } != nil)
     }
 
     @Test("usernames match case-insensitively and trimmed")

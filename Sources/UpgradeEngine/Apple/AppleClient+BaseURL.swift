@@ -65,12 +65,6 @@ extension AppleClient {
             self.isLoopback = loopback
         }
 
-        /// The URL of an endpoint path such as `/auth/token`.
-        func url(_ path: String) -> URL {
-            // Both halves were validated (base) or are constants (path), so this cannot fail.
-            URL(string: string + path)!
-        }
-
         public var description: String { string }
     }
 }

@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-
 extension AppleClient {
     /// Sends `call`, retrying after 429, 5xx and transport failures within `configuration.retry`,
     /// and returns the first answer that is neither (a 2xx or another 4xx).
@@ -74,17 +70,22 @@ extension AppleClient {
         }
     }
 
-    private func makeRequest(_ call: Call) -> URLRequest {
-        var request = URLRequest(url: configuration.baseURL.url(call.path))
-        request.httpMethod = call.method
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
+    /// Every header value here is a constant, validated configuration (`userAgent`) or a bearer
+    /// token checked by `bearer(_:)`, so none can split a header line.
+    private func makeRequest(_ call: Call) -> AppleClientTransport.Request {
+        var headers = ["Accept: application/json", "User-Agent: \(configuration.userAgent)"]
+        var body: [UInt8]?
         if let form = call.form {
-            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(Self.formEncoded(form))
+            headers.append("Content-Type: application/x-www-form-urlencoded")
+            body = Self.formEncoded(form)
         }
-        if let bearer = call.bearer { request.setValue(bearer, forHTTPHeaderField: "Authorization") }
-        return request
+        if let bearer = call.bearer { headers.append("Authorization: \(bearer)") }
+        return AppleClientTransport.Request(
+            method: call.method,
+            url: configuration.baseURL.string + call.path,
+            headers: headers,
+            body: body
+        )
     }
 
     func unavailable(_ call: Call, _ reason: String) -> AppleEndpointError {

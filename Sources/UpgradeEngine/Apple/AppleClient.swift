@@ -1,12 +1,6 @@
-import Foundation
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-
 /// Apple's Sign in with Apple REST endpoints over HTTPS (facts §2, §3.3–3.4): `/auth/token` for
 /// the three grants, `/auth/revoke`, `/auth/usermigrationinfo` in both directions and
-/// `/auth/keys`. Point `configuration.baseURL` at the emulator to run the same code locally.
+/// `/auth/keys`, over libcurl (`AppleClientTransport`). Point `configuration.baseURL` at the emulator to run the same code locally.
 ///
 /// Every form is strictly percent-encoded; the ES256 client secret is made with
 /// `ClientSecretSigner` and cached per client id until shortly before it expires. Calls are
@@ -28,10 +22,7 @@ public final class AppleClient: AppleTokenExchanging, AppleKeySetFetching {
     public init(configuration: Configuration) throws(AppleClientConfigurationError) {
         try configuration.validate()
         self.configuration = configuration
-        transport = AppleClientTransport(
-            connectTimeout: configuration.connectTimeout,
-            requestTimeout: configuration.requestTimeout
-        )
+        transport = AppleClientTransport(connectTimeout: configuration.connectTimeout)
         secrets = AppleClientSecretCache(
             credentials: configuration.credentials,
             lifetime: configuration.clientSecretLifetime,

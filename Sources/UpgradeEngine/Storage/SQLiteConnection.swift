@@ -14,6 +14,10 @@ public enum SQLValue: Sendable, Equatable {
 final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statementCache: [String: SQLiteStatement] = [:]
+    /// Set for the length of a read transaction: a statement that would write is then refused
+    /// before it runs. (Checked per statement rather than with `PRAGMA query_only`, because
+    /// changing that pragma expires every cached statement and each would be compiled again.)
+    var readOnly = false
 
     init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws(StorageError) {
         var db: OpaquePointer?
@@ -55,7 +59,15 @@ final class SQLiteConnection {
     @discardableResult
     func query(_ sql: String, _ arguments: [SQLValue] = []) throws(StorageError) -> [[SQLValue]] {
         let statement = try prepared(sql)
+        if readOnly, !statement.isReadOnly {
+            throw StorageError(.io, "a statement that writes was run in a read transaction")
+        }
         return try statement.run(arguments)
+    }
+
+    /// Transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`), through the statement cache.
+    func control(_ sql: String) throws(StorageError) {
+        _ = try prepared(sql).run([])
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
@@ -108,6 +120,9 @@ final class SQLiteStatement {
     }
 
     deinit { sqlite3_finalize(handle) }
+
+    /// Whether the statement leaves the database unchanged (`sqlite3_stmt_readonly`).
+    var isReadOnly: Bool { sqlite3_stmt_readonly(handle) != 0 }
 
     func run(_ arguments: [SQLValue]) throws(StorageError) -> [[SQLValue]] {
         defer {

@@ -61,14 +61,14 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
 
     public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try withConnection { connection in
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.control("BEGIN IMMEDIATE")
             do {
                 let result = try body(SQLiteTransaction(connection: connection))
-                try connection.execute("COMMIT")
+                try connection.control("COMMIT")
                 return result
             } catch {
                 // The first error wins; a failed rollback (e.g. after SQLite already rolled back) is not news.
-                try? connection.execute("ROLLBACK")
+                try? connection.control("ROLLBACK")
                 throw error
             }
         }
@@ -76,8 +76,12 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
 
     public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try withConnection { connection in
-            try connection.execute("PRAGMA query_only = ON; BEGIN")
-            defer { try? connection.execute("ROLLBACK; PRAGMA query_only = OFF") }
+            try connection.control("BEGIN")
+            connection.readOnly = true
+            defer {
+                connection.readOnly = false
+                try? connection.control("ROLLBACK")
+            }
             return try body(SQLiteTransaction(connection: connection))
         }
     }
