@@ -49,6 +49,22 @@ struct CryptoPrimitivesTests {
         #expect(Base64URL.decode("a b") == nil)
         #expect(Base64URL.decode("+/8") == nil, "standard alphabet is not base64url")
         #expect(Base64URL.decode("A") == nil, "impossible length")
+        #expect(Base64URL.decode("AAAAA") == nil, "impossible length")
+        #expect(Base64URL.decode("") == [])
+    }
+
+    @Test("base64url agrees with Foundation's base64 for random inputs of every length up to 256")
+    func base64urlMatchesFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...256 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let reference = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == reference, "length \(length)")
+            #expect(Base64URL.decode(reference) == bytes, "length \(length)")
+        }
     }
 
     @Test("constant-time comparison")

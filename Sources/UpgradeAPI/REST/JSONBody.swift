@@ -6,11 +6,18 @@ import UpgradeEngine
 struct JSONBody {
     private let members: [String: JWSJSON]
 
+    /// Whether the media type (before any `;` parameters, spaces and tabs around it ignored, any
+    /// case) is `application/json`.
+    static func isJSON(contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
+        while let first = mediaType.first, first == 0x20 || first == 0x09 { mediaType = mediaType.dropFirst() }
+        while let last = mediaType.last, last == 0x20 || last == 0x09 { mediaType = mediaType.dropLast() }
+        return mediaType.count == 16 && String(decoding: mediaType, as: UTF8.self).lowercased() == "application/json"
+    }
+
     init(_ request: HTTPRequest, allowed: Set<String>) throws(APIProblem) {
-        let contentType = request.headers["Content-Type"]?.lowercased() ?? ""
-        let mediaType =
-            contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        guard mediaType == "application/json" else {
+        guard Self.isJSON(contentType: request.headers["Content-Type"]) else {
             throw APIProblem(
                 status: 415,
                 slug: "unsupported-media-type",

@@ -9,9 +9,7 @@ public final class RequestLog: Sendable {
     private let lock = Mutex(())
 
     /// Logs to standard error by default.
-    public init(
-        write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
-    ) {
+    public init(write: @escaping @Sendable (String) -> Void = RequestLog.writeStandardError) {
         self.write = write
     }
 
@@ -24,18 +22,31 @@ public final class RequestLog: Sendable {
         lock.withLock { _ in write(line) }
     }
 
-    /// RFC 3339 UTC with milliseconds, formatted by hand: one is written per request.
+    /// One `write(2)` per line (the lock keeps lines whole), retried after a signal or a short write.
+    /// A line that cannot be written is dropped: logging never stops a request.
+    @Sendable public static func writeStandardError(_ line: String) {
+        var bytes = Array(line.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
+
+    /// RFC 3339 UTC with milliseconds: one is written per request.
     static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        var parts = tm()
-        var seconds = now.tv_sec
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
+        return RFC3339.utc(seconds: Int64(now.tv_sec), milliseconds: Int(now.tv_nsec / 1_000_000))
     }
+
 }

@@ -240,7 +240,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
     }
 
     static func timestamp(_ seconds: Int64) -> String {
-        Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
+        RFC3339.utc(seconds: seconds)
     }
 
     static func render(_ answer: UpgradeAnswer, status: Int = 200) -> HTTPResponse {

@@ -33,6 +33,13 @@ public struct AccountRecord: Sendable, Equatable {
     /// Usernames are matched case-insensitively after trimming, so `Alice` and `alice ` are one account
     /// and one throttling key.
     public static func normalize(username: String) -> String {
-        username.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        // The common case, a name that starts and ends with a visible ASCII character, needs no
+        // trimming; anything else is trimmed by Foundation's Unicode-aware rules.
+        if let first = username.utf8.first, let last = username.utf8.last, (0x21...0x7e).contains(first),
+            (0x21...0x7e).contains(last)
+        {
+            return username.lowercased()
+        }
+        return username.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     }
 }
