@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import UpgradeEngine
 
 #if canImport(FoundationNetworking)
@@ -12,8 +13,9 @@ import FoundationNetworking
 /// HTTPS client path), and this driver, which plays the device. The server's user+system time is
 /// read from /proc before and after `count` upgrades (password → Apple sheet → credential →
 /// completed); the accounts' argon2id hashes are cheap (m=256 KiB, t=1) and their measured cost is
-/// subtracted.
-func runUpgradeCPUBenchmark(count: Int) throws {
+/// subtracted. With `clients` > 1, that many driver threads upgrade different accounts at once,
+/// as a server's users do.
+func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         .deletingLastPathComponent()
     let cli = binDirectory.appendingPathComponent("upgrade-cli").path
@@ -77,7 +79,15 @@ func runUpgradeCPUBenchmark(count: Int) throws {
     environment["UPGRADE_DB"] = "sqlite:" + database
     environment["UPGRADE_LISTEN"] = "127.0.0.1:0"
     environment["UPGRADE_SECRET_KEY_FILE"] = secretKey.path
-    let server = try ChildProcess(cli, ["serve"], environment: environment, readyWhen: "listening on http://")
+    // The server logs a JSON line per request. Into a file, as a deployment's log collector would
+    // take them: through a pipe, each line would also pay for waking this process's reader.
+    let server = try ChildProcess(
+        cli,
+        ["serve"],
+        environment: environment,
+        readyWhen: "listening on http://",
+        logFile: directory.appendingPathComponent("server.log")
+    )
     defer { server.stop() }
     guard let range = server.output.range(of: #"listening on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
     else {
@@ -89,7 +99,7 @@ func runUpgradeCPUBenchmark(count: Int) throws {
     let users = try (0..<total).map { index in
         try http.post("\(appleBase)/emulator/users", ["email": "bench\(index)@example.com"])["userId"] as? String ?? ""
     }
-    func upgrade(_ index: Int) throws {
+    @Sendable func upgrade(_ index: Int) throws {
         let started = try http.post(
             "\(base)/v1/upgrades",
             ["username": "user\(index)", "password": "bench-password", "serviceIdentifier": "bench"]
@@ -118,12 +128,27 @@ func runUpgradeCPUBenchmark(count: Int) throws {
     for index in 0..<20 { try upgrade(index) }  // warm-up: JWKS fetched, client secret made, caches filled
     let before = try server.cpuSeconds()
     let started = DispatchTime.now().uptimeNanoseconds
-    for index in 20..<total { try upgrade(index) }
+    let failures = Mutex<[String]>([])
+    DispatchQueue.concurrentPerform(iterations: clients) { client in
+        // Client c upgrades accounts 20 + c, 20 + c + clients, ...
+        for index in stride(from: 20 + client, to: total, by: clients) {
+            do {
+                try upgrade(index)
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+                return
+            }
+        }
+    }
+    if let failure = failures.withLock({ $0.first }) { throw BenchmarkError(failure) }
     let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
     let cpu = try server.cpuSeconds() - before
     let perUpgrade = cpu / Double(count) * 1000
     let hashMilliseconds = 1000 / hashRate
-    print("server CPU per completed upgrade over HTTP (\(count) upgrades, \(String(format: "%.1f", elapsed)) s wall)")
+    print(
+        "server CPU per completed upgrade over HTTP (\(count) upgrades, \(clients) client\(clients == 1 ? "" : "s") "
+            + "at once, \(String(format: "%.1f", elapsed)) s wall)"
+    )
     print(String(format: "  total                      %7.3f ms", perUpgrade))
     print(String(format: "  password hash (argon2id m=256 KiB, t=1, measured)  %7.3f ms", hashMilliseconds))
     print(String(format: "  excluding the password hash %7.3f ms   (target ≤ 0.75 ms)", perUpgrade - hashMilliseconds))
@@ -134,20 +159,42 @@ struct BenchmarkError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A child process whose combined output is read until a marker appears.
+/// A child process whose combined output (through a pipe, or into `logFile`) is read until a
+/// marker appears.
 final class ChildProcess {
     let process = Process()
     private(set) var output = ""
     private let pipe = Pipe()
 
-    init(_ executable: String, _ arguments: [String], environment: [String: String], readyWhen marker: String) throws {
+    init(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String],
+        readyWhen marker: String,
+        logFile: URL? = nil
+    ) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
+        let deadline = Date().addingTimeInterval(20)
+        if let logFile {
+            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: logFile)
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+            while !output.contains(marker) {
+                guard Date() < deadline, process.isRunning else {
+                    throw BenchmarkError("\(arguments.prefix(2).joined(separator: " ")) did not start: \(output)")
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+                output = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            }
+            return
+        }
         process.standardOutput = pipe
         process.standardError = pipe
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
         while !output.contains(marker) {
             guard Date() < deadline, process.isRunning else {
                 throw BenchmarkError("\(arguments.prefix(2).joined(separator: " ")) did not start: \(output)")

@@ -26,10 +26,16 @@ func report(_ name: String, _ rate: Double, relativeTo base: (name: String, rate
     print(line)
 }
 
-// `Benchmarks upgrade-cpu [COUNT]`: server CPU per completed upgrade, in separate processes.
+// `Benchmarks upgrade-cpu [COUNT] [CLIENTS]`: server CPU per completed upgrade, in separate
+// processes, with CLIENTS devices upgrading at once (1 by default).
 if CommandLine.arguments.dropFirst().first == "upgrade-cpu" {
     let count = CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 300
-    try runUpgradeCPUBenchmark(count: count)
+    let clients = CommandLine.arguments.dropFirst(3).first.flatMap { Int($0) } ?? 1
+    guard count > 0, (1...64).contains(clients) else {
+        print("usage: Benchmarks upgrade-cpu [COUNT > 0] [CLIENTS 1...64]")
+        exit(2)
+    }
+    try runUpgradeCPUBenchmark(count: count, clients: clients)
     exit(0)
 }
 

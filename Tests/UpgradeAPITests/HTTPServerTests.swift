@@ -49,7 +49,13 @@ struct HTTPServerTests {
         defer { #expect(server.stop()) }
         let client = try server.client()
         try client.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        // The request is received (so the connection is counted) before waiting for the close.
         var polls = 0
+        while server.server.statistics.requestsReceived == 0 && polls < 200 {
+            usleep(10_000)
+            polls += 1
+        }
+        polls = 0
         while server.server.statistics.connectionsOpen > 0 && polls < 200 {
             usleep(50_000)
             polls += 1

@@ -294,6 +294,33 @@ struct UpgradeServiceTests {
         #expect(try h.account("bob")?.credentialKind == .password)
     }
 
+    @Test("an account converted elsewhere after start is not eligible: the upgrade fails before Apple is called")
+    func notEligibleAtClaim() async throws {
+        let h = try UpgradeHarness()
+        let alice = try h.addAccount("alice", password: "pw")
+        let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        try h.store.write { tx in
+            let account = try #require(try tx.account(id: alice.id))
+            try tx.updateAccountCredentialKind(
+                id: alice.id,
+                kind: .appleOnly,
+                expectedVersion: account.version,
+                now: now
+            )
+        }
+        let refused = await failure {
+            try await h.service.submitAppleCredential(id: started.id, credential(started), now: now + 1)
+        }
+        #expect(refused?.kind == .notEligible)
+        #expect(refused?.status == .failed)
+        #expect(try h.store.read { try $0.appleLink(accountID: alice.id) } == nil)
+        // The upgrade went straight from awaiting the credential to failed: never `converting`.
+        let history = try h.service.view(id: started.id, now: now + 2).history
+        #expect(history.last?.from == "awaitingAppleCredential")
+        #expect(history.last?.to == "failed")
+        #expect(!history.contains { $0.to == "converting" })
+    }
+
     @Test("an upgrade past its deadline expires, whatever the call")
     func expiry() async throws {
         let h = try UpgradeHarness()

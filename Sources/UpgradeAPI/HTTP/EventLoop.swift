@@ -219,6 +219,11 @@ final class EventLoop: @unchecked Sendable {
         for fd in box.adopted {
             register(fd: fd, now: now)
         }
+        // Shutdown before completions: a response that arrives in the same batch as the shutdown
+        // then says `Connection: close`, as every response after the shutdown does.
+        if box.shutdownRequested && !draining {
+            beginDrain(now: now)
+        }
         for completion in box.completions {
             let fd = Int(truncatingIfNeeded: completion.connectionID & 0xFFFF_FFFF)
             guard fd < table.count, let connection = table[fd], connection.id == completion.connectionID,
@@ -228,9 +233,6 @@ final class EventLoop: @unchecked Sendable {
             guard offset >= 0, offset < connection.pending.count else { continue }
             connection.pending[offset].response = completion.response
             process(connection, now: now)
-        }
-        if box.shutdownRequested && !draining {
-            beginDrain(now: now)
         }
     }
 

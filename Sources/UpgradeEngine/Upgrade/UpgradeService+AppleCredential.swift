@@ -82,7 +82,9 @@ extension UpgradeService {
             )
         }
 
-        // Claim the upgrade: persist `converting` guarded by the version we read. A concurrent request
+        // Claim the upgrade: persist `converting` guarded by the version we read, in the same
+        // transaction that checks the account may still convert and the `sub` is not another
+        // account's (so nothing can change between the check and the claim). A concurrent request
         // with the same credential loses here and waits for this one's result instead of reaching Apple.
         let claimed: UpgradeSessionRecord
         do {
@@ -91,7 +93,8 @@ extension UpgradeService {
                 detail: ["sub": claims.subject],
                 record: record,
                 machine: &machine,
-                now: now
+                now: now,
+                unless: { tx in try Self.claimRefusal(of: record, for: claims.subject, in: tx) }
             ).record
         } catch let failure where failure.kind == .inProgress {
             return try await awaitConversion(id: id, state: credential.state)
@@ -123,6 +126,30 @@ extension UpgradeService {
         }
 
         return try convert(claimed, machine: machine, claims: claims, tokens: tokens, now: now)
+    }
+
+    /// A rejection found inside a transaction, committed instead of the event that was tried.
+    struct Refusal: Error {
+        let reason: UpgradeEvent.AppleCredentialRejection
+        let detail: [String: String]
+    }
+
+    /// Inside the claim's transaction: the `sub` must not be linked to another account, and the
+    /// account must still have a password to convert.
+    static func claimRefusal(
+        of record: UpgradeSessionRecord,
+        for sub: String,
+        in tx: any StoreTransaction
+    ) throws -> Refusal? {
+        if let existing = try tx.appleLink(sub: sub), existing.accountID != record.accountID {
+            return Refusal(reason: .subConflict, detail: ["sub": sub])
+        }
+        guard let accountID = record.accountID, let account = try tx.account(id: accountID),
+            account.credentialKind == .password
+        else {
+            return Refusal(reason: .notEligible, detail: [:])
+        }
+        return nil
     }
 
     enum CredentialVerdict {
@@ -159,17 +186,6 @@ extension UpgradeService {
         }
         if let user = credential.user, !ConstantTime.equals(user, claims.subject) {
             return .rejected(.invalidIdentityToken, detail: ["token": "user-does-not-match-sub"])
-        }
-        do {
-            let (account, existing) = try store.read { tx in
-                (try record.accountID.flatMap { try tx.account(id: $0) }, try tx.appleLink(sub: claims.subject))
-            }
-            if let existing, existing.accountID != record.accountID {
-                return .rejected(.subConflict, detail: ["sub": claims.subject])
-            }
-            guard let account, account.credentialKind == .password else { return .rejected(.notEligible, detail: [:]) }
-        } catch {
-            return .rejected(.notEligible, detail: ["storage": "unavailable"])
         }
         return .verified(claims)
     }
@@ -304,13 +320,17 @@ extension UpgradeService {
 
     /// Applies one event and persists the new state with its audit row, guarded by `record.version`.
     /// A lost race (the version moved) throws `inProgress`; a refused event throws its failure.
+    /// `unless` runs first inside the write transaction: when it finds a refusal, that transaction
+    /// is rolled back, the rejection is committed instead, and its failure is thrown.
     func commit(
         _ event: UpgradeEvent,
         detail: [String: String],
         record: UpgradeSessionRecord,
         machine: inout UpgradeStateMachine,
-        now: Int64
+        now: Int64,
+        unless refusal: ((any StoreTransaction) throws -> Refusal?)? = nil
     ) throws(UpgradeFailure) -> (record: UpgradeSessionRecord, transition: UpgradeTransition) {
+        let original = machine
         let transition: UpgradeTransition
         do {
             transition = try machine.apply(event, now: now)
@@ -323,9 +343,19 @@ extension UpgradeService {
         }
         do {
             try store.write { tx in
+                if let refused = try refusal?(tx) { throw refused }
                 try tx.updateUpgradeSession(next, expectedVersion: record.version)
                 try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
             }
+        } catch let refused as Refusal {
+            machine = original
+            throw try commitRejection(
+                .appleCredentialEvaluated(.rejected(reason: refused.reason)),
+                detail: refused.detail,
+                record: record,
+                machine: &machine,
+                now: now
+            )
         } catch let error as StorageError where error.code == .versionConflict {
             throw UpgradeFailure(.inProgress, "another request changed this upgrade", upgradeID: record.id)
         } catch {

@@ -111,7 +111,9 @@ extension UpgradeService {
         do {
             try store.write { tx in
                 switch outcome {
-                case .accepted: try tx.clearFailures(usernameKey: usernameKey)
+                case .accepted:
+                    // Most sign-ins follow no failure: then there is no throttle row to clear.
+                    if snapshot.throttle != nil { try tx.clearFailures(usernameKey: usernameKey) }
                 case .rejected(reason: .invalidCredentials):
                     _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
                 case .rejected: break
