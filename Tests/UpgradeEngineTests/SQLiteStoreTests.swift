@@ -175,6 +175,40 @@ struct SQLiteStoreTests {
         #expect(try store.read { try $0.account(username: "mallory") } != nil)
     }
 
+    @Test("migration 4 keeps every audit row and its id, keeps the trail append-only, and ids keep rising")
+    func auditRebuildKeepsRows() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteStore(path: directory.appendingPathComponent("upgrade.db").path)
+        #expect(try store.migrate(now: Self.now, through: 3).map(\.version) == [1, 2, 3])
+        for index in 0..<5 {
+            try store.write {
+                try $0.appendAudit(
+                    AuditEvent(at: Self.now + Int64(index), accountID: "a", upgradeID: "u", event: "before.\(index)")
+                )
+            }
+        }
+        let before = try store.read { try $0.auditTrail(upgradeID: "u", limit: 100) }
+        #expect(try store.migrate(now: Self.now).map(\.version) == [4])
+        let after = try store.read { try $0.auditTrail(upgradeID: "u", limit: 100) }
+        #expect(after == before)
+        #expect(try store.read { try $0.auditTrail(accountID: "a", limit: 100) } == before)
+        try store.write { try $0.appendAudit(AuditEvent(at: Self.now, accountID: "a", upgradeID: "u", event: "after")) }
+        let ids = try store.read { try $0.auditTrail(upgradeID: "u", limit: 100) }.compactMap(\.id)
+        #expect(ids == ids.sorted() && Set(ids).count == 6 && ids.last! > before.last!.id!)
+        #expect(throws: StorageError.self) {
+            try store.write { try ($0 as! SQLiteTransaction).connection.query("DELETE FROM audit_events") }
+        }
+        #expect(throws: StorageError.self) {
+            try store.write { try ($0 as! SQLiteTransaction).connection.query("UPDATE audit_events SET event = 'x'") }
+        }
+        let autoincrement = try store.write { tx in
+            try (tx as! SQLiteTransaction).connection.query("SELECT sql FROM sqlite_master WHERE name = 'audit_events'")
+        }
+        #expect(autoincrement.first?.first.flatMap(\.string)?.contains("AUTOINCREMENT") == false)
+    }
+
     @Test("usernames match case-insensitively and trimmed")
     func usernameNormalisation() throws {
         let db = try TemporaryDatabase()

@@ -97,13 +97,20 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
     }
 
     public func migrate(now: Int64) throws(StorageError) -> [MigrationStatus] {
+        try migrate(now: now, through: nil)
+    }
+
+    /// Applies pending migrations up to and including `version` (all of them when nil); tests use
+    /// it to build a database as an older binary left it.
+    func migrate(now: Int64, through version: Int?) throws(StorageError) -> [MigrationStatus] {
         do {
             return try withConnection { connection in
                 try connection.execute("BEGIN IMMEDIATE")
                 do {
                     let applied = try Self.ensureMigrationTable(connection)
                     var appliedNow: [MigrationStatus] = []
-                    for migration in EmbeddedSchema.sqlite where applied[migration.version] == nil {
+                    for migration in EmbeddedSchema.sqlite
+                    where applied[migration.version] == nil && migration.version <= (version ?? .max) {
                         do {
                             try connection.execute(migration.sql)
                         } catch {
