@@ -24,7 +24,10 @@ struct ServeCommand: CLICommand {
         } catch {
             throw UsageError(error.problems.map { $0 }.joined(separator: "\nerror: "))
         }
-        let application = try ServeOptions.assemble(settings)
+        // Request logs are written in batches (see LogBuffer), flushed below before exiting.
+        let logs = LogBuffer()
+        defer { logs.flush() }
+        let application = try ServeOptions.assemble(settings, log: RequestLog(write: logs.write))
         do {
             try application.server.start()
         } catch {
@@ -42,6 +45,7 @@ struct ServeCommand: CLICommand {
         Console.err("listening on http://\(settings.host):\(application.server.port) (database \(settings.database))")
         application.server.wait()
         application.development?.stop()
+        logs.flush()
         Console.err("stopped")
         return ExitCode.success
     }
@@ -59,10 +63,11 @@ enum ServeOptions {
         return values
     }
 
-    static func assemble(_ settings: ServerSettings) throws -> UpgradeApplication {
+    static func assemble(_ settings: ServerSettings, log: RequestLog = RequestLog()) throws -> UpgradeApplication {
         do {
             return try UpgradeApplication(
                 settings: settings,
+                log: log,
                 configureServer: { $0.shutdownSignals = [SIGTERM, SIGINT] }
             )
         } catch let error as ServerSettingsError {

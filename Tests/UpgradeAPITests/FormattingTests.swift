@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import UpgradeAPI
@@ -34,5 +35,47 @@ struct FormattingTests {
     @Test("no Content-Type is not JSON")
     func missingMediaType() {
         #expect(!JSONBody.isJSON(contentType: nil))
+    }
+}
+
+@Suite("LogBuffer: request logs written in batches")
+struct LogBufferTests {
+    final class Sink: Sendable {
+        let batches = Mutex<[String]>([])
+        func take(_ bytes: [UInt8]) { batches.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+    }
+
+    @Test("lines wait until flush, then leave whole and in order")
+    func flushWritesInOrder() {
+        let sink = Sink()
+        let buffer = LogBuffer(capacity: 1024, interval: .seconds(3600), sink: sink.take)
+        buffer.write(#"{"n":1}"#)
+        buffer.write(#"{"n":2}"#)
+        #expect(sink.batches.withLock { $0.isEmpty })
+        buffer.flush()
+        buffer.flush()
+        #expect(sink.batches.withLock { $0 } == ["{\"n\":1}\n{\"n\":2}\n"])
+    }
+
+    @Test("a full buffer is written without waiting for the interval")
+    func capacityTriggersWrite() {
+        let sink = Sink()
+        let buffer = LogBuffer(capacity: 32, interval: .seconds(3600), sink: sink.take)
+        let line = String(repeating: "x", count: 20)
+        buffer.write(line)
+        #expect(sink.batches.withLock { $0.isEmpty })
+        buffer.write(line)
+        #expect(sink.batches.withLock { $0 } == [line + "\n" + line + "\n"])
+    }
+
+    @Test("lines written from many threads all arrive, each whole")
+    func concurrentWriters() {
+        let sink = Sink()
+        let buffer = LogBuffer(capacity: 256, interval: .seconds(3600), sink: sink.take)
+        DispatchQueue.concurrentPerform(iterations: 400) { index in buffer.write("line \(index)") }
+        buffer.flush()
+        let lines = sink.batches.withLock { $0.joined() }.split(separator: "\n")
+        #expect(Set(lines) == Set((0..<400).map { "line \($0)" }[...].map { Substring($0) }))
+        #expect(lines.count == 400)
     }
 }
