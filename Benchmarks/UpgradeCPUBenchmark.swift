@@ -232,32 +232,33 @@ final class ChildProcess {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-        let deadline = Date().addingTimeInterval(20)
+        // The output so far: the whole log file, or the pipe's next chunk added to what was read.
+        let readMore: () -> Void
         if let logFile {
             _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
             let handle = try FileHandle(forWritingTo: logFile)
             process.standardOutput = handle
             process.standardError = handle
-            try process.run()
-            while !output.contains(marker) {
-                guard Date() < deadline, process.isRunning else {
-                    throw BenchmarkError("\(arguments.prefix(2).joined(separator: " ")) did not start: \(output)")
-                }
+            readMore = { [unowned self] in
                 Thread.sleep(forTimeInterval: 0.05)
                 output = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
             }
-            return
+        } else {
+            process.standardOutput = pipe
+            process.standardError = pipe
+            readMore = { [unowned self] in
+                output += String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+            }
         }
-        process.standardOutput = pipe
-        process.standardError = pipe
         try process.run()
+        let deadline = Date().addingTimeInterval(20)
         while !output.contains(marker) {
             guard Date() < deadline, process.isRunning else {
                 throw BenchmarkError("\(arguments.prefix(2).joined(separator: " ")) did not start: \(output)")
             }
-            let data = pipe.fileHandleForReading.availableData
-            output += String(decoding: data, as: UTF8.self)
+            readMore()
         }
+        guard logFile == nil else { return }
         // Keep reading so the child never blocks on a full pipe.
         let handle = pipe.fileHandleForReading
         Thread.detachNewThread { while !handle.availableData.isEmpty {} }
