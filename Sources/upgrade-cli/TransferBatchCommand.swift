@@ -17,6 +17,25 @@ enum TransferBatchCommand {
     static let batchUsage =
         "[--client-id ID] [--dry-run] [--concurrency N] [--limit N] [--report FILE] [--db sqlite:PATH]"
 
+    /// The transfer service over the migrated store and the Apple client, and how many rows the
+    /// batch will visit (the Apple-linked accounts), for the progress line.
+    static func service(
+        _ configuration: TransferCommandConfiguration,
+        location: DatabaseLocation,
+        now: Int64
+    ) throws -> (service: TransferService, expectedRows: Int) {
+        let service = TransferService(
+            store: try StoreOption.openMigrated(location),
+            apple: try makeAppleMigrationClient(configuration),
+            configuration: TransferServiceConfiguration(teamID: configuration.teamID)
+        )
+        do {
+            return (service, try service.status(now: now).linkedAccounts)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+    }
+
     static func readOptions(_ arguments: inout ArgumentReader) throws -> Options {
         let options = Options(
             dryRun: arguments.flag("--dry-run"),

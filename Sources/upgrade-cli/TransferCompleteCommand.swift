@@ -18,19 +18,7 @@ struct TransferCompleteCommand: CLICommand {
         let windowEndsAt = acceptedAt + TransferStateMachine.windowLength
         let configuration = try TransferCommandConfiguration.load(ProcessInfo.processInfo.environment)
         let clientID = try configuration.clientID(requestedClientID)
-        let apple = try makeAppleMigrationClient(configuration)
-        let store = try StoreOption.openMigrated(location)
-        let service = TransferService(
-            store: store,
-            apple: apple,
-            configuration: TransferServiceConfiguration(teamID: configuration.teamID)
-        )
-        let expected: TransferStatusReport
-        do {
-            expected = try service.status(now: now)
-        } catch {
-            throw CommandFailure(error.message)
-        }
+        let (service, expectedRows) = try TransferBatchCommand.service(configuration, location: location, now: now)
         Console.out(
             "completing the transfer of \(clientID) to team \(configuration.teamID); the window ends \(TransferBatchCommand.iso8601(windowEndsAt))\(options.dryRun ? " (dry run: nothing is written)" : "")"
         )
@@ -39,7 +27,7 @@ struct TransferCompleteCommand: CLICommand {
                 "warning: the 60-day window closed at \(TransferBatchCommand.iso8601(windowEndsAt)); Apple no longer exchanges transfer identifiers, and rows will fail as window-closed"
             )
         }
-        return try TransferBatchCommand.run(options, expectedRows: expected.linkedAccounts) {
+        return try TransferBatchCommand.run(options, expectedRows: expectedRows) {
             batchOptions throws(TransferFailure) in
             try await service.complete(clientID: clientID, windowEndsAt: windowEndsAt, now: now, options: batchOptions)
         }

@@ -30,23 +30,11 @@ struct TransferPrepareCommand: CLICommand {
             )
         }
         let clientID = try configuration.clientID(requestedClientID)
-        let apple = try makeAppleMigrationClient(configuration)
-        let store = try StoreOption.openMigrated(location)
-        let service = TransferService(
-            store: store,
-            apple: apple,
-            configuration: TransferServiceConfiguration(teamID: configuration.teamID)
-        )
-        let expected: TransferStatusReport
-        do {
-            expected = try service.status(now: now)
-        } catch {
-            throw CommandFailure(error.message)
-        }
+        let (service, expectedRows) = try TransferBatchCommand.service(configuration, location: location, now: now)
         Console.out(
             "preparing the transfer of \(clientID) from team \(configuration.teamID) to team \(target)\(options.dryRun ? " (dry run: nothing is written)" : "")"
         )
-        return try TransferBatchCommand.run(options, expectedRows: expected.linkedAccounts) {
+        return try TransferBatchCommand.run(options, expectedRows: expectedRows) {
             batchOptions throws(TransferFailure) in
             try await service.prepare(
                 targetTeamID: target,
