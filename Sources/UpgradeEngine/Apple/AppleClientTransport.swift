@@ -1,5 +1,5 @@
 import CCurl
-import Dispatch
+import Foundation
 import Synchronization
 
 /// One HTTP exchange with Apple over libcurl, bounded in time and size, with redirects refused (a
@@ -9,7 +9,7 @@ import Synchronization
 /// Each exchange is a blocking `curl_easy_perform` on an easy handle taken from a small pool, so
 /// connections (and TLS sessions) are kept alive between calls. Called from a thread that may
 /// block (`BlockingRunner`: the HTTP server's workers), the exchange runs inline; from Swift's
-/// cooperative pool, it runs on a thread of its own so no pool thread is held.
+/// cooperative pool (the CLI's batches), it runs on a new thread so no pool thread is held.
 final class AppleClientTransport: Sendable {
     /// What is sent: the URL is already validated (`AppleClient.BaseURL`) and the header lines
     /// checked for characters that could split them.
@@ -65,8 +65,6 @@ final class AppleClientTransport: Sendable {
 
     private let connectTimeout: Duration
     private let idle = Mutex<[EasyHandle]>([])
-    /// For exchanges started from the cooperative pool, which must not block there.
-    private static let blockingQueue = DispatchQueue(label: "apple-client-transport", attributes: .concurrent)
 
     init(connectTimeout: Duration) {
         self.connectTimeout = connectTimeout
@@ -82,7 +80,10 @@ final class AppleClientTransport: Sendable {
                 return perform(request, limit: limit, timeout: timeout, cancelled: cancelled)
             }
             return await withCheckedContinuation { continuation in
-                Self.blockingQueue.async {
+                // A thread of its own per exchange: a dispatch queue would run only as many blocked
+                // exchanges at once as there are cores, and a batch runs up to 64. Starting a thread
+                // costs far less than the exchange.
+                Thread.detachNewThread {
                     continuation.resume(
                         returning: self.perform(request, limit: limit, timeout: timeout, cancelled: cancelled)
                     )

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import UpgradeAPI
@@ -102,5 +103,61 @@ struct AppleClientTLSTests {
             "\(String(describing: error))"
         )
         #expect(probe.delays.isEmpty, "an untrusted certificate does not heal by retrying")
+    }
+}
+
+@Suite("AppleClient called from Swift's pool")
+struct AppleClientConcurrencyTests {
+    /// Holds each request until `expected` are inside at once (or 10 s pass), recording the most
+    /// seen together.
+    final class Rendezvous: Sendable {
+        let expected: Int
+        private let inside = Atomic<Int>(0)
+        private let most = Atomic<Int>(0)
+        init(expected: Int) { self.expected = expected }
+
+        func enter() {
+            let now = inside.add(1, ordering: .relaxed).newValue
+            _ = most.max(now, ordering: .relaxed)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while most.load(ordering: .relaxed) < expected, ContinuousClock.now < deadline { usleep(1000) }
+            inside.subtract(1, ordering: .relaxed)
+        }
+
+        var mostTogether: Int { most.load(ordering: .relaxed) }
+    }
+
+    @Test("eight calls from a task group are all under way at once: no small pool of blocking threads holds them back")
+    func callsRunConcurrently() async throws {
+        let rendezvous = Rendezvous(expected: 8)
+        let server = try TestServer(
+            handler: ScriptedHandler { _ in
+                rendezvous.enter()
+                return HTTPResponse(status: 200)
+            },
+            configure: { $0.workerCount = 8 }
+        )
+        defer { server.stop() }
+        let client = try AppleClient(
+            configuration: AppleClient.Configuration(
+                baseURL: try .init("http://127.0.0.1:\(server.port)"),
+                credentials: try .init(teamID: "TEAMAAAAA1", keyID: "KEYAAAAAA1", privateKey: P256PrivateKey())
+            )
+        )
+        let failures = await withTaskGroup(of: AppleEndpointError?.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    do throws(AppleEndpointError) {
+                        try await client.revoke(token: "token-\(index)", clientID: "com.example.app")
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            return await group.reduce(into: [AppleEndpointError]()) { if let error = $1 { $0.append(error) } }
+        }
+        #expect(failures.isEmpty, "\(failures)")
+        #expect(rendezvous.mostTogether == 8)
     }
 }
