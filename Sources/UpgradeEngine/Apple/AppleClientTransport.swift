@@ -130,6 +130,15 @@ private final class CancellationFlag: Sendable {
 private final class EasyHandle: @unchecked Sendable {
     private static let globalInit: CURLcode = ccurl_global_init()
 
+    /// Loopback plus the environment's `no_proxy` (or `NO_PROXY`), as libcurl reads it.
+    static let noProxy: String = {
+        let environment = ProcessInfo.processInfo.environment
+        let extra = (environment["no_proxy"] ?? environment["NO_PROXY"] ?? "").trimmingCharacters(in: .whitespaces)
+        // libcurl reads `*` (no proxy for any host) only as the whole value.
+        if extra == "*" { return "*" }
+        return "localhost,127.0.0.1,::1" + (extra.isEmpty ? "" : "," + extra)
+    }()
+
     private let curl: UnsafeMutableRawPointer
     private var limit = 0
     private var body: [UInt8] = []
@@ -147,8 +156,9 @@ private final class EasyHandle: @unchecked Sendable {
         ccurl_setopt_long(curl, CURLOPT_CONNECTTIMEOUT_MS, connectTimeout.milliseconds)
         ccurl_setopt_long(curl, CURLOPT_SSL_VERIFYPEER, 1)
         ccurl_setopt_long(curl, CURLOPT_SSL_VERIFYHOST, 2)
-        // The emulator on loopback is never reached through a proxy from the environment.
-        ccurl_setopt_string(curl, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1")
+        // The emulator on loopback is never reached through a proxy from the environment. Setting
+        // the option replaces `no_proxy`, so the environment's list is kept in it.
+        ccurl_setopt_string(curl, CURLOPT_NOPROXY, Self.noProxy)
         // libcurl's cookie engine and its alt-svc and HSTS caches stay off (their defaults): nothing
         // of Apple's answers is stored. The answer is collected by these callbacks.
         ccurl_setopt_write_function(
