@@ -18,6 +18,7 @@ final class AppleClientTransport: Sendable {
         let url: String
         /// `Name: value` lines.
         let headers: [String]
+        /// Sent with `POST`; any other method is sent as `GET`, without a body.
         let body: [UInt8]?
     }
 
@@ -215,10 +216,13 @@ private final class EasyHandle: @unchecked Sendable {
         ccurl_setopt_offset(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(limit))
 
         let code: CURLcode
-        if let payload = request.body {
+        if request.method == "POST" {
+            // One byte more than is sent, so the pointer is never nil even for an empty body (a nil
+            // POSTFIELDS would make libcurl read the body from its read callback instead).
+            let payload = (request.body ?? []) + [0]
             code = payload.withUnsafeBytes { bytes in
                 ccurl_setopt_long(curl, CURLOPT_POST, 1)
-                ccurl_setopt_offset(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+                ccurl_setopt_offset(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count - 1))
                 ccurl_setopt_pointer(curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
                 defer { ccurl_setopt_pointer(curl, CURLOPT_POSTFIELDS, nil) }
                 return curl_easy_perform(curl)
