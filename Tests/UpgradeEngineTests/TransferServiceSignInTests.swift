@@ -44,6 +44,26 @@ struct TransferServiceSignInTests {
         #expect(world.appleB.count(.migrate) == 1)
     }
 
+    @Test("a migrating sign-in whose token has no email drops the old team's relay address and keeps a real one")
+    func signInWithoutEmail() async throws {
+        let world = try TransferWorld()
+        let hidden = try world.addLinkedUser("alice", emailMode: .hidden)
+        let shared = try world.addLinkedUser("bob", emailMode: .shared)
+        #expect(try world.link(hidden)?.isPrivateEmail == true && world.link(hidden)?.email != nil)
+        _ = try await world.prepare()
+        _ = try world.transferApp()
+        world.advance(600)
+        for user in [hidden, shared] {
+            var claims = try await world.signInClaims(user)
+            claims.email = nil
+            claims.isPrivateEmail = nil
+            #expect(try world.recipient.signIn(claims: claims, now: world.now).migrated)
+        }
+        let hiddenLink = try #require(try world.link(hidden))
+        #expect(hiddenLink.email == nil && hiddenLink.isPrivateEmail == nil)
+        #expect(try world.link(shared)?.email == "bob@example.com")
+    }
+
     @Test("after the window the token has no transfer_sub: the sign-in finds no account and migrates none")
     func signInAfterWindow() async throws {
         let world = try TransferWorld()

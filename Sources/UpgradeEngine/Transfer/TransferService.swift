@@ -241,6 +241,15 @@ public final class TransferService: Sendable {
                 link.sub = to
                 link.teamID = configuration.teamID
                 link.refreshTokenCiphertext = nil
+                // Relay addresses are team-scoped (facts §3): the sender team's stops reaching the
+                // user. It is replaced below when the exchange or the token gives the new one, and
+                // otherwise left unknown rather than kept wrong. A real address stays.
+                if link.isPrivateEmail == true {
+                    link.email = nil
+                    link.isPrivateEmail = nil
+                    link.emailForwardingEnabled = nil
+                    link.emailForwardingAt = nil
+                }
             case .updateEmail(let email):
                 link.email = email
                 link.isPrivateEmail = commit.isPrivateEmail
