@@ -2,6 +2,8 @@
 #include "CSystem.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -28,6 +30,30 @@ int csystem_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int capacity,
 }
 
 int csystem_accept4(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+
+int csystem_accept4_peer(int fd, uint8_t address[16], int *family) {
+    struct sockaddr_storage peer;
+    socklen_t length = sizeof(peer);
+    memset(address, 0, 16);
+    *family = 0;
+    int accepted = accept4(fd, (struct sockaddr *)&peer, &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (accepted < 0) return accepted;
+    if (peer.ss_family == AF_INET && length >= sizeof(struct sockaddr_in)) {
+        memcpy(address, &((struct sockaddr_in *)&peer)->sin_addr, 4);
+        *family = 4;
+    } else if (peer.ss_family == AF_INET6 && length >= sizeof(struct sockaddr_in6)) {
+        const uint8_t *bytes = ((struct sockaddr_in6 *)&peer)->sin6_addr.s6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(bytes, mapped, 12) == 0) {
+            memcpy(address, bytes + 12, 4);
+            *family = 4;
+        } else {
+            memcpy(address, bytes, 16);
+            *family = 6;
+        }
+    }
+    return accepted;
+}
 
 void csystem_set_thread_name(const char *name) {
     char truncated[16];

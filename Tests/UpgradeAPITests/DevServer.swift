@@ -33,14 +33,14 @@ final class DevServer: Sendable {
     let application: UpgradeApplication
     let base: String
 
-    init() throws {
+    init(environment: [String: String] = [:]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-rest-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let settings = try ServerSettings.load(
             [
                 "UPGRADE_DB": "sqlite:" + directory.appendingPathComponent("api.db").path,
                 "UPGRADE_LISTEN": "127.0.0.1:0", "UPGRADE_DEV_EMULATOR_PORT": "0",
-            ],
+            ].merging(environment) { _, given in given },
             development: true
         )
         let clock = self.clock

@@ -31,9 +31,25 @@ final class TestClient {
     let fd: Int32
     private var buffered: [UInt8] = []
 
-    init(port: Int, timeoutSeconds: Int = 10) throws {
+    /// `sourceHost` (an IPv4 loopback address such as `127.0.0.2`) plays another client machine.
+    init(port: Int, timeoutSeconds: Int = 10, sourceHost: UInt32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        if let sourceHost {
+            var source = sockaddr_in()
+            source.sin_family = sa_family_t(AF_INET)
+            source.sin_addr.s_addr = sourceHost.bigEndian
+            let bound = withUnsafePointer(to: &source) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else {
+                let number = errno
+                Glibc.close(fd)
+                throw Failure(description: "bind to the source address: errno \(number)")
+            }
+        }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

@@ -34,6 +34,9 @@ int csystem_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int capacity,
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC and no peer address (glibc declares accept4 only
 /// under _GNU_SOURCE, which Swift's Glibc module does not define).
 int csystem_accept4(int fd);
+/// accept4 as above, also reporting the peer's address: `family` 4 (the first 4 bytes of `address`,
+/// IPv4-mapped IPv6 included), 6 (all 16 bytes), or 0 (anything else, e.g. a Unix socket).
+int csystem_accept4_peer(int fd, uint8_t address[16], int *family);
 
 /// Names the calling thread (shown by `top -H` and debuggers); truncated to 15 bytes.
 void csystem_set_thread_name(const char *name);

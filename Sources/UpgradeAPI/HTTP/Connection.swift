@@ -29,6 +29,8 @@ final class Connection {
     /// `generation << 32 | fd`: unique among the loop's connections over time, so a late worker
     /// result or stale epoll event for a closed descriptor number never reaches its successor.
     let id: UInt64
+    /// The TCP peer, for per-client limits and logs.
+    let client: HTTPClientAddress?
     var denseIndex: Int
     var parser: HTTPRequestParser
     var phase = Phase.open
@@ -52,9 +54,18 @@ final class Connection {
     /// The descriptor is closed (and may already belong to someone else): never touch `fd` again.
     var isClosed = false
 
-    init(fd: Int32, id: UInt64, denseIndex: Int, limits: HTTPRequestParser.Limits, interest: UInt32, now: UInt64) {
+    init(
+        fd: Int32,
+        id: UInt64,
+        client: HTTPClientAddress?,
+        denseIndex: Int,
+        limits: HTTPRequestParser.Limits,
+        interest: UInt32,
+        now: UInt64
+    ) {
         self.fd = fd
         self.id = id
+        self.client = client
         self.denseIndex = denseIndex
         self.parser = HTTPRequestParser(limits: limits)
         self.interest = interest

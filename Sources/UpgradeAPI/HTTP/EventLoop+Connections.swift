@@ -112,7 +112,7 @@ extension EventLoop {
         if !keepAlive {
             connection.phase = .closingAfterResponses
         }
-        let request = HTTPRequest(head: head, body: body, id: id)
+        let request = HTTPRequest(head: head, body: body, id: id, client: connection.client)
         var response = context.handler.respondOnEventLoop(to: request)
         if response == nil {
             let job = WorkerPool.Job(request: request, loop: self, connectionID: connection.id, sequence: sequence)

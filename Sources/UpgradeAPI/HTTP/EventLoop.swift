@@ -29,7 +29,7 @@ final class EventLoop: @unchecked Sendable {
 
     private struct Mailbox {
         var completions: [Completion] = []
-        var adopted: [Int32] = []
+        var adopted: [(fd: Int32, client: HTTPClientAddress?)] = []
         var shutdownRequested = false
         /// A wake-up is written and not yet consumed: later posts need not write another.
         var wakePending = false
@@ -119,8 +119,8 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Hands an accepted descriptor to this loop; false if the loop has exited (the caller closes it).
-    func adopt(fd: Int32) -> Bool {
-        post { $0.adopted.append(fd) }
+    func adopt(fd: Int32, client: HTTPClientAddress?) -> Bool {
+        post { $0.adopted.append((fd, client)) }
     }
 
     func requestShutdown() {
@@ -216,8 +216,8 @@ final class EventLoop: @unchecked Sendable {
             box.wakePending = false
             return taken
         }
-        for fd in box.adopted {
-            register(fd: fd, now: now)
+        for (fd, client) in box.adopted {
+            register(fd: fd, client: client, now: now)
         }
         // Shutdown before completions: a response that arrives in the same batch as the shutdown
         // then says `Connection: close`, as every response after the shutdown does.
@@ -241,7 +241,7 @@ final class EventLoop: @unchecked Sendable {
             box.closed = true
             return box.adopted
         }
-        for fd in stranded {
+        for (fd, _) in stranded {
             Glibc.close(fd)
             context.openConnections.wrappingSubtract(1, ordering: .relaxed)
         }
@@ -259,7 +259,9 @@ final class EventLoop: @unchecked Sendable {
     private func acceptConnections(now: UInt64) {
         // A bounded batch per wake-up keeps accepting from starving established connections.
         for _ in 0..<64 {
-            let fd = csystem_accept4(listenFD)
+            var address = [UInt8](repeating: 0, count: 16)
+            var family: Int32 = 0
+            let fd = csystem_accept4_peer(listenFD, &address, &family)
             if fd < 0 {
                 let number = errno
                 switch number {
@@ -284,11 +286,12 @@ final class EventLoop: @unchecked Sendable {
             LoopCounters.increment(counters.accepted)
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let client = HTTPClientAddress(bytes: Array(address.prefix(family == 4 ? 4 : family == 6 ? 16 : 0)))
             let target = peers[nextPeer % peers.count]
             nextPeer &+= 1
             if target === self {
-                register(fd: fd, now: now)
-            } else if !target.adopt(fd: fd) {
+                register(fd: fd, client: client, now: now)
+            } else if !target.adopt(fd: fd, client: client) {
                 Glibc.close(fd)
                 context.openConnections.wrappingSubtract(1, ordering: .relaxed)
             }
@@ -321,7 +324,7 @@ final class EventLoop: @unchecked Sendable {
         )
     }
 
-    private func register(fd: Int32, now: UInt64) {
+    private func register(fd: Int32, client: HTTPClientAddress?, now: UInt64) {
         guard !draining else {
             Glibc.close(fd)
             context.openConnections.wrappingSubtract(1, ordering: .relaxed)
@@ -332,6 +335,7 @@ final class EventLoop: @unchecked Sendable {
         let connection = Connection(
             fd: fd,
             id: id,
+            client: client,
             denseIndex: active.count,
             limits: context.configuration.limits,
             interest: csystem_EPOLLIN,

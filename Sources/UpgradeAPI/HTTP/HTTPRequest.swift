@@ -5,11 +5,19 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Unique per request within a server run; meant for logs and error reports.
     public var id: HTTPRequestID
+    /// The connection's TCP peer (a proxy's address when the server sits behind one).
+    public var client: HTTPClientAddress?
 
-    public init(head: HTTPRequestHead, body: [UInt8] = [], id: HTTPRequestID = HTTPRequestID(rawValue: 0)) {
+    public init(
+        head: HTTPRequestHead,
+        body: [UInt8] = [],
+        id: HTTPRequestID = HTTPRequestID(rawValue: 0),
+        client: HTTPClientAddress? = nil
+    ) {
         self.head = head
         self.body = body
         self.id = id
+        self.client = client
     }
 
     public var method: String { head.method }

@@ -20,6 +20,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let clock: @Sendable () -> Int64
     let metrics: Metrics
     let log: RequestLog
+    /// Failed credential checks per client (`UPGRADE_CLIENT_THROTTLE`); nil when turned off.
+    let clientThrottle: ClientThrottle?
     /// Sampled at scrape time for the worker-queue gauge; set once the server exists.
     let statistics: @Sendable () -> HTTPServer.Statistics?
     private let router: Router<Operation>
@@ -33,6 +35,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
+        clientThrottle: ClientThrottle? = ClientThrottle(),
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
     ) {
         self.upgrades = upgrades
@@ -43,6 +46,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.clock = clock
         self.metrics = metrics
         self.log = log
+        self.clientThrottle = clientThrottle
         self.statistics = statistics
         var router = Router<Operation>()
         router.add("POST", "/v1/upgrades", .startUpgrade)
@@ -160,7 +164,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return response
         case .startUpgrade:
             let body = try JSONBody(request, allowed: ["username", "password", "serviceIdentifier"])
-            let answer = try recorded {
+            let answer = try throttled(request, now: now) {
                 try upgrades.start(
                     username: try body.requiredString("username"),
                     password: try body.requiredString("password"),
@@ -177,7 +181,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             case (nil, let recovery?): code = .recoveryCode(recovery)
             default: throw APIProblem.validation("send exactly one of 'code' and 'recoveryCode'")
             }
-            return Self.render(try recorded { try upgrades.stepUp(id: id, code: code, now: now) })
+            return Self.render(try throttled(request, now: now) { try upgrades.stepUp(id: id, code: code, now: now) })
         case .appleCredential:
             let body = try JSONBody(
                 request,
@@ -222,6 +226,37 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return try credentialState(request)
         case .notification:
             return try notification(request, now: now)
+        }
+    }
+
+    /// Failures that count against the client: each is a credential checked (or tried on a locked
+    /// username) and found wrong.
+    static let clientFailureKinds: Set<UpgradeFailure.Kind> = [
+        .invalidCredentials, .locked, .invalidCode, .tooManyAttempts,
+    ]
+
+    /// A credential-checking call under the per-client limit: refused before any work while the
+    /// client is over it, and its credential failures counted.
+    private func throttled(
+        _ request: HTTPRequest,
+        now: Int64,
+        _ body: () throws -> UpgradeAnswer
+    ) throws
+        -> UpgradeAnswer
+    {
+        guard let clientThrottle, let client = request.client else { return try recorded(body) }
+        if let wait = clientThrottle.retryAfter(client, now: now) {
+            throw UpgradeFailure(
+                .rateLimited,
+                "too many failed attempts from this client; retry in \(wait) s",
+                retryAfter: wait
+            )
+        }
+        do {
+            return try recorded(body)
+        } catch let failure as UpgradeFailure where Self.clientFailureKinds.contains(failure.kind) {
+            clientThrottle.recordFailure(client, now: now)
+            throw failure
         }
     }
 

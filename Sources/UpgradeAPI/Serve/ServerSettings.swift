@@ -20,6 +20,8 @@ public struct ServerSettings: Sendable {
     public var secrets: SecretBox?
     public var adminTokensFile: String?
     public var development: Bool
+    /// Failed credential checks allowed per client (`UPGRADE_CLIENT_THROTTLE`); nil when `off`.
+    public var clientThrottle: ClientThrottle.Policy?
     /// `--dev` only: the emulator's loopback port (0 picks a free one).
     public var emulatorPort: Int
 
@@ -29,6 +31,7 @@ public struct ServerSettings: Sendable {
         ("APPLE_CLIENT_IDS", "--client-ids"), ("APPLE_TEAM_ID", "--team-id"), ("APPLE_KEY_ID", "--key-id"),
         ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"), ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
+        ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"),
     ]
 
     public static let appleProductionURL = "https://appleid.apple.com"
@@ -135,6 +138,19 @@ public struct ServerSettings: Sendable {
             problems.append("UPGRADE_ADMIN_TOKENS_FILE: cannot read \(adminTokensFile)")
         }
 
+        var clientThrottle: ClientThrottle.Policy? = .default
+        if let text = value("UPGRADE_CLIENT_THROTTLE") {
+            if text == "off" {
+                clientThrottle = nil
+            } else if let policy = ClientThrottle.Policy(text) {
+                clientThrottle = policy
+            } else {
+                problems.append(
+                    "UPGRADE_CLIENT_THROTTLE: expected FAILURES/SECONDS (1 to 100000 failures over 1 to 604800 s), e.g. 20/600, or off"
+                )
+            }
+        }
+
         var emulatorPort = 8081
         if let text = value("UPGRADE_DEV_EMULATOR_PORT") {
             if !development {
@@ -163,6 +179,7 @@ public struct ServerSettings: Sendable {
             secrets: secrets,
             adminTokensFile: adminTokensFile,
             development: development,
+            clientThrottle: clientThrottle,
             emulatorPort: emulatorPort
         )
     }

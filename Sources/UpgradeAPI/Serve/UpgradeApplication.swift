@@ -85,6 +85,7 @@ public final class UpgradeApplication: Sendable {
             clock: clock,
             metrics: metrics,
             log: log,
+            clientThrottle: settings.clientThrottle.map { ClientThrottle(policy: $0) },
             statistics: { statistics.server?.statistics }
         )
         operations = handler.operations

@@ -1,0 +1,171 @@
+import Foundation
+import Testing
+import UpgradeAPI
+import UpgradeEngine
+
+@Suite("Per-client throttling of failed credential checks")
+struct ClientThrottleTests {
+    static let alice = HTTPClientAddress(bytes: [192, 0, 2, 1])!
+    static let bob = HTTPClientAddress(bytes: [192, 0, 2, 2])!
+
+    static func ipv6(_ groups: [UInt16]) -> HTTPClientAddress {
+        HTTPClientAddress(bytes: groups.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] })!
+    }
+
+    @Test("a burst of `failures`, then one more per window / failures; other clients unaffected")
+    func burstThenSteadyRate() {
+        let throttle = ClientThrottle(policy: ClientThrottle.Policy(failures: 3, window: 60)!)
+        let start: Int64 = 1_800_000_000
+        for _ in 0..<3 {
+            #expect(throttle.retryAfter(Self.alice, now: start) == nil)
+            throttle.recordFailure(Self.alice, now: start)
+        }
+        #expect(throttle.retryAfter(Self.alice, now: start) == 20)
+        #expect(throttle.retryAfter(Self.alice, now: start + 19) == 1)
+        #expect(throttle.retryAfter(Self.bob, now: start) == nil)
+        // One interval later exactly one further failure fits.
+        #expect(throttle.retryAfter(Self.alice, now: start + 20) == nil)
+        throttle.recordFailure(Self.alice, now: start + 20)
+        #expect(throttle.retryAfter(Self.alice, now: start + 20) == 20)
+        // A quiet window pays the whole debt off: a full burst again.
+        for _ in 0..<3 {
+            #expect(throttle.retryAfter(Self.alice, now: start + 200) == nil)
+            throttle.recordFailure(Self.alice, now: start + 200)
+        }
+        #expect(throttle.retryAfter(Self.alice, now: start + 200) != nil)
+    }
+
+    @Test("an IPv6 client is counted by its /64, so rotating the interface id does not help")
+    func ipv6ByPrefix() {
+        let throttle = ClientThrottle(policy: ClientThrottle.Policy(failures: 2, window: 60)!)
+        let now: Int64 = 1_800_000_000
+        throttle.recordFailure(Self.ipv6([0x2001, 0xdb8, 0, 1, 0, 0, 0, 1]), now: now)
+        throttle.recordFailure(Self.ipv6([0x2001, 0xdb8, 0, 1, 0xdead, 0xbeef, 0, 2]), now: now)
+        #expect(throttle.retryAfter(Self.ipv6([0x2001, 0xdb8, 0, 1, 9, 9, 9, 9]), now: now) == 30)
+        #expect(throttle.retryAfter(Self.ipv6([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]), now: now) == nil)
+    }
+
+    @Test("the table is bounded: paid-off clients are pruned, and a full table counts no new client")
+    func boundedTable() {
+        let throttle = ClientThrottle(policy: ClientThrottle.Policy(failures: 1, window: 10)!, capacity: 2)
+        let now: Int64 = 1_800_000_000
+        throttle.recordFailure(Self.alice, now: now)
+        throttle.recordFailure(Self.bob, now: now)
+        let carol = HTTPClientAddress(bytes: [192, 0, 2, 3])!
+        throttle.recordFailure(carol, now: now)
+        #expect(throttle.trackedClients == 2)
+        #expect(throttle.untrackedFailures == 1)
+        #expect(throttle.retryAfter(carol, now: now) == nil)
+        // Once the others' debts are paid, a new client is tracked again.
+        throttle.recordFailure(carol, now: now + 10)
+        #expect(throttle.trackedClients == 1)
+        #expect(throttle.retryAfter(carol, now: now + 10) == 10)
+    }
+
+    @Test("policies parse from FAILURES/SECONDS and refuse anything else")
+    func policyParsing() {
+        #expect(ClientThrottle.Policy("20/600") == ClientThrottle.Policy(failures: 20, window: 600))
+        #expect(ClientThrottle.Policy.default.description == "20/600")
+        for bad in ["", "20", "20/", "/600", "0/600", "20/0", "-1/600", "20/600/1", "+20/600", "２/600", "20/604801"] {
+            #expect(ClientThrottle.Policy(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("addresses print as dotted decimal and RFC 5952 text")
+    func addressText() {
+        #expect(Self.alice.description == "192.0.2.1")
+        #expect(Self.ipv6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 1]).description == "2001:db8::1")
+        #expect(Self.ipv6([0x2001, 0xdb8, 0, 1, 0, 0, 0, 1]).description == "2001:db8:0:1::1")
+        #expect(Self.ipv6([0, 0, 0, 0, 0, 0, 0, 1]).description == "::1")
+        #expect(Self.ipv6([0, 0, 0, 0, 0, 0, 0, 0]).description == "::")
+        #expect(Self.ipv6([0x2001, 0, 0, 1, 0, 0, 0, 1]).description == "2001:0:0:1::1")
+        #expect(Self.ipv6([0x2001, 0xdb8, 0, 1, 1, 1, 1, 1]).description == "2001:db8:0:1:1:1:1:1")
+        #expect(Self.ipv6([0x2001, 0xdb8, 0xabcd, 1, 0, 0, 0, 0]).throttleKey.description == "2001:db8:abcd:1::")
+        #expect(HTTPClientAddress(bytes: [1, 2, 3]) == nil)
+    }
+
+    @Test("UPGRADE_CLIENT_THROTTLE: default on, `off`, and one clear line for a bad value")
+    func settings() throws {
+        let base = ["UPGRADE_DB": "sqlite:unused.db"]
+        #expect(try ServerSettings.load(base, development: true).clientThrottle == .default)
+        let off = try ServerSettings.load(base.merging(["UPGRADE_CLIENT_THROTTLE": "off"]) { $1 }, development: true)
+        #expect(off.clientThrottle == nil)
+        let custom = try ServerSettings.load(
+            base.merging(["UPGRADE_CLIENT_THROTTLE": "5/60"]) { $1 },
+            development: true
+        )
+        #expect(custom.clientThrottle == ClientThrottle.Policy(failures: 5, window: 60))
+        #expect {
+            try ServerSettings.load(base.merging(["UPGRADE_CLIENT_THROTTLE": "lots"]) { $1 }, development: true)
+        } throws: { error in
+            let problems = (error as? ServerSettingsError)?.problems ?? []
+            return problems.count == 1 && problems[0].hasPrefix("UPGRADE_CLIENT_THROTTLE: expected FAILURES/SECONDS")
+        }
+    }
+
+    /// One `POST /v1/upgrades` over a fresh connection from `source` (a loopback address).
+    static func startUpgrade(
+        _ server: DevServer,
+        from source: UInt32,
+        username: String,
+        password: String
+    ) throws -> TestClient.Response {
+        let client = try TestClient(port: server.application.server.port, sourceHost: source)
+        let body = try JSONSerialization.data(withJSONObject: [
+            "username": username, "password": password, "serviceIdentifier": "example.com",
+        ])
+        try client.send(
+            "POST /v1/upgrades HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        )
+        try client.send([UInt8](body))
+        return try client.readResponse()
+    }
+
+    @Test("over HTTP: a client spraying wrong passwords is refused before any check; another client is not")
+    func sprayingClientIsRefused() throws {
+        let server = try DevServer(environment: ["UPGRADE_CLIENT_THROTTLE": "3/60"])
+        let sprayer: UInt32 = 0x7F00_0001
+        let neighbour: UInt32 = 0x7F00_0002
+        for index in 0..<3 {
+            let wrong = try Self.startUpgrade(server, from: sprayer, username: "user\(index)", password: "guess")
+            #expect(wrong.status == 401)
+            #expect(wrong.problemSlug == "invalid-credentials")
+        }
+        // Even the right password is not checked while the client is over its limit...
+        let refused = try Self.startUpgrade(
+            server,
+            from: sprayer,
+            username: DevelopmentEnvironment.demoUsername,
+            password: DevelopmentEnvironment.demoPassword
+        )
+        #expect(refused.status == 429)
+        #expect(refused.problemSlug == "rate-limited")
+        #expect(refused.header("Retry-After") == "20")
+        #expect(refused.text.contains(#""result":"failure""#))
+        #expect(refused.text.contains("from this client"))
+        // ... and nothing was recorded for it: no upgrade was started.
+        let upgrades = try server.application.store.read { tx in
+            try tx.throttle(usernameKey: DevelopmentEnvironment.demoUsername)
+        }
+        #expect(upgrades == nil)
+
+        // Another client is not affected.
+        let other = try Self.startUpgrade(
+            server,
+            from: neighbour,
+            username: DevelopmentEnvironment.demoUsername,
+            password: DevelopmentEnvironment.demoPassword
+        )
+        #expect(other.status == 201)
+
+        // Once an interval has passed, the sprayer may try again.
+        server.clock.advance(20)
+        let later = try Self.startUpgrade(
+            server,
+            from: sprayer,
+            username: DevelopmentEnvironment.demoUsername,
+            password: DevelopmentEnvironment.demoPassword
+        )
+        #expect(later.status == 201)
+    }
+}
