@@ -43,7 +43,7 @@ struct AppleEndpointsTests {
         let authorization = try server.development.emulator.authorize(
             userID: server.development.appleUserID,
             clientID: DevelopmentEnvironment.clientID,
-            nonce: "n-1",
+            nonce: try await server.signInNonce(),
             state: nil,
             emailMode: .hidden
         )
@@ -57,19 +57,34 @@ struct AppleEndpointsTests {
         #expect(answer.json["migrated"] as? Bool == false)
         let after = try link(server, accountID)?.refreshTokenCiphertext
         #expect(after != nil && after != before, "the new refresh token replaced the old one")
-        // The same code again: Apple refuses it, and the client is told so.
+        // The same token again: its nonce is spent, so the replay stops before Apple or the account.
         let replay = try await server.post(
             "/v1/apple/sign-in",
             ["identityToken": authorization.identityToken, "authorizationCode": authorization.authorizationCode]
         )
         #expect(replay.status == 400)
-        #expect(replay.problem == "invalid-authorization-code")
+        #expect(replay.problem == "nonce-mismatch")
+        #expect(replay["detail"]?.contains("already been used") == true)
+        // A new token with the same (spent) code: Apple refuses the code, and the client is told so.
+        let again = try server.development.emulator.authorize(
+            userID: server.development.appleUserID,
+            clientID: DevelopmentEnvironment.clientID,
+            nonce: try await server.signInNonce(),
+            state: nil,
+            emailMode: .hidden
+        )
+        let spentCode = try await server.post(
+            "/v1/apple/sign-in",
+            ["identityToken": again.identityToken, "authorizationCode": authorization.authorizationCode]
+        )
+        #expect(spentCode.status == 400)
+        #expect(spentCode.problem == "invalid-authorization-code")
         // A token for an Apple user with no account.
         let stranger = try server.development.emulator.createUser(email: "stranger@example.com")
         let other = try server.development.emulator.authorize(
             userID: stranger,
             clientID: DevelopmentEnvironment.clientID,
-            nonce: "n-2",
+            nonce: try await server.signInNonce(),
             state: nil,
             emailMode: .shared
         )
@@ -81,6 +96,54 @@ struct AppleEndpointsTests {
         )
         #expect(forged.status == 400)
         #expect(forged.problem == "invalid-identity-token")
+    }
+
+    @Test("sign-in requires a nonce we issued: missing, foreign, forged, expired and spent ones are refused")
+    func signInNonces() async throws {
+        let server = try DevServer()
+        _ = try await Self.upgraded(server)
+        func token(nonce: String?) throws -> String {
+            try server.development.emulator.authorize(
+                userID: server.development.appleUserID,
+                clientID: DevelopmentEnvironment.clientID,
+                nonce: nonce,
+                state: nil,
+                emailMode: .hidden
+            ).identityToken
+        }
+        func signIn(_ identityToken: String) async throws -> DevServer.Response {
+            try await server.post("/v1/apple/sign-in", ["identityToken": identityToken])
+        }
+
+        let issued = try await server.post("/v1/apple/sign-in/nonce", [:])
+        #expect(issued.status == 201)
+        #expect(issued.headers["cache-control"] == "no-store")
+        let nonce = try #require(issued["nonce"])
+        let expiry = Date(timeIntervalSince1970: TimeInterval(server.clock.now + 600))
+        #expect(issued["expiresAt"] == ISO8601DateFormatter().string(from: expiry))
+        #expect(try await server.post("/v1/apple/sign-in/nonce", ["extra": 1]).status == 422)
+
+        let missing = try await signIn(try token(nonce: nil))
+        #expect(missing.status == 400 && missing.problem == "nonce-mismatch")
+        #expect(missing["detail"]?.contains("carries no nonce") == true)
+        let foreign = try await signIn(try token(nonce: "a-nonce-the-client-made-up"))
+        #expect(foreign.status == 400 && foreign.problem == "nonce-mismatch")
+        var tampered = Array(nonce)
+        tampered[20] = tampered[20] == "A" ? "B" : "A"
+        let forged = try await signIn(try token(nonce: String(tampered)))
+        #expect(forged.status == 400 && forged.problem == "nonce-mismatch")
+
+        // Expired: issued now, carried by a token minted (validly) eleven minutes later.
+        let stale = try #require(try await server.post("/v1/apple/sign-in/nonce", [:])["nonce"])
+        server.clock.advance(601)
+        let expired = try await signIn(try token(nonce: stale))
+        #expect(expired.status == 400 && expired.problem == "nonce-mismatch")
+
+        // None of those spent anything; the good nonce still signs in, once, even with a new token.
+        let fresh = try #require(try await server.post("/v1/apple/sign-in/nonce", [:])["nonce"])
+        #expect(try await signIn(try token(nonce: fresh)).status == 200)
+        let reused = try await signIn(try token(nonce: fresh))
+        #expect(reused.status == 400 && reused.problem == "nonce-mismatch")
     }
 
     @Test("each notification changes what Apple's documentation says; a redelivery and a forgery change nothing")

@@ -80,6 +80,15 @@ final class DevServer: Sendable {
         return Response(status: http.statusCode, body: data, headers: headers)
     }
 
+    /// A fresh nonce from `POST /v1/apple/sign-in/nonce`.
+    func signInNonce() async throws -> String {
+        let issued = try await post("/v1/apple/sign-in/nonce", [:])
+        guard issued.status == 201, let nonce = issued["nonce"] else {
+            throw URLError(.badServerResponse)
+        }
+        return nonce
+    }
+
     /// A password account without TOTP.
     func addAccount(_ username: String, password: String) throws {
         let hash = try PasswordHasher(parameters: .init(memoryKiB: 256, iterations: 1)).hash(password: password)

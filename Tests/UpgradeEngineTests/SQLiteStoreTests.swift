@@ -190,7 +190,7 @@ struct SQLiteStoreTests {
             }
         }
         let before = try store.read { try $0.auditTrail(upgradeID: "u", limit: 100) }
-        #expect(try store.migrate(now: Self.now).map(\.version) == [4])
+        #expect(try store.migrate(now: Self.now, through: 4).map(\.version) == [4])
         let after = try store.read { try $0.auditTrail(upgradeID: "u", limit: 100) }
         #expect(after == before)
         #expect(try store.read { try $0.auditTrail(accountID: "a", limit: 100) } == before)

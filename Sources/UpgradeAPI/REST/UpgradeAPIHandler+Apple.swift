@@ -3,7 +3,8 @@ import UpgradeEngine
 
 /// Sign in with Apple, credential state, and Apple's server-to-server notifications.
 extension UpgradeAPIHandler {
-    /// `POST /v1/apple/sign-in`: verifies the identity token with Apple's keys, finds the account by
+    /// `POST /v1/apple/sign-in`: verifies the identity token with Apple's keys and its nonce (one we
+    /// issued, unexpired, never used before: `SignInNonces`), finds the account by
     /// `sub` (or by `transfer_sub` during a transfer window, completing that account's migration), and
     /// exchanges the optional authorization code, storing its refresh token.
     func signIn(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
@@ -15,16 +16,46 @@ extension UpgradeAPIHandler {
             throw APIProblem.validation("field 'authorizationCode' must be 1 to 2048 bytes")
         }
         let keys = apple.keys
+        let nonces = signInNonces
         let claims: AppleIdentityClaims
         do {
             claims = try blockingWait { () async throws(IdentityTokenError) -> AppleIdentityClaims in
-                try await keys.verifyIdentityToken(token, nonce: nil, now: now)
+                try await keys.verifyIdentityToken(token, nonce: .issuedForSignIn(nonces), now: now)
             }
+        } catch  where error.code == .nonceMissing {
+            throw APIProblem(
+                status: 400,
+                slug: "nonce-mismatch",
+                detail:
+                    "the identity token carries no nonce; get one from POST /v1/apple/sign-in/nonce and pass it to Apple's request unchanged"
+            )
+        } catch  where error.code == .nonceMismatch {
+            throw APIProblem(
+                status: 400,
+                slug: "nonce-mismatch",
+                detail:
+                    "the identity token's nonce was not issued by this server or has expired; get a new one from POST /v1/apple/sign-in/nonce"
+            )
         } catch {
             throw APIProblem(
                 status: 400,
                 slug: "invalid-identity-token",
                 detail: "the identity token was rejected (\(error.code))"
+            )
+        }
+        // A nonce signs in once: a replayed token stops here, before any account is looked up.
+        guard let nonce = claims.checkedNonce, case .valid(let nonceExpiresAt) = nonces.check(nonce, now: now) else {
+            throw APIProblem(status: 500, slug: "internal", detail: "the sign-in nonce could not be recorded")
+        }
+        let firstUse = try store.write { tx in
+            try tx.useSignInNonce(hash: SignInNonces.usedKey(nonce), expiresAt: nonceExpiresAt, now: now)
+        }
+        guard firstUse else {
+            throw APIProblem(
+                status: 400,
+                slug: "nonce-mismatch",
+                detail:
+                    "this identity token's nonce has already been used to sign in; get a new one from POST /v1/apple/sign-in/nonce"
             )
         }
         let result: TransferSignInResult
@@ -59,6 +90,22 @@ extension UpgradeAPIHandler {
                 "migrated": .bool(result.migrated),
             ]).serializedString
         )
+    }
+
+    /// `POST /v1/apple/sign-in/nonce`: a nonce for the client to pass to Apple, unchanged, before
+    /// calling sign-in. Nothing is stored until it comes back inside a token (`SignInNonces`).
+    func signInNonce(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
+        if !request.body.isEmpty { _ = try JSONBody(request, allowed: []) }
+        let issued = signInNonces.issue(now: now)
+        var response = HTTPResponse(
+            status: 201,
+            body: JWSJSON.object([
+                "nonce": .string(issued.nonce), "expiresAt": .string(Self.timestamp(issued.expiresAt)),
+            ]).serialized()
+        )
+        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
+        response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
+        return response
     }
 
     /// `GET /v1/apple/credential-state?user=SUB`: what `getCredentialState` would answer.

@@ -7,7 +7,7 @@ import UpgradeEngine
 public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel
-        case signIn, credentialState, notification
+        case signInNonce, signIn, credentialState, notification
         case health, ready, metrics
     }
 
@@ -22,6 +22,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let log: RequestLog
     /// Failed credential checks per client (`UPGRADE_CLIENT_THROTTLE`); nil when turned off.
     let clientThrottle: ClientThrottle?
+    /// Issues and checks the nonces `POST /v1/apple/sign-in` requires.
+    let signInNonces: SignInNonces
     /// Sampled at scrape time for the worker-queue gauge; set once the server exists.
     let statistics: @Sendable () -> HTTPServer.Statistics?
     private let router: Router<Operation>
@@ -36,6 +38,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
         clientThrottle: ClientThrottle? = ClientThrottle(),
+        signInNonces: SignInNonces,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
     ) {
         self.upgrades = upgrades
@@ -47,6 +50,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.metrics = metrics
         self.log = log
         self.clientThrottle = clientThrottle
+        self.signInNonces = signInNonces
         self.statistics = statistics
         var router = Router<Operation>()
         router.add("POST", "/v1/upgrades", .startUpgrade)
@@ -54,6 +58,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/upgrades/{id}/step-up", .stepUp)
         router.add("POST", "/v1/upgrades/{id}/apple-credential", .appleCredential)
         router.add("POST", "/v1/upgrades/{id}/cancel", .cancel)
+        router.add("POST", "/v1/apple/sign-in/nonce", .signInNonce)
         router.add("POST", "/v1/apple/sign-in", .signIn)
         router.add("GET", "/v1/apple/credential-state", .credentialState)
         router.add("POST", "/v1/apple/notifications", .notification)
@@ -220,6 +225,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return Self.render(try recorded { try upgrades.cancel(id: id, reason: reason, now: now) })
         case .getUpgrade:
             return Self.render(try upgrades.view(id: id, now: now))
+        case .signInNonce:
+            return try signInNonce(request, now: now)
         case .signIn:
             return try signIn(request, now: now)
         case .credentialState:

@@ -1,8 +1,8 @@
 /// The claims of a verified Sign in with Apple identity token (facts §1.2).
 ///
 /// Only produced by `IdentityTokenVerifier` after the signature, issuer, audience, times, subject
-/// and nonce have been checked. The nonce itself is not surfaced: comparing it is the verifier's
-/// job, and it should not travel further (logs, JSON output).
+/// and nonce have been checked. The nonce is kept only in `checkedNonce`, for recording its single
+/// use; it is left out of `json` and should not travel further (logs, output).
 public struct AppleIdentityClaims: Sendable, Equatable {
     /// `iss`, equal to the policy's issuer.
     public var issuer: String
@@ -34,6 +34,8 @@ public struct AppleIdentityClaims: Sendable, Equatable {
     /// `c_hash` / `at_hash`, surfaced as delivered (Apple documents no verification rule).
     public var codeHash: String?
     public var accessTokenHash: String?
+    /// The `nonce` claim, set only when the verifier checked it against an expectation.
+    public var checkedNonce: String?
 
     public init(
         issuer: String,
@@ -50,7 +52,8 @@ public struct AppleIdentityClaims: Sendable, Equatable {
         transferSub: String? = nil,
         organizationID: String? = nil,
         codeHash: String? = nil,
-        accessTokenHash: String? = nil
+        accessTokenHash: String? = nil,
+        checkedNonce: String? = nil
     ) {
         self.issuer = issuer
         self.audience = audience
@@ -67,6 +70,7 @@ public struct AppleIdentityClaims: Sendable, Equatable {
         self.organizationID = organizationID
         self.codeHash = codeHash
         self.accessTokenHash = accessTokenHash
+        self.checkedNonce = checkedNonce
     }
 
     /// The claims under Apple's names (absent ones left out), booleans as JSON booleans.

@@ -49,11 +49,15 @@ public struct IdentityTokenVerifier: Sendable {
     public enum NonceExpectation: Sendable {
         case exact(String)
         case sha256Hex(String)
+        /// Any unexpired nonce `SignInNonces` issued; its single use is the caller's to record.
+        case issuedForSignIn(SignInNonces)
 
-        func matches(_ claim: String) -> Bool {
+        func matches(_ claim: String, now: Int64) -> Bool {
             switch self {
             case .exact(let expected): ConstantTime.equals(claim.utf8, expected.utf8)
             case .sha256Hex(let digest): ConstantTime.equals(Digest.sha256(claim).hexString.utf8, digest.utf8)
+            case .issuedForSignIn(let nonces):
+                if case .valid = nonces.check(claim, now: now) { true } else { false }
             }
         }
     }
@@ -192,8 +196,11 @@ public struct IdentityTokenVerifier: Sendable {
                     "identity token has no nonce claim, but a nonce was issued for this sign-in"
                 )
             }
-            guard expectedNonce.matches(nonce) else {
-                throw IdentityTokenError(.nonceMismatch, "identity token nonce does not match the nonce issued")
+            guard expectedNonce.matches(nonce, now: now) else {
+                throw IdentityTokenError(
+                    .nonceMismatch,
+                    "identity token nonce does not match the nonce issued (or that nonce has expired)"
+                )
             }
         }
 
@@ -212,7 +219,8 @@ public struct IdentityTokenVerifier: Sendable {
             transferSub: raw.transferSub,
             organizationID: raw.organizationID,
             codeHash: raw.codeHash,
-            accessTokenHash: raw.accessTokenHash
+            accessTokenHash: raw.accessTokenHash,
+            checkedNonce: expectedNonce == nil ? nil : raw.nonce
         )
     }
 }

@@ -47,6 +47,15 @@ public struct SecretBox: Sendable {
         SecretBox(developmentKey: Digest.sha256(developmentKeyDerivation))
     }
 
+    /// A key for `purpose` derived from this box's key (HMAC-SHA256(key, "siwa-upgrade derived key v1: " ‖
+    /// purpose)), so one configured secret serves several uses without one use's output helping
+    /// against another. The derived key stays inside the returned authenticator.
+    public func authenticator(purpose: String) -> MessageAuthenticator {
+        MessageAuthenticator(
+            key: Digest.hmac(.sha256, key: key, message: Array("siwa-upgrade derived key v1: \(purpose)".utf8))
+        )
+    }
+
     /// Encrypts `plaintext` for `context` under a fresh random nonce.
     public func seal(_ plaintext: [UInt8], context: String) -> [UInt8] {
         seal(plaintext, context: context, nonce: SecureRandom.bytes(Self.nonceLength))

@@ -439,6 +439,18 @@ struct SQLiteTransaction: StoreTransaction {
         try connection.scalarInt("SELECT count(*) FROM apple_notifications WHERE jti = ?", [.text(jti)]) == 1
     }
 
+    // MARK: Sign-in nonces
+
+    func useSignInNonce(hash: String, expiresAt: Int64, now: Int64) throws(StorageError) -> Bool {
+        // Expired rows are refused by their expiry anyway; the index keeps this a range delete.
+        try rows("DELETE FROM used_sign_in_nonces WHERE expires_at <= ?", [.integer(now)])
+        try rows(
+            "INSERT INTO used_sign_in_nonces (nonce_hash, expires_at) VALUES (?, ?) ON CONFLICT (nonce_hash) DO NOTHING",
+            [.text(hash), .integer(expiresAt)]
+        )
+        return connection.changes == 1
+    }
+
     // MARK: Audit
 
     func appendAudit(_ event: AuditEvent) throws(StorageError) {

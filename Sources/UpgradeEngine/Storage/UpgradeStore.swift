@@ -79,6 +79,11 @@ public protocol StoreTransaction {
     func recordNotification(jti: String, type: String, now: Int64) throws(StorageError) -> Bool
     func notificationSeen(jti: String) throws(StorageError) -> Bool
 
+    // Sign-in nonces
+    /// Records a sign-in nonce as used until `expiresAt`, first forgetting those expired by `now`;
+    /// returns false if it was already used.
+    func useSignInNonce(hash: String, expiresAt: Int64, now: Int64) throws(StorageError) -> Bool
+
     // Audit
     func appendAudit(_ event: AuditEvent) throws(StorageError)
     func auditTrail(accountID: String, limit: Int) throws(StorageError) -> [AuditEvent]
