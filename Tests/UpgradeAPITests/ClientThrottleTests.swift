@@ -167,5 +167,12 @@ struct ClientThrottleTests {
             password: DevelopmentEnvironment.demoPassword
         )
         #expect(later.status == 201)
+
+        // Each request's log line names its client, and never the password.
+        let requests = server.logs.lines.withLock { $0 }.filter { $0.contains(#""msg":"request""#) }
+        #expect(requests.count == 6)
+        #expect(requests.filter { $0.contains(#""client":"127.0.0.1""#) }.count == 5)
+        #expect(requests.filter { $0.contains(#""client":"127.0.0.2""#) }.count == 1)
+        #expect(!requests.contains { $0.contains("guess") || $0.contains(DevelopmentEnvironment.demoPassword) })
     }
 }

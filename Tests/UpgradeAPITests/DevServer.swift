@@ -29,6 +29,12 @@ final class DevServer: Sendable {
     }
 
     let clock = Clock()
+    final class LogCapture: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
+    /// Every log line the server wrote, in order.
+    let logs = LogCapture()
     let directory: URL
     let application: UpgradeApplication
     let base: String
@@ -44,7 +50,12 @@ final class DevServer: Sendable {
             development: true
         )
         let clock = self.clock
-        application = try UpgradeApplication(settings: settings, log: RequestLog(write: { _ in }), clock: { clock.now })
+        let logs = self.logs
+        application = try UpgradeApplication(
+            settings: settings,
+            log: RequestLog(write: { line in logs.lines.withLock { $0.append(line) } }),
+            clock: { clock.now }
+        )
         try application.server.start()
         base = "http://127.0.0.1:\(application.server.port)"
     }

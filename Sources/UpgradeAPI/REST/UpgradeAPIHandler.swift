@@ -129,6 +129,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             ("requestId", .string("\(request.id)")), ("method", .string(request.method)), ("route", .string(route)),
             ("status", .integer(Int64(response.status))), ("ms", .double((seconds * 1e6).rounded() / 1e3)),
         ]
+        if let client = request.client { fields.append(("client", .string(client.description))) }
         if let problemSlug { fields.append(("problem", .string(problemSlug))) }
         log.log("info", "request", fields)
         // The same id is in the log line, so a client report can be matched to it.
