@@ -15,6 +15,10 @@ import Synchronization
 /// `capacity` clients are tracked; when the table is full, clients whose debt is paid are dropped,
 /// and if none is, a new client goes uncounted (the per-username lockout still applies) and
 /// ``untrackedFailures`` says so. Time is a Unix second passed in by the caller.
+///
+/// The check comes before the credential and the count after it, so requests already in flight when
+/// a client reaches its limit still finish and count: the overshoot is at most the requests one
+/// client has queued or running at that moment, which the worker pool and its queue bound.
 public final class ClientThrottle: Sendable {
     public struct Policy: Sendable, Hashable, CustomStringConvertible {
         /// Failures allowed in a burst.
