@@ -35,37 +35,33 @@ final class TestClient {
     init(port: Int, timeoutSeconds: Int = 10, sourceHost: UInt32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        if let sourceHost {
-            var source = sockaddr_in()
-            source.sin_family = sa_family_t(AF_INET)
-            source.sin_addr.s_addr = sourceHost.bigEndian
-            let bound = withUnsafePointer(to: &source) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard bound == 0 else {
-                let number = errno
-                Glibc.close(fd)
-                throw Failure(description: "bind to the source address: errno \(number)")
-            }
-        }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+        if let sourceHost, Self.withAddress(host: sourceHost, port: 0, { bind(fd, $0, $1) }) != 0 {
+            let number = errno
+            Glibc.close(fd)
+            throw Failure(description: "bind to the source address: errno \(number)")
         }
-        guard connected == 0 else {
+        guard Self.withAddress(host: 0x7F00_0001, port: UInt16(port), { connect(fd, $0, $1) }) == 0 else {
             let number = errno
             Glibc.close(fd)
             throw Failure(description: "connect to port \(port): errno \(number)")
+        }
+    }
+
+    /// Calls `body` with an IPv4 socket address for `host` and `port` (host byte order).
+    private static func withAddress(
+        host: UInt32,
+        port: UInt16,
+        _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) -> Int32 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = host.bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
     }
 

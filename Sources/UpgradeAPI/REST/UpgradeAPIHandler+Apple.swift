@@ -22,19 +22,13 @@ extension UpgradeAPIHandler {
             claims = try blockingWait { () async throws(IdentityTokenError) -> AppleIdentityClaims in
                 try await keys.verifyIdentityToken(token, nonce: .issuedForSignIn(nonces), now: now)
             }
-        } catch  where error.code == .nonceMissing {
+        } catch  where error.code == .nonceMissing || error.code == .nonceMismatch {
             throw APIProblem(
                 status: 400,
                 slug: "nonce-mismatch",
-                detail:
-                    "the identity token carries no nonce; get one from POST /v1/apple/sign-in/nonce and pass it to Apple's request unchanged"
-            )
-        } catch  where error.code == .nonceMismatch {
-            throw APIProblem(
-                status: 400,
-                slug: "nonce-mismatch",
-                detail:
-                    "the identity token's nonce was not issued by this server or has expired; get a new one from POST /v1/apple/sign-in/nonce"
+                detail: error.code == .nonceMissing
+                    ? "the identity token carries no nonce; get one from POST /v1/apple/sign-in/nonce and pass it to Apple's request unchanged"
+                    : "the identity token's nonce was not issued by this server or has expired; get a new one from POST /v1/apple/sign-in/nonce"
             )
         } catch {
             throw APIProblem(
