@@ -56,6 +56,9 @@ struct ClientThrottleTests {
         #expect(throttle.trackedClients == 2)
         #expect(throttle.untrackedFailures == 1)
         #expect(throttle.retryAfter(carol, now: now) == nil)
+        // Within the same second the table is not swept again: still uncounted.
+        throttle.recordFailure(carol, now: now)
+        #expect(throttle.untrackedFailures == 2)
         // Once the others' debts are paid, a new client is tracked again.
         throttle.recordFailure(carol, now: now + 10)
         #expect(throttle.trackedClients == 1)
@@ -174,5 +177,11 @@ struct ClientThrottleTests {
         #expect(requests.filter { $0.contains(#""client":"127.0.0.1""#) }.count == 5)
         #expect(requests.filter { $0.contains(#""client":"127.0.0.2""#) }.count == 1)
         #expect(!requests.contains { $0.contains("guess") || $0.contains(DevelopmentEnvironment.demoPassword) })
+
+        let metrics = try TestClient(port: server.application.server.port)
+        try metrics.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let text = try metrics.readResponse().text
+        #expect(text.contains("client_throttle_clients 1"))
+        #expect(text.contains("client_throttle_untracked_failures 0"))
     }
 }

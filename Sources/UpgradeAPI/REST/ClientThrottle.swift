@@ -12,8 +12,8 @@ import Synchronization
 /// occasional hit must not buy it more guesses.
 ///
 /// Clients are counted by `HTTPClientAddress.throttleKey` (an IPv6 client by its /64). At most
-/// `capacity` clients are tracked; when the table is full, clients whose debt is paid are dropped,
-/// and if none is, a new client goes uncounted (the per-username lockout still applies) and
+/// `capacity` clients are tracked; when the table is full, clients whose debt is paid are dropped
+/// (at most once a second), and if none is, a new client goes uncounted (the per-username lockout still applies) and
 /// ``untrackedFailures`` says so. Time is a Unix second passed in by the caller.
 ///
 /// The check comes before the credential and the count after it, so requests already in flight when
@@ -63,6 +63,9 @@ public final class ClientThrottle: Sendable {
         /// Per client: when its debt of failures is paid off, in Unix milliseconds.
         var paidOffAt: [HTTPClientAddress: Int64] = [:]
         var untracked = 0
+        /// The last full-table sweep: at most one per second, so a flood of new clients costs a
+        /// sweep of the table once a second, not once per failure.
+        var sweptAt: Int64 = .min
     }
 
     public init(policy: Policy = .default, capacity: Int = 100_000) {
@@ -88,7 +91,10 @@ public final class ClientThrottle: Sendable {
         let nowMs = now * 1000
         state.withLock { state in
             if state.paidOffAt[key] == nil && state.paidOffAt.count >= capacity {
-                state.paidOffAt = state.paidOffAt.filter { $0.value > nowMs }
+                if now > state.sweptAt {
+                    state.sweptAt = now
+                    state.paidOffAt = state.paidOffAt.filter { $0.value > nowMs }
+                }
                 guard state.paidOffAt.count < capacity else {
                     state.untracked += 1
                     return

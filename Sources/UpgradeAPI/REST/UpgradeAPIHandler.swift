@@ -165,6 +165,21 @@ public final class UpgradeAPIHandler: HTTPHandler {
                 )
                 gauges.append(("http_connections_open", "Open client connections.", Double(statistics.connectionsOpen)))
             }
+            if let clientThrottle {
+                gauges.append(
+                    (
+                        "client_throttle_clients", "Clients whose failed credential checks are being counted.",
+                        Double(clientThrottle.trackedClients)
+                    )
+                )
+                gauges.append(
+                    (
+                        "client_throttle_untracked_failures",
+                        "Failed credential checks left uncounted because the per-client table was full.",
+                        Double(clientThrottle.untrackedFailures)
+                    )
+                )
+            }
             var response = HTTPResponse.text(metrics.render(gauges: gauges))
             response.headers.replaceOrAppend(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
             return response
