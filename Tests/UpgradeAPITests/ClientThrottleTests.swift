@@ -111,14 +111,16 @@ struct ClientThrottleTests {
         _ server: DevServer,
         from source: UInt32,
         username: String,
-        password: String
+        password: String,
+        forwardedFor: String? = nil
     ) throws -> TestClient.Response {
         let client = try TestClient(port: server.application.server.port, sourceHost: source)
         let body = try JSONSerialization.data(withJSONObject: [
             "username": username, "password": password, "serviceIdentifier": "example.com",
         ])
         try client.send(
-            "POST /v1/upgrades HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            "POST /v1/upgrades HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+                + (forwardedFor.map { "X-Forwarded-For: \($0)\r\n" } ?? "") + "Connection: close\r\n\r\n"
         )
         try client.send([UInt8](body))
         return try client.readResponse()
@@ -183,5 +185,118 @@ struct ClientThrottleTests {
         let text = try metrics.readResponse().text
         #expect(text.contains("client_throttle_clients 1"))
         #expect(text.contains("client_throttle_untracked_failures 0"))
+    }
+
+    @Test("X-Forwarded-For names the client only through a trusted proxy, right-most untrusted hop first")
+    func forwardedClients() {
+        let proxies = TrustedProxies("10.0.0.0/8, 2001:db8::/32,192.0.2.1")!
+        let proxy = HTTPClientAddress("10.1.2.3")!
+        let stranger = HTTPClientAddress("198.51.100.9")!
+        #expect(proxies.client(peer: proxy, forwardedFor: ["203.0.113.7"]) == HTTPClientAddress("203.0.113.7"))
+        // What the client wrote itself (left of the last untrusted hop) is never believed.
+        #expect(
+            proxies.client(peer: proxy, forwardedFor: ["1.1.1.1, 203.0.113.7", "10.9.9.9"])
+                == HTTPClientAddress("203.0.113.7")
+        )
+        #expect(proxies.client(peer: stranger, forwardedFor: ["203.0.113.7"]) == stranger)
+        #expect(proxies.client(peer: proxy, forwardedFor: []) == proxy)
+        // Garbage ends the walk at the nearest trusted hop; all-trusted chains give the left-most.
+        #expect(
+            proxies.client(peer: proxy, forwardedFor: ["203.0.113.7, not-an-ip, 10.0.0.5"])
+                == HTTPClientAddress("10.0.0.5")
+        )
+        #expect(proxies.client(peer: proxy, forwardedFor: ["10.0.0.5, 10.0.0.6"]) == HTTPClientAddress("10.0.0.5"))
+        #expect(proxies.client(peer: proxy, forwardedFor: ["::ffff:203.0.113.7"]) == HTTPClientAddress("203.0.113.7"))
+        #expect(proxies.trusts(HTTPClientAddress("2001:db8:ffff::1")!))
+        #expect(!proxies.trusts(HTTPClientAddress("2001:db9::1")!))
+        #expect(proxies.trusts(HTTPClientAddress("192.0.2.1")!) && !proxies.trusts(HTTPClientAddress("192.0.2.2")!))
+        #expect(proxies.description == "10.0.0.0/8,2001:db8::/32,192.0.2.1/32")
+        for bad in [
+            "", "10.0.0.1/8", "10.0.0.0/33", "10.0.0.0/", "10.0.0.0/+8", "example.com", "10.0.0.0/8,", "[::1]", "1.2.3",
+        ] {
+            #expect(TrustedProxies(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("over HTTP behind a trusted proxy: each forwarded client has its own count, spoofed prefixes change nothing")
+    func behindProxy() throws {
+        let server = try DevServer(environment: [
+            "UPGRADE_CLIENT_THROTTLE": "2/60", "UPGRADE_TRUSTED_PROXIES": "127.0.0.1",
+        ])
+        let proxy: UInt32 = 0x7F00_0001
+        for index in 0..<2 {
+            let wrong = try Self.startUpgrade(
+                server,
+                from: proxy,
+                username: "u\(index)",
+                password: "guess",
+                forwardedFor: "203.0.113.7"
+            )
+            #expect(wrong.status == 401)
+        }
+        let demo = (DevelopmentEnvironment.demoUsername, DevelopmentEnvironment.demoPassword)
+        let limited = try Self.startUpgrade(
+            server,
+            from: proxy,
+            username: demo.0,
+            password: demo.1,
+            forwardedFor: "203.0.113.7"
+        )
+        #expect(limited.status == 429)
+        let spoofed = try Self.startUpgrade(
+            server,
+            from: proxy,
+            username: demo.0,
+            password: demo.1,
+            forwardedFor: "198.51.100.1, 203.0.113.7"
+        )
+        #expect(spoofed.status == 429)
+        let other = try Self.startUpgrade(
+            server,
+            from: proxy,
+            username: demo.0,
+            password: demo.1,
+            forwardedFor: "203.0.113.8"
+        )
+        #expect(other.status == 201)
+        // An untrusted peer's header is ignored: it is counted as itself.
+        let direct: UInt32 = 0x7F00_0002
+        for index in 0..<2 {
+            _ = try Self.startUpgrade(
+                server,
+                from: direct,
+                username: "d\(index)",
+                password: "guess",
+                forwardedFor: "203.0.113.\(index + 50)"
+            )
+        }
+        let ignored = try Self.startUpgrade(
+            server,
+            from: direct,
+            username: demo.0,
+            password: demo.1,
+            forwardedFor: "203.0.113.99"
+        )
+        #expect(ignored.status == 429)
+        let lines = server.logs.lines.withLock { $0 }.filter { $0.contains(#""msg":"request""#) }
+        #expect(lines.contains { $0.contains(#""client":"203.0.113.8""#) && $0.contains(#""proxy":"127.0.0.1""#) })
+        #expect(lines.contains { $0.contains(#""client":"127.0.0.2""#) && !$0.contains(#""proxy""#) })
+    }
+
+    @Test("UPGRADE_TRUSTED_PROXIES: none by default, one clear line for a bad value")
+    func trustedProxySettings() throws {
+        let base = ["UPGRADE_DB": "sqlite:unused.db"]
+        #expect(try ServerSettings.load(base, development: true).trustedProxies == .none)
+        let set = try ServerSettings.load(
+            base.merging(["UPGRADE_TRUSTED_PROXIES": "10.0.0.0/8"]) { $1 },
+            development: true
+        )
+        #expect(set.trustedProxies.trusts(HTTPClientAddress("10.2.3.4")!))
+        #expect {
+            try ServerSettings.load(base.merging(["UPGRADE_TRUSTED_PROXIES": "10.0.0.1/8"]) { $1 }, development: true)
+        } throws: { error in
+            let problems = (error as? ServerSettingsError)?.problems ?? []
+            return problems.count == 1 && problems[0].hasPrefix("UPGRADE_TRUSTED_PROXIES: expected")
+        }
     }
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The TCP peer of a connection, as `accept` reported it (an IPv4-mapped IPv6 address is IPv4).
 public struct HTTPClientAddress: Sendable, Hashable, CustomStringConvertible {
     public enum Family: Sendable, Hashable {
@@ -17,6 +19,26 @@ public struct HTTPClientAddress: Sendable, Hashable, CustomStringConvertible {
         default: return nil
         }
         self.bytes = bytes
+    }
+
+    /// Parses dotted-decimal IPv4 or textual IPv6 (`inet_pton`; no brackets, port or zone). An
+    /// IPv4-mapped IPv6 address becomes IPv4, as `accept` reports it.
+    public init?(_ text: some StringProtocol) {
+        let string = String(text)
+        guard !string.isEmpty, string.utf8.count <= 45 else { return nil }
+        var v4 = in_addr()
+        if string.contains("."), !string.contains(":"), inet_pton(AF_INET, string, &v4) == 1 {
+            self.init(bytes: withUnsafeBytes(of: &v4) { Array($0) })
+            return
+        }
+        var v6 = in6_addr()
+        guard string.contains(":"), inet_pton(AF_INET6, string, &v6) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            self.init(bytes: Array(bytes[12...]))
+        } else {
+            self.init(bytes: bytes)
+        }
     }
 
     /// What per-client limits count by: the whole IPv4 address, or the /64 prefix of an IPv6 one,

@@ -5,7 +5,8 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Unique per request within a server run; meant for logs and error reports.
     public var id: HTTPRequestID
-    /// The connection's TCP peer (a proxy's address when the server sits behind one).
+    /// The TCP peer; `UpgradeAPIHandler` replaces it with the forwarded client when the peer is a
+    /// trusted proxy (`TrustedProxies`).
     public var client: HTTPClientAddress?
 
     public init(

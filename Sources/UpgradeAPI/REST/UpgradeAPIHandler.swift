@@ -22,6 +22,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let log: RequestLog
     /// Failed credential checks per client (`UPGRADE_CLIENT_THROTTLE`); nil when turned off.
     let clientThrottle: ClientThrottle?
+    /// Proxies whose `X-Forwarded-For` names the client (`UPGRADE_TRUSTED_PROXIES`).
+    let trustedProxies: TrustedProxies
     /// Issues and checks the nonces `POST /v1/apple/sign-in` requires.
     let signInNonces: SignInNonces
     /// Sampled at scrape time for the worker-queue gauge; set once the server exists.
@@ -38,6 +40,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
         clientThrottle: ClientThrottle? = ClientThrottle(),
+        trustedProxies: TrustedProxies = .none,
         signInNonces: SignInNonces,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
     ) {
@@ -50,6 +53,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.metrics = metrics
         self.log = log
         self.clientThrottle = clientThrottle
+        self.trustedProxies = trustedProxies
         self.signInNonces = signInNonces
         self.statistics = statistics
         var router = Router<Operation>()
@@ -77,8 +81,14 @@ public final class UpgradeAPIHandler: HTTPHandler {
         return .json(#"{"status":"ok"}"#)
     }
 
-    public func handle(_ request: HTTPRequest) throws -> HTTPResponse {
+    public func handle(_ received: HTTPRequest) throws -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
+        // From here on `client` is the client, the peer only when no trusted proxy forwarded it.
+        var request = received
+        request.client = trustedProxies.client(
+            peer: received.client,
+            forwardedFor: received.headers.values(for: "X-Forwarded-For")
+        )
         var route = "unmatched"
         var problemSlug: String?
         var response: HTTPResponse
@@ -130,6 +140,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             ("status", .integer(Int64(response.status))), ("ms", .double((seconds * 1e6).rounded() / 1e3)),
         ]
         if let client = request.client { fields.append(("client", .string(client.description))) }
+        if let peer = received.client, peer != request.client { fields.append(("proxy", .string(peer.description))) }
         if let problemSlug { fields.append(("problem", .string(problemSlug))) }
         log.log("info", "request", fields)
         // The same id is in the log line, so a client report can be matched to it.

@@ -22,6 +22,8 @@ public struct ServerSettings: Sendable {
     public var development: Bool
     /// Failed credential checks allowed per client (`UPGRADE_CLIENT_THROTTLE`); nil when `off`.
     public var clientThrottle: ClientThrottle.Policy?
+    /// Reverse proxies whose `X-Forwarded-For` is believed (`UPGRADE_TRUSTED_PROXIES`).
+    public var trustedProxies: TrustedProxies
     /// `--dev` only: the emulator's loopback port (0 picks a free one).
     public var emulatorPort: Int
 
@@ -31,7 +33,7 @@ public struct ServerSettings: Sendable {
         ("APPLE_CLIENT_IDS", "--client-ids"), ("APPLE_TEAM_ID", "--team-id"), ("APPLE_KEY_ID", "--key-id"),
         ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"), ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
-        ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"),
+        ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"), ("UPGRADE_TRUSTED_PROXIES", "--trusted-proxies"),
     ]
 
     public static let appleProductionURL = "https://appleid.apple.com"
@@ -151,6 +153,17 @@ public struct ServerSettings: Sendable {
             }
         }
 
+        var trustedProxies = TrustedProxies.none
+        if let text = value("UPGRADE_TRUSTED_PROXIES") {
+            if let parsed = TrustedProxies(text) {
+                trustedProxies = parsed
+            } else {
+                problems.append(
+                    "UPGRADE_TRUSTED_PROXIES: expected a comma list of addresses or CIDR ranges with zero host bits, e.g. 10.0.0.0/8,::1"
+                )
+            }
+        }
+
         var emulatorPort = 8081
         if let text = value("UPGRADE_DEV_EMULATOR_PORT") {
             if !development {
@@ -180,6 +193,7 @@ public struct ServerSettings: Sendable {
             adminTokensFile: adminTokensFile,
             development: development,
             clientThrottle: clientThrottle,
+            trustedProxies: trustedProxies,
             emulatorPort: emulatorPort
         )
     }

@@ -86,6 +86,7 @@ public final class UpgradeApplication: Sendable {
             metrics: metrics,
             log: log,
             clientThrottle: settings.clientThrottle.map { ClientThrottle(policy: $0) },
+            trustedProxies: settings.trustedProxies,
             signInNonces: SignInNonces(secrets: secrets),
             statistics: { statistics.server?.statistics }
         )
