@@ -58,7 +58,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["UpgradeEngine"],
+            dependencies: ["UpgradeEngine", "UpgradeAPI"],
             path: "Benchmarks",
             exclude: ["http-load.sh"]
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import UpgradeAPI
 import UpgradeEngine
 
 #if canImport(FoundationNetworking)
@@ -97,12 +98,15 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     }
     let base = String(server.output[range].dropFirst("listening on ".count))
 
-    let http = BenchmarkHTTP()
+    let http = BlockingJSONClient()
+    @Sendable func post(_ url: String, _ body: [String: String]) throws -> [String: Any] {
+        try http.post(url, body).json
+    }
     let users = try (0..<total).map { index in
-        try http.post("\(appleBase)/emulator/users", ["email": "bench\(index)@example.com"])["userId"] as? String ?? ""
+        try post("\(appleBase)/emulator/users", ["email": "bench\(index)@example.com"])["userId"] as? String ?? ""
     }
     @Sendable func upgrade(_ index: Int) throws {
-        let started = try http.post(
+        let started = try post(
             "\(base)/v1/upgrades",
             ["username": "user\(index)", "password": "bench-password", "serviceIdentifier": "bench"]
         )
@@ -111,11 +115,11 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
         else {
             throw BenchmarkError("unexpected start answer: \(started)")
         }
-        let authorization = try http.post(
+        let authorization = try post(
             "\(appleBase)/emulator/authorize",
             ["userId": users[index], "clientId": clientID, "nonce": nonce, "state": state]
         )
-        let done = try http.post(
+        let done = try post(
             "\(base)/v1/upgrades/\(id)/apple-credential",
             [
                 "identityToken": authorization["identityToken"] as? String ?? "",
@@ -279,32 +283,5 @@ final class ChildProcess {
     func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
-    }
-}
-
-/// Blocking JSON over URLSession, for the driver.
-final class BenchmarkHTTP: Sendable {
-    func post(_ url: String, _ body: [String: String]) throws -> [String: Any] {
-        var request = URLRequest(url: URL(string: url)!, timeoutInterval: 30)
-        request.httpMethod = "POST"
-        request.httpBody = try JSONSerialization.data(withJSONObject: body)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        let result = ResultBox()
-        let done = DispatchSemaphore(value: 0)
-        URLSession.shared.dataTask(with: request) { data, _, _ in
-            result.set(data)
-            done.signal()
-        }.resume()
-        done.wait()
-        guard let data = result.get() else { throw BenchmarkError("no answer from \(url)") }
-        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-    }
-
-    /// Written by URLSession's callback, read after the semaphore; the lock makes the order explicit.
-    private final class ResultBox: @unchecked Sendable {
-        private let lock = NSLock()
-        private var data: Data?
-        func set(_ value: Data?) { lock.withLock { data = value } }
-        func get() -> Data? { lock.withLock { data } }
     }
 }

@@ -42,7 +42,7 @@ struct DemoCommand: CLICommand {
             throw CommandFailure("the demo needs the development environment")
         }
         let base = "http://127.0.0.1:\(application.server.port)"
-        let client = DemoHTTPClient()
+        let client = BlockingJSONClient()
         Console.out(
             "server      \(base) (development mode; Apple is the emulator at \(development.baseURL.absoluteString))"
         )
@@ -122,7 +122,11 @@ struct DemoCommand: CLICommand {
         return ExitCode.success
     }
 
-    private static func show(_ call: String, _ response: DemoHTTPClient.Response, expectFailure: Bool = false) throws {
+    private static func show(
+        _ call: String,
+        _ response: BlockingJSONClient.Response,
+        expectFailure: Bool = false
+    ) throws {
         let status = response.json["status"].map { "\($0)" } ?? "-"
         let result = response.json["result"] as? String ?? "-"
         let type = (response.json["type"] as? String)?.split(separator: "/").last.map(String.init)
@@ -130,52 +134,5 @@ struct DemoCommand: CLICommand {
         line += type.map { "problem \($0), result \(result)" } ?? "status \(status), result \(result)"
         Console.out(line)
         if !expectFailure, response.status >= 400 { throw CommandFailure("\(call) failed: \(response.text)") }
-    }
-}
-
-/// A minimal blocking JSON client over URLSession for the demo.
-final class DemoHTTPClient: Sendable {
-    struct Response {
-        let status: Int
-        let text: String
-        let json: [String: Any]
-    }
-
-    func get(_ url: String) throws -> Response { try send(url, method: "GET", body: nil) }
-
-    func post(_ url: String, _ body: [String: String]) throws -> Response {
-        try send(url, method: "POST", body: try JSONSerialization.data(withJSONObject: body))
-    }
-
-    private func send(_ url: String, method: String, body: Data?) throws -> Response {
-        guard let target = URL(string: url) else { throw CommandFailure("bad URL \(url)") }
-        var request = URLRequest(url: target, timeoutInterval: 30)
-        request.httpMethod = method
-        request.httpBody = body
-        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
-        let box = ResponseBox()
-        let done = DispatchSemaphore(value: 0)
-        URLSession.shared.dataTask(with: request) { data, response, error in
-            box.set(data, (response as? HTTPURLResponse)?.statusCode, error)
-            done.signal()
-        }.resume()
-        done.wait()
-        let (data, status, error) = box.get()
-        guard let status, let data else {
-            throw CommandFailure("\(method) \(url): \(error.map { "\($0)" } ?? "no response")")
-        }
-        let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-        return Response(status: status, text: String(decoding: data, as: UTF8.self), json: json)
-    }
-
-    /// Handed from URLSession's callback queue to the waiting thread; the semaphore orders the write
-    /// before the read, and the lock makes that explicit.
-    private final class ResponseBox: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: (Data?, Int?, (any Error)?) = (nil, nil, nil)
-        func set(_ data: Data?, _ status: Int?, _ error: (any Error)?) {
-            lock.withLock { value = (data, status, error) }
-        }
-        func get() -> (Data?, Int?, (any Error)?) { lock.withLock { value } }
     }
 }
