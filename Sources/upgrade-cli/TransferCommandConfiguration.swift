@@ -1,4 +1,5 @@
 import Foundation
+import UpgradeAPI
 import UpgradeEngine
 
 /// The Apple configuration the transfer batches read from the environment (design §5). Every
@@ -14,7 +15,7 @@ struct TransferCommandConfiguration {
     /// `APPLE_BASE_URL` is a loopback `http://` address: the emulator.
     var isEmulator: Bool
 
-    static let defaultBaseURL = "https://appleid.apple.com"
+    static let defaultBaseURL = ServerSettings.appleProductionURL
 
     /// A configuration problem: one line naming the variable, exit 2, no usage text (the command
     /// line was fine).
@@ -60,17 +61,12 @@ struct TransferCommandConfiguration {
                 "APPLE_CLIENT_IDS must list bundle ids or Services ids separated by commas (printable ASCII, no spaces)"
             )
         }
+        // The same rule and message as `serve`: https://, or http:// only to a loopback emulator.
         let urlText = environment["APPLE_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultBaseURL
-        guard let url = URL(string: urlText), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
-            url.user == nil, url.password == nil
-        else {
-            throw Self.problem("APPLE_BASE_URL is not a URL: \(urlText)")
-        }
-        let isLoopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
-        guard scheme == "https" || (scheme == "http" && isLoopback) else {
-            throw Self.problem(
-                "APPLE_BASE_URL must be https://, or http:// on a loopback address for the emulator; got \(urlText)"
-            )
+        let url: URL
+        switch ServerSettings.validateAppleBaseURL(urlText) {
+        case .success(let valid): url = valid
+        case .failure(let refusal): throw Self.problem(refusal.message)
         }
         return TransferCommandConfiguration(
             teamID: teamID,
@@ -78,7 +74,7 @@ struct TransferCommandConfiguration {
             privateKey: privateKey,
             clientIDs: clientIDs,
             baseURL: url,
-            isEmulator: scheme == "http"
+            isEmulator: url.scheme?.lowercased() == "http"
         )
     }
 
@@ -94,10 +90,9 @@ struct TransferCommandConfiguration {
     }
 }
 
-/// The one place the Apple client for team transfers is made. This build carries no HTTP client
-/// for Apple's endpoints (nor for the emulator behind a loopback `APPLE_BASE_URL`, which is reached
-/// the same way), so it refuses with a configuration error; plugging the HTTPS client in here
-/// makes `transfer prepare` and `transfer complete` work unchanged.
+/// The one place the Apple client for team transfers is made: Apple (or the emulator behind a
+/// loopback `APPLE_BASE_URL`) over the same libcurl transport the server uses, with an ES256 client
+/// secret from the team's key. A configuration it cannot use is a one-line error, exit 2.
 func makeAppleMigrationClient(_ configuration: TransferCommandConfiguration) throws -> any AppleUserMigrating {
     do {
         return try AppleClient(

@@ -88,7 +88,7 @@ struct TransferCLITests {
             (["APPLE_PRIVATE_KEY_FILE": garbage], nil, "error: APPLE_PRIVATE_KEY_FILE="),
             ([:], "APPLE_CLIENT_IDS", "error: APPLE_CLIENT_IDS is not set"),
             (["APPLE_CLIENT_IDS": "a b"], nil, "error: APPLE_CLIENT_IDS must list"),
-            (["APPLE_BASE_URL": "http://appleid.example.com"], nil, "error: APPLE_BASE_URL must be https://"),
+            (["APPLE_BASE_URL": "http://appleid.example.com"], nil, "error: APPLE_BASE_URL: must be https://"),
         ]
         for item in cases {
             var environment = setup.environment.merging(item.change) { $1 }
