@@ -67,9 +67,16 @@ public struct TrustedProxies: Sendable, Hashable, CustomStringConvertible {
         ranges.contains { $0.contains(address) }
     }
 
-    /// The client behind `peer`, given the request's `X-Forwarded-For` fields (in arrival order).
-    public func client(peer: HTTPClientAddress?, forwardedFor fields: [String]) -> HTTPClientAddress? {
-        guard var client = peer, trusts(client), !fields.isEmpty else { return peer }
+    /// The client behind `peer`, given the request's `X-Forwarded-For` fields (in arrival order),
+    /// which are read only when the peer is a trusted proxy: with none configured, no header is
+    /// scanned on any request.
+    public func client(
+        peer: HTTPClientAddress?,
+        forwardedFor readFields: @autoclosure () -> [String]
+    ) -> HTTPClientAddress? {
+        guard var client = peer, trusts(client) else { return peer }
+        let fields = readFields()
+        guard !fields.isEmpty else { return peer }
         let hops = fields.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
         for hop in hops.reversed() {
             guard let address = HTTPClientAddress(hop.trimmingASCIIWhitespace()) else { return client }
