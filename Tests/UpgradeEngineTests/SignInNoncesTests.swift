@@ -17,6 +17,9 @@ struct SignInNoncesTests {
         #expect(Self.nonces.check(nonce, now: expiresAt - 1) == .valid(expiresAt: expiresAt))
         #expect(Self.nonces.check(nonce, now: expiresAt) == .expired)
         #expect(Self.nonces.issue(now: Self.now).nonce != nonce, "random per issue")
+        // A nonce accepted at any moment of its life is remembered at least until it expires.
+        #expect(Self.nonces.usedRecordExpiry(acceptedAt: expiresAt - 1) >= expiresAt)
+        #expect(Self.nonces.usedRecordExpiry(acceptedAt: Self.now) == expiresAt)
     }
 
     @Test("any changed byte, another key, or a malformed value is not ours")

@@ -38,11 +38,15 @@ extension UpgradeAPIHandler {
             )
         }
         // A nonce signs in once: a replayed token stops here, before any account is looked up.
-        guard let nonce = claims.checkedNonce, case .valid(let nonceExpiresAt) = nonces.check(nonce, now: now) else {
+        guard let nonce = claims.checkedNonce else {
             throw APIProblem(status: 500, slug: "internal", detail: "the sign-in nonce could not be recorded")
         }
         let firstUse = try store.write { tx in
-            try tx.useSignInNonce(hash: SignInNonces.usedKey(nonce), expiresAt: nonceExpiresAt, now: now)
+            try tx.useSignInNonce(
+                hash: SignInNonces.usedKey(nonce),
+                expiresAt: nonces.usedRecordExpiry(acceptedAt: now),
+                now: now
+            )
         }
         guard firstUse else {
             throw APIProblem(

@@ -55,6 +55,11 @@ public struct SignInNonces: Sendable {
         return now < expiresAt ? .valid(expiresAt: expiresAt) : .expired
     }
 
+    /// Until when a nonce accepted at `now` must be remembered as used: it was issued no earlier
+    /// than `now - lifetime`, so it expires no later than `now + lifetime`, and after that it is
+    /// refused as expired anyway. Spares the caller checking the nonce's tag a second time.
+    public func usedRecordExpiry(acceptedAt now: Int64) -> Int64 { now.adding(seconds: lifetime) }
+
     /// What the store records a used nonce under: its SHA-256, lowercase hex.
     public static func usedKey(_ nonce: String) -> String { Digest.sha256(nonce).hexString }
 }
