@@ -5,9 +5,15 @@ import Glibc
 /// Event loops never wait here: `submit` either queues a job at once or reports the queue full, and
 /// the loop answers 503. Workers post results back to the job's loop, which writes them in order.
 ///
-/// `@unchecked Sendable`: every stored `var` (`queue`, `head`, `count`, `idleWorkers`, `stopping`) is
-/// read and written only while holding `mutex`; `cond` is waited on only with `mutex` held. The mutex
-/// and condition live in heap memory that never moves and are destroyed in `deinit`, after `join`.
+/// Idle workers wait on a condition of their own and are woken last-in, first-out: under light load
+/// the same worker takes request after request, so its stack, its caches and the database connection
+/// it last used are still warm, and the others sleep. (One shared condition wakes the workers in
+/// turn, each one cold.)
+///
+/// `@unchecked Sendable`: every stored `var` (`queue`, `head`, `count`, `idle`, `isIdle`, `stopping`)
+/// is read and written only while holding `mutex`; the conditions are waited on only with `mutex`
+/// held. The mutex and conditions live in heap memory that never moves and are destroyed in
+/// `deinit`, after `join`.
 final class WorkerPool: @unchecked Sendable {
     struct Job {
         let request: HTTPRequest
@@ -19,11 +25,15 @@ final class WorkerPool: @unchecked Sendable {
     private let handler: any HTTPHandler
     private let onEvent: @Sendable (HTTPServerEvent) -> Void
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// One condition per worker, allocated in `start`.
+    private var conds = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 0)
+    private var workerCount = 0
     private var queue: [Job?]
     private var head = 0
     private var count = 0
-    private var idleWorkers = 0
+    /// Sleeping workers, the most recently idle last; `isIdle[w]` says whether `w` is in it.
+    private var idle: [Int] = []
+    private var isIdle: [Bool] = []
     private var stopping = false
     private var threads: [SystemThread] = []
 
@@ -37,20 +47,24 @@ final class WorkerPool: @unchecked Sendable {
         pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
         pthread_mutex_init(mutex, &attributes)
         pthread_mutexattr_destroy(&attributes)
-        pthread_cond_init(cond, nil)
     }
 
     deinit {
-        pthread_cond_destroy(cond)
+        for index in 0..<workerCount { pthread_cond_destroy(conds + index) }
         pthread_mutex_destroy(mutex)
-        cond.deallocate()
+        conds.deallocate()
         mutex.deallocate()
     }
 
     /// Starts the threads; called once, before any `submit`.
     func start(workerCount: Int) throws(HTTPServerError) {
+        conds.deallocate()
+        conds = .allocate(capacity: workerCount)
+        for index in 0..<workerCount { pthread_cond_init(conds + index, nil) }
+        isIdle = Array(repeating: false, count: workerCount)
+        self.workerCount = workerCount
         for index in 0..<workerCount {
-            threads.append(try SystemThread.spawn(name: "http-worker-\(index)") { [self] in runWorker() })
+            threads.append(try SystemThread.spawn(name: "http-worker-\(index)") { [self] in runWorker(index) })
         }
     }
 
@@ -66,12 +80,15 @@ final class WorkerPool: @unchecked Sendable {
         return true
     }
 
-    /// Wakes idle workers for `submitted` newly queued jobs. Busy workers find queued jobs on their own.
+    /// Wakes idle workers for `submitted` newly queued jobs, the most recently idle first. Busy
+    /// workers find queued jobs on their own.
     func wakeWorkers(upTo submitted: Int) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        for _ in 0..<min(submitted, idleWorkers, count) {
-            pthread_cond_signal(cond)
+        for _ in 0..<min(submitted, idle.count, count) {
+            let worker = idle.removeLast()
+            isIdle[worker] = false
+            pthread_cond_signal(conds + worker)
         }
     }
 
@@ -86,27 +103,34 @@ final class WorkerPool: @unchecked Sendable {
     func stopAndJoin() {
         pthread_mutex_lock(mutex)
         stopping = true
-        pthread_cond_broadcast(cond)
+        for index in 0..<workerCount { pthread_cond_signal(conds + index) }
         pthread_mutex_unlock(mutex)
         for thread in threads { thread.join() }
         threads = []
     }
 
-    private func runWorker() {
-        while let job = nextJob() {
+    private func runWorker(_ worker: Int) {
+        while let job = nextJob(worker) {
             let response = respond(to: job.request)
             job.loop.complete(connectionID: job.connectionID, sequence: job.sequence, response: response)
         }
     }
 
-    private func nextJob() -> Job? {
+    private func nextJob(_ worker: Int) -> Job? {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while count == 0 {
             if stopping { return nil }
-            idleWorkers += 1
-            pthread_cond_wait(cond, mutex)
-            idleWorkers -= 1
+            if !isIdle[worker] {
+                isIdle[worker] = true
+                idle.append(worker)
+            }
+            pthread_cond_wait(conds + worker, mutex)
+        }
+        // Woken spuriously, or found work before anyone woke it: it is not idle any more.
+        if isIdle[worker] {
+            isIdle[worker] = false
+            if let position = idle.lastIndex(of: worker) { idle.remove(at: position) }
         }
         let job = queue[head]
         queue[head] = nil
