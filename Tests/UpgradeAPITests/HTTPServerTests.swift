@@ -80,6 +80,32 @@ struct HTTPServerTests {
         try client.readUntilClosed()
     }
 
+    @Test("a result for a connection reset while its request ran never reaches a connection that reuses the descriptor")
+    func resultForResetConnectionIsDropped() throws {
+        // One loop, so the next connection lands in the same table and usually gets the same
+        // descriptor number; workers deliver results themselves while the loop sleeps.
+        let server = try TestServer {
+            $0.eventLoopCount = 1
+            $0.workerCount = 2
+        }
+        defer { #expect(server.stop()) }
+        for round in 0..<15 {
+            do {
+                let abandoned = try server.client()
+                try abandoned.send("GET /sleep?ms=40&tag=abandoned\(round) HTTP/1.1\r\nHost: t\r\n\r\n")
+                usleep(5_000)
+                abandoned.resetOnClose()
+            }
+            // The loop sees the reset and closes that descriptor while the worker still sleeps.
+            usleep(5_000)
+            let next = try server.client()
+            try next.send("GET /sleep?ms=60&tag=next\(round) HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(try next.readResponse().text == "next\(round)")
+            #expect(!next.isReadable(withinMilliseconds: 20), "nothing but its own answer arrives")
+        }
+        #expect(server.server.statistics.requestsReceived == 30)
+    }
+
     @Test("more pipelined requests than the per-connection limit are all answered, also after a half-close")
     func pipeliningBeyondTheLimit() throws {
         let server = try TestServer { $0.maxPipelinedRequests = 2 }

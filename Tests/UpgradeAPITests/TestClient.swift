@@ -65,6 +65,13 @@ final class TestClient {
         }
     }
 
+    /// Makes the coming close a reset (RST, SO_LINGER 0), so the server sees the connection end at
+    /// once instead of a half-close it would still answer.
+    func resetOnClose() {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+    }
+
     deinit {
         Glibc.close(fd)
     }

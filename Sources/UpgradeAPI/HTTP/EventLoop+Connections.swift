@@ -1,7 +1,8 @@
 import CSystem
 import Glibc
 
-// Reading, answering and closing connections. Everything here runs on the loop's own thread.
+// Reading, answering and closing connections. Everything here runs under the loop's `ownership`:
+// on the loop's own thread, or on a worker delivering its result while the loop sleeps.
 extension EventLoop {
     func handleEvents(_ events: UInt32, on connection: Connection, now: UInt64) {
         // ERR or HUP: the peer reset or both directions are shut, so nothing more can be sent.
@@ -123,8 +124,8 @@ extension EventLoop {
                 response = HTTPProblem.serverBusy.response
             }
         }
-        // The worker's result arrives through the mailbox, which this thread reads only after
-        // returning, so appending the slot after `submit` cannot race with it.
+        // The worker's result is delivered under the loop's `ownership`, which this thread holds
+        // until it has returned, so appending the slot after `submit` cannot race with it.
         connection.pending.append(
             Connection.PendingResponse(
                 sequence: sequence,

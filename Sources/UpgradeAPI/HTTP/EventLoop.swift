@@ -7,11 +7,17 @@ import Synchronization
 /// Thread ownership (nothing here is checked by the compiler, hence `@unchecked Sendable`):
 /// - Immutable after `init` and safe from any thread: `index`, `context`, `counters` (atomics),
 ///   `epollFD`, `wakeFD`.
-/// - `mailbox` is the only mutable state other threads touch, always under its `Mutex`: workers post
+/// - `mailbox` is mutable state any thread may touch, always under its `Mutex`: workers post
 ///   results, the acceptor loop posts new connections, `HTTPServer` posts shutdown.
-/// - Every other stored property is read and written only by the loop's own thread, from `run()`.
-///   `becomeAcceptor` and `watchShutdownSignals` run before that thread starts, and
-///   `pthread_create` orders their writes before the thread's first read.
+/// - Every other stored property (the connections above all) is read and written only while
+///   holding `ownership`. The loop's thread holds it at all times except while it sleeps in
+///   `epoll_wait`; a worker with a finished response takes it only if it is free at that moment
+///   (`complete`), so while the loop sleeps the worker writes the response itself and the loop
+///   is not woken for it. `becomeAcceptor` and `watchShutdownSignals` run before the loop's thread
+///   starts, and `pthread_create` orders their writes before the thread's first read.
+/// So one thread at a time touches a connection, and a connection's descriptor is closed only under
+/// `ownership`: a worker that holds it and finds the connection's id in the table writes to that
+/// connection, never to a reused descriptor number.
 /// The descriptors are closed in `deinit`, which runs only after the thread has exited and every
 /// worker job holding the loop is gone, so no thread can write to a reused `wakeFD`.
 final class EventLoop: @unchecked Sendable {
@@ -38,6 +44,11 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private let mailbox = Mutex(Mailbox())
+    /// Held by whoever touches the loop's state: see the type's comment.
+    private let ownership = Mutex(())
+    /// Set under `ownership` when the loop has exited: a late result is then dropped, as a post to
+    /// the closed mailbox is.
+    private var finished = false
 
     // MARK: Loop-thread state
 
@@ -113,9 +124,20 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Posting from other threads
 
-    /// A worker's result for request `sequence` of connection `connectionID`.
+    /// A worker's result for request `sequence` of connection `connectionID`. If the loop is asleep
+    /// (its `ownership` free), the calling worker delivers it at once, writing the response itself;
+    /// otherwise the loop finds it in the mailbox when it has finished what it is doing.
     func complete(connectionID: UInt64, sequence: UInt64, response: HTTPResponse) {
-        post { $0.completions.append(Completion(connectionID: connectionID, sequence: sequence, response: response)) }
+        let completion = Completion(connectionID: connectionID, sequence: sequence, response: response)
+        let delivered: Bool? = ownership.withLockIfAvailable { _ in
+            guard !finished else { return true }
+            deliver(completion, now: MonotonicClock.now())
+            announceJobs()
+            return true
+        }
+        if delivered == nil {
+            post { $0.completions.append(completion) }
+        }
     }
 
     /// Hands an accepted descriptor to this loop; false if the loop has exited (the caller closes it).
@@ -152,7 +174,8 @@ final class EventLoop: @unchecked Sendable {
         var events = [UInt32](repeating: 0, count: capacity)
         var tokens = [UInt64](repeating: 0, count: capacity)
         var nextSweep = MonotonicClock.now() &+ context.timerResolution
-        while !(draining && active.isEmpty) {
+        var running = true
+        while running {
             let before = MonotonicClock.now()
             let timeout = nextSweep > before ? Int32(clamping: (nextSweep - before + 999_999) / 1_000_000) : 0
             let count = events.withUnsafeMutableBufferPointer { eventBuffer in
@@ -172,19 +195,27 @@ final class EventLoop: @unchecked Sendable {
                 continue
             }
             let now = MonotonicClock.now()
-            for slot in 0..<Int(count) {
-                dispatch(token: tokens[slot], events: events[slot], now: now)
-            }
-            if now >= nextSweep {
-                sweep(now: now)
-                nextSweep = now &+ context.timerResolution
-            }
-            if unannouncedJobs > 0 {
-                context.pool.wakeWorkers(upTo: unannouncedJobs)
-                unannouncedJobs = 0
+            ownership.withLock { _ in
+                for slot in 0..<Int(count) {
+                    dispatch(token: tokens[slot], events: events[slot], now: now)
+                }
+                if now >= nextSweep {
+                    sweep(now: now)
+                    nextSweep = now &+ context.timerResolution
+                }
+                announceJobs()
+                running = !(draining && active.isEmpty)
+                if !running { finish() }
             }
         }
-        finish()
+    }
+
+    /// Wakes workers for the jobs queued since they were last woken (see `WorkerPool.submit`).
+    private func announceJobs() {
+        if unannouncedJobs > 0 {
+            context.pool.wakeWorkers(upTo: unannouncedJobs)
+            unannouncedJobs = 0
+        }
     }
 
     private func dispatch(token: UInt64, events: UInt32, now: UInt64) {
@@ -225,18 +256,25 @@ final class EventLoop: @unchecked Sendable {
             beginDrain(now: now)
         }
         for completion in box.completions {
-            let fd = Int(truncatingIfNeeded: completion.connectionID & 0xFFFF_FFFF)
-            guard fd < table.count, let connection = table[fd], connection.id == completion.connectionID,
-                let first = connection.pending.first
-            else { continue }
-            let offset = Int(completion.sequence &- first.sequence)
-            guard offset >= 0, offset < connection.pending.count else { continue }
-            connection.pending[offset].response = completion.response
-            process(connection, now: now)
+            deliver(completion, now: now)
         }
     }
 
+    /// Puts a worker's result in its slot and writes whatever is ready. A result for a connection
+    /// that has closed since (its id no longer in the table) is dropped.
+    private func deliver(_ completion: Completion, now: UInt64) {
+        let fd = Int(truncatingIfNeeded: completion.connectionID & 0xFFFF_FFFF)
+        guard fd < table.count, let connection = table[fd], connection.id == completion.connectionID,
+            let first = connection.pending.first
+        else { return }
+        let offset = Int(completion.sequence &- first.sequence)
+        guard offset >= 0, offset < connection.pending.count else { return }
+        connection.pending[offset].response = completion.response
+        process(connection, now: now)
+    }
+
     private func finish() {
+        finished = true
         let stranded = mailbox.withLock { box in
             box.closed = true
             return box.adopted
