@@ -42,19 +42,24 @@ struct Router<Operation: Sendable>: Sendable {
 
     private static func capture(_ pattern: [Substring], _ path: [Substring]) -> [String: String]? {
         guard pattern.count == path.count else { return nil }
+        // Fixed segments first, byte for byte (a path is bytes, not text to compare as Unicode), so
+        // the routes that do not match cost no captures.
+        for (expected, actual) in zip(pattern, path) where !isCapture(expected) {
+            guard expected.utf8.elementsEqual(actual.utf8) else { return nil }
+        }
         var parameters: [String: String] = [:]
-        for (expected, actual) in zip(pattern, path) {
-            if expected.hasPrefix("{") && expected.hasSuffix("}") {
-                // Identifiers we issue are base64url; anything else cannot name a resource of ours.
-                guard !actual.isEmpty, actual.utf8.count <= 64,
-                    actual.utf8.allSatisfy({ Self.isIdentifierByte($0) })
-                else { return nil }
-                parameters[String(expected.dropFirst().dropLast())] = String(actual)
-            } else if expected != actual {
-                return nil
-            }
+        for (expected, actual) in zip(pattern, path) where isCapture(expected) {
+            // Identifiers we issue are base64url; anything else cannot name a resource of ours.
+            guard !actual.isEmpty, actual.utf8.count <= 64,
+                actual.utf8.allSatisfy({ Self.isIdentifierByte($0) })
+            else { return nil }
+            parameters[String(expected.dropFirst().dropLast())] = String(actual)
         }
         return parameters
+    }
+
+    private static func isCapture(_ segment: Substring) -> Bool {
+        segment.utf8.first == UInt8(ascii: "{") && segment.utf8.last == UInt8(ascii: "}")
     }
 
     private static func isIdentifierByte(_ byte: UInt8) -> Bool {

@@ -18,6 +18,11 @@ extension AppleClient {
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     private static func percentEncode(_ text: String, into out: inout [UInt8]) {
+        // Codes, ids and the client secret (a JWS) are all unreserved characters: copied whole.
+        if text.utf8.allSatisfy(isUnreserved) {
+            out.append(contentsOf: text.utf8)
+            return
+        }
         for byte in text.utf8 {
             if isUnreserved(byte) {
                 out.append(byte)
