@@ -133,6 +133,7 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     }
     for index in 0..<20 { try upgrade(index) }  // warm-up: JWKS fetched, client secret made, caches filled
     let before = try server.cpuSeconds()
+    let switchesBefore = server.contextSwitches()
     let started = DispatchTime.now().uptimeNanoseconds
     let failures = Mutex<[String]>([])
     DispatchQueue.concurrentPerform(iterations: clients) { client in
@@ -149,6 +150,7 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     if let failure = failures.withLock({ $0.first }) { throw BenchmarkError(failure) }
     let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
     let cpu = try server.cpuSeconds() - before
+    let switches = server.contextSwitches() - switchesBefore
     let perUpgrade = cpu / Double(count) * 1000
     let hashMilliseconds = 1000 / hashRate
     print(
@@ -158,6 +160,12 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     print(String(format: "  total                      %7.3f ms", perUpgrade))
     print(String(format: "  password hash (argon2id m=256 KiB, t=1, measured)  %7.3f ms", hashMilliseconds))
     print(String(format: "  excluding the password hash %7.3f ms   (target ≤ 0.75 ms)", perUpgrade - hashMilliseconds))
+    print(
+        String(
+            format: "  context switches             %7.1f per upgrade (server threads, voluntary and involuntary)",
+            Double(switches) / Double(count)
+        )
+    )
     let excluded = (perUpgrade - hashMilliseconds) / 1000
     print(
         String(
@@ -233,8 +241,16 @@ final class ChildProcess {
         readyWhen marker: String,
         logFile: URL? = nil
     ) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        // BENCH_SERVER_WRAPPER runs the server under another program, for profiling, e.g.
+        // "/usr/bin/valgrind --tool=callgrind --callgrind-out-file=/tmp/server.callgrind".
+        if arguments.first == "serve", let wrap = ProcessInfo.processInfo.environment["BENCH_SERVER_WRAPPER"] {
+            let words = wrap.split(separator: " ").map(String.init)
+            process.executableURL = URL(fileURLWithPath: words[0])
+            process.arguments = Array(words.dropFirst()) + [executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
         process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         // The output so far: the whole log file, or the pipe's next chunk added to what was read.
         let readMore: () -> Void
@@ -278,6 +294,22 @@ final class ChildProcess {
             throw BenchmarkError("unreadable /proc stat")
         }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Context switches of all the process's threads so far, voluntary and involuntary, from
+    /// /proc/PID/task/*/status. (A thread that exits in between takes its count with it.)
+    func contextSwitches() -> Int {
+        let tasks = "/proc/\(process.processIdentifier)/task"
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
+        return threads.reduce(0) { total, thread in
+            let status = (try? String(contentsOfFile: "\(tasks)/\(thread)/status", encoding: .utf8)) ?? ""
+            return total
+                + status.split(separator: "\n").reduce(0) { sum, line in
+                    guard line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:")
+                    else { return sum }
+                    return sum + (Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0)
+                }
+        }
     }
 
     func stop() {
