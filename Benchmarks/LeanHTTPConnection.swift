@@ -52,14 +52,16 @@ final class LeanHTTPConnection: @unchecked Sendable {
     /// POSTs a JSON object of strings and returns the status and the parsed JSON answer.
     func post(_ path: String, _ fields: KeyValuePairs<String, String>) throws -> (status: Int, json: JWSJSON) {
         let body = JWSJSON.object(fields.map { JWSJSON.Member($0.key, .string($0.value)) }).serialized()
-        var request = Array(
-            "POST \(path) HTTP/1.1\r\nHost: \(authority)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
-                .utf8
-        )
+        let head =
+            "POST \(path) HTTP/1.1\r\nHost: \(authority)\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+        var request = Array(head.utf8)
         request.append(contentsOf: body)
         var sent = 0
         while sent < request.count {
-            let count = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            let count = request.withUnsafeBytes {
+                send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+            }
             guard count > 0 else { throw Failure(description: "POST \(path): send failed, errno \(errno)") }
             sent += count
         }
