@@ -19,10 +19,12 @@ extension AppleClient {
 
     private static func percentEncode(_ text: String, into out: inout [UInt8]) {
         // Codes, ids and the client secret (a JWS) are all unreserved characters: copied whole.
-        if text.utf8.allSatisfy(isUnreserved) {
-            out.append(contentsOf: text.utf8)
-            return
+        let copied: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes where !isUnreserved(byte) { return false }
+            out.append(contentsOf: bytes)
+            return true
         }
+        if copied == true { return }
         for byte in text.utf8 {
             if isUnreserved(byte) {
                 out.append(byte)
