@@ -255,14 +255,19 @@ struct RESTEndToEndTests {
         #expect(throttle == nil)
     }
 
-    @Test("health, readiness and metrics")
+    @Test("health, readiness and metrics; methods a client makes up are counted as OTHER")
     func operations() async throws {
         let server = try DevServer()
         #expect(try await server.get("/healthz").status == 200)
         #expect(try await server.get("/readyz")["status"] == "ok")
         _ = try await server.post("/v1/upgrades", DevServer.demoLogin)
+        for method in ["FROB", "BLORT"] {
+            #expect(try await server.send(method, "/v1/upgrades", body: nil, contentType: nil).status == 405)
+        }
         let metrics = String(decoding: try await server.get("/metrics").body, as: UTF8.self)
         #expect(metrics.contains(#"http_requests_total{route="/v1/upgrades",method="POST",status="201"} 1"#))
+        #expect(metrics.contains(#"http_requests_total{route="/v1/upgrades",method="OTHER",status="405"} 2"#))
+        #expect(!metrics.contains("FROB") && !metrics.contains("BLORT"))
         #expect(
             metrics.contains(#"upgrade_transitions_total{status="stepUpRequired",result="twoFactorAuthRequired"} 1"#)
         )

@@ -6,17 +6,42 @@ import Synchronization
 /// stays bounded whatever clients send.
 public final class Metrics: Sendable {
     static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    /// Methods counted under their own name; any other token a client sends is counted as `OTHER`,
+    /// so made-up methods cannot grow the series without bound.
+    static let namedMethods: Set<String> = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT",
+    ]
 
     private struct Histogram {
         var buckets = [UInt64](repeating: 0, count: Metrics.latencyBuckets.count)
         var count: UInt64 = 0
         var sum: Double = 0
+
+        mutating func record(_ seconds: Double) {
+            for (index, bound) in Metrics.latencyBuckets.enumerated() where seconds <= bound {
+                buckets[index] += 1
+            }
+            count += 1
+            sum += seconds
+        }
+    }
+
+    // Keyed by the label values themselves; the label text is built only when scraped.
+    private struct RequestKey: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
+
+    private struct TransitionKey: Hashable {
+        let status: String
+        let result: String
     }
 
     private struct State {
-        var requests: [String: UInt64] = [:]
+        var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
-        var transitions: [String: UInt64] = [:]
+        var transitions: [TransitionKey: UInt64] = [:]
     }
 
     private let state = Mutex(State())
@@ -24,21 +49,20 @@ public final class Metrics: Sendable {
     public init() {}
 
     func recordRequest(route: String, method: String, status: Int, seconds: Double) {
+        let key = RequestKey(
+            route: route,
+            method: Self.namedMethods.contains(method) ? method : "OTHER",
+            status: status
+        )
         state.withLock { state in
-            state.requests["route=\"\(route)\",method=\"\(method)\",status=\"\(status)\"", default: 0] += 1
-            var histogram = state.latency["route=\"\(route)\"", default: Histogram()]
-            for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound {
-                histogram.buckets[index] += 1
-            }
-            histogram.count += 1
-            histogram.sum += seconds
-            state.latency["route=\"\(route)\""] = histogram
+            state.requests[key, default: 0] += 1
+            state.latency[route, default: Histogram()].record(seconds)
         }
     }
 
     /// One upgrade call's outcome: the status it left the upgrade in and the result the client saw.
     func recordTransition(status: String, result: String) {
-        state.withLock { $0.transitions["status=\"\(status)\",result=\"\(result)\"", default: 0] += 1 }
+        state.withLock { $0.transitions[TransitionKey(status: status, result: result), default: 0] += 1 }
     }
 
     /// The exposition text; `gauges` are sampled by the caller at scrape time.
@@ -47,12 +71,16 @@ public final class Metrics: Sendable {
         var out = ""
         out += "# HELP http_requests_total Requests answered, by route pattern, method and status.\n"
         out += "# TYPE http_requests_total counter\n"
-        for (labels, value) in snapshot.requests.sorted(by: { $0.key < $1.key }) {
+        let requests = snapshot.requests.map { key, value in
+            ("route=\"\(key.route)\",method=\"\(key.method)\",status=\"\(key.status)\"", value)
+        }
+        for (labels, value) in requests.sorted(by: { $0.0 < $1.0 }) {
             out += "http_requests_total{\(labels)} \(value)\n"
         }
         out += "# HELP http_request_duration_seconds Time from a request's arrival at a worker to its answer.\n"
         out += "# TYPE http_request_duration_seconds histogram\n"
-        for (labels, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+        for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+            let labels = "route=\"\(route)\""
             for (index, bound) in Self.latencyBuckets.enumerated() {
                 out += "http_request_duration_seconds_bucket{\(labels),le=\"\(bound)\"} \(histogram.buckets[index])\n"
             }
@@ -63,7 +91,10 @@ public final class Metrics: Sendable {
         out +=
             "# HELP upgrade_transitions_total Upgrade calls, by the status they left the upgrade in and the result answered.\n"
         out += "# TYPE upgrade_transitions_total counter\n"
-        for (labels, value) in snapshot.transitions.sorted(by: { $0.key < $1.key }) {
+        let transitions = snapshot.transitions.map { key, value in
+            ("status=\"\(key.status)\",result=\"\(key.result)\"", value)
+        }
+        for (labels, value) in transitions.sorted(by: { $0.0 < $1.0 }) {
             out += "upgrade_transitions_total{\(labels)} \(value)\n"
         }
         for gauge in gauges {
