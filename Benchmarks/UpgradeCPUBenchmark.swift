@@ -112,10 +112,10 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
             ?? ""
     }
     @Sendable func upgrade(_ index: Int, on device: Device) throws {
-        let started = try device.server.post(
+        let (_, started) = try device.server.post(
             "/v1/upgrades",
             ["username": "user\(index)", "password": "bench-password", "serviceIdentifier": "bench"]
-        ).json
+        )
         guard let id = started["id"]?.stringValue, let state = started["state"]?.stringValue,
             let nonce = started["nonce"]?.stringValue
         else {
