@@ -13,7 +13,7 @@ public enum SQLValue: Sendable, Equatable {
 /// `SQLiteStore`'s pool, which is what makes `SQLITE_OPEN_NOMUTEX` safe.
 final class SQLiteConnection {
     private let handle: OpaquePointer
-    private var statementCache: [String: SQLiteStatement] = [:]
+    private var statementCache: [StatementKey: SQLiteStatement] = [:]
     /// Set for the length of a read transaction: a statement that would write is then refused
     /// before it runs. (Checked per statement rather than with `PRAGMA query_only`, because
     /// changing that pragma expires every cached statement and each would be compiled again.)
@@ -79,15 +79,40 @@ final class SQLiteConnection {
     }
 
     private func prepared(_ sql: String) throws(StorageError) -> SQLiteStatement {
-        if let cached = statementCache[sql] { return cached }
+        if let cached = statementCache[StatementKey(sql)] { return cached }
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard rc == SQLITE_OK, let raw else {
             throw Self.error(code: rc, message: String(cString: sqlite3_errmsg(handle)), handle: handle)
         }
         let statement = SQLiteStatement(raw, connection: handle)
-        statementCache[sql] = statement
+        statementCache[StatementKey(sql)] = statement
         return statement
+    }
+
+    /// A statement's text as a cache key. Hashing all of it (SipHash over a few hundred bytes) cost
+    /// more than running the statement's lookup: the length and a few bytes from each end tell the
+    /// statements apart, and equality still compares the whole text (by identity first, since the
+    /// same literal or `static let` is the same string).
+    private struct StatementKey: Hashable {
+        let sql: String
+
+        init(_ sql: String) { self.sql = sql }
+
+        func hash(into hasher: inout Hasher) {
+            var sql = sql
+            sql.withUTF8 { bytes in
+                hasher.combine(bytes.count)
+                guard bytes.count >= 16 else {
+                    hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+                    return
+                }
+                let raw = UnsafeRawBufferPointer(bytes)
+                hasher.combine(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+                hasher.combine(raw.loadUnaligned(fromByteOffset: bytes.count / 2 - 4, as: UInt64.self))
+                hasher.combine(raw.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
+            }
+        }
     }
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

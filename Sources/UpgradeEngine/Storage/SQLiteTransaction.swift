@@ -1,6 +1,9 @@
 import Foundation
 
 /// `StoreTransaction` over one SQLite connection inside an open transaction.
+///
+/// Statements are written once, as literals or `static let`s, never built per call: the
+/// connection's statement cache finds them again by their text.
 struct SQLiteTransaction: StoreTransaction {
     let connection: SQLiteConnection
 
@@ -20,6 +23,8 @@ struct SQLiteTransaction: StoreTransaction {
     // MARK: Accounts and credentials
 
     private static let accountColumns = "id, username, credential_kind, created_at, updated_at, version"
+    private static let selectAccountByID = "SELECT \(Self.accountColumns) FROM accounts WHERE id = ?"
+    private static let selectAccountByUsername = "SELECT \(Self.accountColumns) FROM accounts WHERE username = ?"
 
     private static func account(_ row: [SQLValue]) -> AccountRecord {
         AccountRecord(
@@ -44,12 +49,12 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func account(id: String) throws(StorageError) -> AccountRecord? {
-        try rows("SELECT \(Self.accountColumns) FROM accounts WHERE id = ?", [.text(id)]).first.map(Self.account)
+        try rows(Self.selectAccountByID, [.text(id)]).first.map(Self.account)
     }
 
     func account(username: String) throws(StorageError) -> AccountRecord? {
         try rows(
-            "SELECT \(Self.accountColumns) FROM accounts WHERE username = ?",
+            Self.selectAccountByUsername,
             [.text(AccountRecord.normalize(username: username))]
         ).first.map(Self.account)
     }
@@ -207,6 +212,10 @@ struct SQLiteTransaction: StoreTransaction {
 
     private static let linkColumns =
         "account_id, sub, team_id, client_id, email, is_private_email, refresh_token_ciphertext, status, linked_at, updated_at, version, email_forwarding_enabled, email_forwarding_at"
+    private static let insertLink =
+        "INSERT INTO apple_links (\(Self.linkColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    private static let selectLinkByAccount = "SELECT \(Self.linkColumns) FROM apple_links WHERE account_id = ?"
+    private static let selectLinkBySub = "SELECT \(Self.linkColumns) FROM apple_links WHERE sub = ?"
 
     private static func link(_ row: [SQLValue]) -> AppleLinkRecord {
         AppleLinkRecord(
@@ -228,7 +237,7 @@ struct SQLiteTransaction: StoreTransaction {
 
     func insertAppleLink(_ link: AppleLinkRecord) throws(StorageError) {
         try rows(
-            "INSERT INTO apple_links (\(Self.linkColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            Self.insertLink,
             [
                 .text(link.accountID), .text(link.sub), .text(link.teamID), .text(link.clientID), SQLValue(link.email),
                 SQLValue(link.isPrivateEmail), SQLValue(link.refreshTokenCiphertext), .text(link.status.rawValue),
@@ -239,13 +248,13 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func appleLink(accountID: String) throws(StorageError) -> AppleLinkRecord? {
-        try rows("SELECT \(Self.linkColumns) FROM apple_links WHERE account_id = ?", [.text(accountID)]).first.map(
+        try rows(Self.selectLinkByAccount, [.text(accountID)]).first.map(
             Self.link
         )
     }
 
     func appleLink(sub: String) throws(StorageError) -> AppleLinkRecord? {
-        try rows("SELECT \(Self.linkColumns) FROM apple_links WHERE sub = ?", [.text(sub)]).first.map(Self.link)
+        try rows(Self.selectLinkBySub, [.text(sub)]).first.map(Self.link)
     }
 
     func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError) {
@@ -270,10 +279,13 @@ struct SQLiteTransaction: StoreTransaction {
 
     private static let sessionColumns =
         "id, account_id, username_key, service_identifier, status, machine, state_hash, nonce_hash, linked_sub, created_at, expires_at, updated_at, version"
+    private static let insertSession =
+        "INSERT INTO upgrade_sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    private static let selectSessionByID = "SELECT \(Self.sessionColumns) FROM upgrade_sessions WHERE id = ?"
 
     func insertUpgradeSession(_ session: UpgradeSessionRecord) throws(StorageError) {
         try rows(
-            "INSERT INTO upgrade_sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            Self.insertSession,
             [
                 .text(session.id), SQLValue(session.accountID), .text(session.usernameKey),
                 .text(session.serviceIdentifier),
@@ -286,7 +298,7 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func upgradeSession(id: String) throws(StorageError) -> UpgradeSessionRecord? {
-        try rows("SELECT \(Self.sessionColumns) FROM upgrade_sessions WHERE id = ?", [.text(id)]).first.map { row in
+        try rows(Self.selectSessionByID, [.text(id)]).first.map { row in
             UpgradeSessionRecord(
                 id: row[0].string ?? "",
                 accountID: row[1].string,
@@ -326,6 +338,17 @@ struct SQLiteTransaction: StoreTransaction {
 
     private static let transferColumns =
         "account_id, status, machine, old_sub, transfer_sub, new_sub, target_team_id, failure_reason, attempts, window_ends_at, updated_at, version"
+    private static let insertTransfer =
+        "INSERT INTO transfer_records (\(Self.transferColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
+    private static let selectTransferByAccount =
+        "SELECT \(Self.transferColumns) FROM transfer_records WHERE account_id = ?"
+    private static let selectTransferBySub =
+        "SELECT \(Self.transferColumns) FROM transfer_records WHERE transfer_sub = ?"
+    private static let selectTransfersByStatus =
+        "SELECT \(Self.transferColumns) FROM transfer_records WHERE status = ? ORDER BY account_id LIMIT ?"
+    private static let selectTransfers =
+        "SELECT \(Self.transferColumns) FROM transfer_records ORDER BY account_id LIMIT ?"
+    private static let selectTransferByOldSub = "SELECT \(Self.transferColumns) FROM transfer_records WHERE old_sub = ?"
 
     private static func transfer(_ row: [SQLValue]) -> TransferRecord {
         TransferRecord(
@@ -354,7 +377,7 @@ struct SQLiteTransaction: StoreTransaction {
         ]
         guard let expectedVersion else {
             try rows(
-                "INSERT INTO transfer_records (\(Self.transferColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                Self.insertTransfer,
                 [.text(record.accountID)] + values
             )
             return
@@ -371,31 +394,31 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func transferRecord(accountID: String) throws(StorageError) -> TransferRecord? {
-        try rows("SELECT \(Self.transferColumns) FROM transfer_records WHERE account_id = ?", [.text(accountID)]).first
+        try rows(Self.selectTransferByAccount, [.text(accountID)]).first
             .map(Self.transfer)
     }
 
     func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord? {
-        try rows("SELECT \(Self.transferColumns) FROM transfer_records WHERE transfer_sub = ?", [.text(transferSub)])
+        try rows(Self.selectTransferBySub, [.text(transferSub)])
             .first.map(Self.transfer)
     }
 
     func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord] {
         if let status {
             return try rows(
-                "SELECT \(Self.transferColumns) FROM transfer_records WHERE status = ? ORDER BY account_id LIMIT ?",
+                Self.selectTransfersByStatus,
                 [.text(status), .integer(Int64(limit))]
             ).map(Self.transfer)
         }
         return try rows(
-            "SELECT \(Self.transferColumns) FROM transfer_records ORDER BY account_id LIMIT ?",
+            Self.selectTransfers,
             [.integer(Int64(limit))]
         )
         .map(Self.transfer)
     }
 
     func transferRecord(oldSub: String) throws(StorageError) -> TransferRecord? {
-        try rows("SELECT \(Self.transferColumns) FROM transfer_records WHERE old_sub = ?", [.text(oldSub)]).first
+        try rows(Self.selectTransferByOldSub, [.text(oldSub)]).first
             .map(Self.transfer)
     }
 
