@@ -216,6 +216,60 @@ struct SQLiteStoreTests {
         #expect(try db.store.read { try $0.account(username: "ALICE") }?.username == "alice")
     }
 
+    @Test("a password check's snapshot, read in one statement, equals the four single-row reads")
+    func passwordCheckSnapshot() throws {
+        let db = try TemporaryDatabase()
+        let plain = account("plain")
+        let withTOTP = account("Two-Factor")
+        let converted = account("converted")
+        try db.store.write { tx in
+            for record in [plain, withTOTP, converted] {
+                try tx.insertAccount(record)
+                try tx.upsertPasswordCredential(
+                    PasswordCredentialRecord(
+                        accountID: record.id,
+                        hash: "h-\(record.id)",
+                        format: "argon2id",
+                        updatedAt: 7
+                    )
+                )
+            }
+            try tx.upsertTOTPEnrollment(
+                TOTPEnrollmentRecord(
+                    accountID: withTOTP.id,
+                    secretCiphertext: [1, 2, 3],
+                    algorithm: .sha1,
+                    digits: 6,
+                    period: 30,
+                    lastAcceptedStep: nil,
+                    createdAt: Self.now
+                )
+            )
+            try tx.deletePasswordCredential(accountID: converted.id)
+            _ = try tx.recordFailure(usernameKey: "plain", now: 5)
+            _ = try tx.recordFailure(usernameKey: "nobody", now: 6)
+            _ = try tx.recordFailure(usernameKey: "nobody", now: 8)
+        }
+        for key in ["plain", "two-factor", "Two-Factor", "converted", "nobody", "never-seen", ""] {
+            let snapshot = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: key) }
+            let expected = try db.store.read { tx in
+                var expected = PasswordCheckSnapshot(throttle: try tx.throttle(usernameKey: key))
+                expected.account = try tx.account(username: key)
+                if let account = expected.account {
+                    expected.credential = try tx.passwordCredential(accountID: account.id)
+                    expected.hasSecondFactor = try tx.totpEnrollment(accountID: account.id) != nil
+                }
+                return expected
+            }
+            #expect(snapshot == expected, "\(key)")
+        }
+        let twoFactor = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "two-factor") }
+        #expect(twoFactor.hasSecondFactor && twoFactor.credential?.hash == "h-\(withTOTP.id)")
+        let nobody = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "nobody") }
+        #expect(nobody.account == nil && nobody.throttle?.failures == 2 && nobody.throttle?.lastFailureAt == 8)
+        #expect(try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "converted") }.credential == nil)
+    }
+
     @Test("the audit trail is append-only")
     func auditAppendOnly() throws {
         let db = try TemporaryDatabase()

@@ -46,6 +46,10 @@ public protocol StoreTransaction {
     func consumeRecoveryCode(accountID: String, codeHash: String, now: Int64) throws(StorageError) -> Bool
     func unusedRecoveryCodeCount(accountID: String) throws(StorageError) -> Int
 
+    /// What a password check needs, read at once: the username's failures, its account, that
+    /// account's password and whether it has a second factor.
+    func passwordCheckSnapshot(usernameKey: String) throws(StorageError) -> PasswordCheckSnapshot
+
     // Throttling
     func throttle(usernameKey: String) throws(StorageError) -> ThrottleRecord?
     func recordFailure(usernameKey: String, now: Int64) throws(StorageError) -> ThrottleRecord
@@ -102,5 +106,38 @@ public struct MigrationStatus: Sendable, Equatable {
         self.name = name
         self.checksum = checksum
         self.appliedAt = appliedAt
+    }
+}
+
+/// The rows a password check reads (`StoreTransaction.passwordCheckSnapshot`).
+public struct PasswordCheckSnapshot: Sendable, Equatable {
+    public var throttle: ThrottleRecord?
+    public var account: AccountRecord?
+    public var credential: PasswordCredentialRecord?
+    public var hasSecondFactor: Bool
+
+    public init(
+        throttle: ThrottleRecord? = nil,
+        account: AccountRecord? = nil,
+        credential: PasswordCredentialRecord? = nil,
+        hasSecondFactor: Bool = false
+    ) {
+        self.throttle = throttle
+        self.account = account
+        self.credential = credential
+        self.hasSecondFactor = hasSecondFactor
+    }
+}
+
+extension StoreTransaction {
+    /// The snapshot from the single-row reads; a backend may read it in one statement instead.
+    public func passwordCheckSnapshot(usernameKey: String) throws(StorageError) -> PasswordCheckSnapshot {
+        var snapshot = PasswordCheckSnapshot(throttle: try throttle(usernameKey: usernameKey))
+        snapshot.account = try account(username: usernameKey)
+        if let account = snapshot.account {
+            snapshot.credential = try passwordCredential(accountID: account.id)
+            snapshot.hasSecondFactor = try totpEnrollment(accountID: account.id) != nil
+        }
+        return snapshot
     }
 }

@@ -15,23 +15,9 @@ extension UpgradeService {
         let usernameKey = AccountRecord.normalize(username: username)
         guard !usernameKey.isEmpty else { throw UpgradeFailure(.validation, "username is required") }
 
-        struct Snapshot {
-            var throttle: ThrottleRecord?
-            var account: AccountRecord?
-            var credential: PasswordCredentialRecord?
-            var hasSecondFactor = false
-        }
-        let snapshot: Snapshot
+        let snapshot: PasswordCheckSnapshot
         do {
-            snapshot = try store.read { tx in
-                var snapshot = Snapshot(throttle: try tx.throttle(usernameKey: usernameKey))
-                snapshot.account = try tx.account(username: usernameKey)
-                if let account = snapshot.account {
-                    snapshot.credential = try tx.passwordCredential(accountID: account.id)
-                    snapshot.hasSecondFactor = try tx.totpEnrollment(accountID: account.id) != nil
-                }
-                return snapshot
-            }
+            snapshot = try store.read { tx in try tx.passwordCheckSnapshot(usernameKey: usernameKey) }
         } catch {
             throw Self.storageFailure(error)
         }
