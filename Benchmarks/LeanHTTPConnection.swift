@@ -57,17 +57,28 @@ final class LeanHTTPConnection: @unchecked Sendable {
             + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
         var request = Array(head.utf8)
         request.append(contentsOf: body)
-        var sent = 0
-        while sent < request.count {
-            let count = request.withUnsafeBytes {
-                send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
-            }
-            guard count > 0 else { throw Failure(description: "POST \(path): send failed, errno \(errno)") }
-            sent += count
-        }
+        try send(request, path)
         let (status, answer) = try readResponse(path)
         let json = (try? JWSJSON.parse(answer)) ?? .null
         return (status, json)
+    }
+
+    /// GETs `path` and returns the status and the body.
+    func get(_ path: String) throws -> (status: Int, body: [UInt8]) {
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8)
+        try send(request, path)
+        return try readResponse(path)
+    }
+
+    private func send(_ request: [UInt8], _ path: String) throws {
+        var sent = 0
+        while sent < request.count {
+            let count = request.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+            }
+            guard count > 0 else { throw Failure(description: "\(path): send failed, errno \(errno)") }
+            sent += count
+        }
     }
 
     private func readResponse(_ path: String) throws -> (Int, [UInt8]) {

@@ -13,9 +13,10 @@ import FoundationNetworking
 /// serve`), the server in production mode (`upgrade-cli serve`, reaching the emulator through the
 /// HTTPS client path), and this driver, which plays the device. The server's user+system time is
 /// read from /proc before and after `count` upgrades (password → Apple sheet → credential →
-/// completed); the accounts' argon2id hashes are cheap (m=256 KiB, t=1) and their measured cost is
-/// subtracted. With `clients` > 1, that many driver threads upgrade different accounts at once,
-/// as a server's users do.
+/// completed); the accounts' argon2id hashes are cheap (m=256 KiB, t=1), and the CPU time the
+/// server's threads spent in them (its `password_hash_cpu_seconds_total`) is subtracted. With
+/// `clients` > 1, that many driver threads upgrade different accounts at once, as a server's
+/// users do.
 func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         .deletingLastPathComponent()
@@ -139,6 +140,7 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     }
     let devices = try (0..<clients).map { _ in try device() }
     for index in 0..<20 { try upgrade(index, on: setup) }  // warm-up: JWKS fetched, client secret made, caches filled
+    let hashesBefore = try passwordHashMetrics(setup.server)
     let before = try server.cpuSeconds()
     let switchesBefore = server.contextSwitches()
     let othersBefore = (driver: processCPUSeconds(), emulator: try emulator.cpuSeconds())
@@ -161,6 +163,13 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     let switches = server.contextSwitches() - switchesBefore
     let driverCPU = processCPUSeconds() - othersBefore.driver
     let emulatorCPU = try emulator.cpuSeconds() - othersBefore.emulator
+    let hashesAfter = try passwordHashMetrics(setup.server)
+    guard hashesAfter.count - hashesBefore.count == Double(count) else {
+        throw BenchmarkError(
+            "expected \(count) password checks, the server counted \(hashesAfter.count - hashesBefore.count)"
+        )
+    }
+    let serverHashMilliseconds = (hashesAfter.seconds - hashesBefore.seconds) / Double(count) * 1000
     let perUpgrade = cpu / Double(count) * 1000
     let hashMilliseconds = 1000 / hashRate
     print(
@@ -168,8 +177,20 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
             + "at once, \(String(format: "%.1f", elapsed)) s wall)"
     )
     print(String(format: "  total                      %7.3f ms", perUpgrade))
-    print(String(format: "  password hash (argon2id m=256 KiB, t=1, measured)  %7.3f ms", hashMilliseconds))
-    print(String(format: "  excluding the password hash %7.3f ms   (target ≤ 0.75 ms)", perUpgrade - hashMilliseconds))
+    print(
+        String(
+            format: "  password hash (argon2id m=256 KiB, t=1), as the server measured it  %7.3f ms"
+                + "   (%.3f ms in a loop here)",
+            serverHashMilliseconds,
+            hashMilliseconds
+        )
+    )
+    print(
+        String(
+            format: "  excluding the password hash %7.3f ms   (target ≤ 0.75 ms)",
+            perUpgrade - serverHashMilliseconds
+        )
+    )
     print(
         String(
             format: "  context switches             %7.1f per upgrade (server threads, voluntary and involuntary)",
@@ -183,7 +204,7 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
             emulatorCPU / Double(count) * 1000
         )
     )
-    let excluded = (perUpgrade - hashMilliseconds) / 1000
+    let excluded = (perUpgrade - serverHashMilliseconds) / 1000
     print(
         String(
             format: "  = %.1f× the CPU of one SQLite commit (%.0f µs), = %.1f× one thread wake-up round trip (%.0f µs)",
@@ -193,6 +214,22 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
             wakeCPU * 1e6
         )
     )
+}
+
+/// The server's password-hash counters from `/metrics`: how many key derivations, and the CPU
+/// seconds their threads spent (`password_hashes_total`, `password_hash_cpu_seconds_total`).
+func passwordHashMetrics(_ connection: LeanHTTPConnection) throws -> (count: Double, seconds: Double) {
+    let (status, body) = try connection.get("/metrics")
+    guard status == 200 else { throw BenchmarkError("GET /metrics answered \(status)") }
+    var values: [String: Double] = [:]
+    for line in String(decoding: body, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+        let parts = line.split(separator: " ")
+        if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
+    }
+    guard let count = values["password_hashes_total"], let seconds = values["password_hash_cpu_seconds_total"] else {
+        throw BenchmarkError("the server's /metrics has no password hash counters")
+    }
+    return (count, seconds)
 }
 
 /// This process's user+system CPU seconds.

@@ -268,6 +268,10 @@ struct RESTEndToEndTests {
         #expect(metrics.contains(#"http_requests_total{route="/v1/upgrades",method="POST",status="201"} 1"#))
         #expect(metrics.contains(#"http_requests_total{route="/v1/upgrades",method="OTHER",status="405"} 2"#))
         #expect(!metrics.contains("FROB") && !metrics.contains("BLORT"))
+        // The one password check so far, and the CPU time it took.
+        #expect(metrics.contains("\npassword_hashes_total 1\n"))
+        let hashSeconds = metrics.split(separator: "\n").first { $0.hasPrefix("password_hash_cpu_seconds_total ") }
+        #expect((hashSeconds?.split(separator: " ").last.flatMap { Double($0) } ?? 0) > 0)
         #expect(
             metrics.contains(#"upgrade_transitions_total{status="stepUpRequired",result="twoFactorAuthRequired"} 1"#)
         )

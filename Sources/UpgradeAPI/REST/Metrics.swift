@@ -39,6 +39,8 @@ public final class Metrics: Sendable {
     }
 
     private struct State {
+        var passwordHashes: UInt64 = 0
+        var passwordHashSeconds: Double = 0
         var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
         var transitions: [TransitionKey: UInt64] = [:]
@@ -57,6 +59,14 @@ public final class Metrics: Sendable {
         state.withLock { state in
             state.requests[key, default: 0] += 1
             state.latency[route, default: Histogram()].record(seconds)
+        }
+    }
+
+    /// One password key derivation (a real check or a dummy) and the CPU time its thread spent.
+    public func recordPasswordHash(cpuSeconds: Double) {
+        state.withLock { state in
+            state.passwordHashes += 1
+            state.passwordHashSeconds += cpuSeconds
         }
     }
 
@@ -97,6 +107,12 @@ public final class Metrics: Sendable {
         for (labels, value) in transitions.sorted(by: { $0.0 < $1.0 }) {
             out += "upgrade_transitions_total{\(labels)} \(value)\n"
         }
+        out += "# HELP password_hashes_total Password key derivations, real checks and dummies for unknown users.\n"
+        out += "# TYPE password_hashes_total counter\n"
+        out += "password_hashes_total \(snapshot.passwordHashes)\n"
+        out += "# HELP password_hash_cpu_seconds_total CPU time the threads spent in password key derivations.\n"
+        out += "# TYPE password_hash_cpu_seconds_total counter\n"
+        out += "password_hash_cpu_seconds_total \(snapshot.passwordHashSeconds)\n"
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
         }

@@ -56,8 +56,13 @@ public final class UpgradeApplication: Sendable {
             teamID = settings.teamID ?? ""
         }
 
+        let metrics = Metrics()
+        self.metrics = metrics
+        var passwords = PasswordVerifier()
+        passwords.onHashed = { metrics.recordPasswordHash(cpuSeconds: $0) }
         service = UpgradeService(
             store: store,
+            passwords: passwords,
             secrets: secrets,
             identityTokens: apple.keys,
             apple: apple.client,
@@ -68,8 +73,6 @@ public final class UpgradeApplication: Sendable {
             apple: apple.client,
             configuration: TransferServiceConfiguration(teamID: teamID)
         )
-        let metrics = Metrics()
-        self.metrics = metrics
         var configuration = HTTPServer.Configuration()
         configuration.host = settings.host
         configuration.port = settings.port

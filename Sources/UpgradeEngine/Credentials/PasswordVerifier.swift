@@ -1,3 +1,5 @@
+import Glibc
+
 /// Checks passwords against stored hashes in every format `PasswordHashFormat` lists.
 ///
 /// Work happens in a fixed order, so a hostile or damaged hash costs almost nothing:
@@ -11,6 +13,9 @@
 /// verifier may be used from any number of threads at once.
 public struct PasswordVerifier: Sendable {
     public let limits: PasswordHashLimits
+    /// Told the CPU seconds the calling thread spent on each key derivation (a real check or a
+    /// dummy), for metrics: what a password check costs where it runs, caches and all.
+    public var onHashed: (@Sendable (_ cpuSeconds: Double) -> Void)?
 
     /// What `verifyDummy` recomputes: argon2id with the hasher's parameters, random salt and output.
     let dummy: PasswordHash
@@ -69,6 +74,16 @@ public struct PasswordVerifier: Sendable {
     private func verify(password: String, against hash: PasswordHash) throws(PasswordHashError) -> Bool {
         var bytes = try limits.passwordBytes(password)
         defer { PasswordKDF.wipe(&bytes) }
+        guard let onHashed else { return try hash.verify(password: bytes) }
+        let started = Self.threadCPUSeconds()
+        defer { onHashed(Self.threadCPUSeconds() - started) }
         return try hash.verify(password: bytes)
+    }
+
+    /// The calling thread's CPU time so far.
+    static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }
