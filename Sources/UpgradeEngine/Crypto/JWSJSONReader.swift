@@ -276,21 +276,25 @@ struct JWSJSONReader {
         try expect(UInt8(ascii: "\""))
         let start = index
         // Fast path: no escapes, which is every string in a real token; pure ASCII needs no
-        // UTF-8 validation.
+        // UTF-8 validation. A local cursor, written back on the way out, keeps the loop in registers.
         var union: UInt8 = 0
-        while index < bytes.count {
-            let byte = bytes[index]
+        var cursor = index
+        let end = bytes.count
+        while cursor < end {
+            let byte = bytes[cursor]
             if byte == UInt8(ascii: "\"") {
+                index = cursor
                 let raw = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 guard union < 0x80 || Self.isValidUTF8(raw) else { throw fail("invalid UTF-8 in a string") }
                 index += 1
                 return String(decoding: raw, as: UTF8.self)
             }
-            if byte == UInt8(ascii: "\\") { break }
-            if byte < 0x20 { throw fail("unescaped control character in a string") }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
             union |= byte
-            index += 1
+            cursor += 1
         }
+        index = cursor
+        if index < end, bytes[index] < 0x20 { throw fail("unescaped control character in a string") }
         var decoded = Array(bytes[start..<index])
         while index < bytes.count {
             let byte = bytes[index]
