@@ -32,6 +32,19 @@ struct SQLiteStoreTests {
         )
     }
 
+    /// A TOTP enrollment for `account` with a placeholder secret.
+    func enrollment(_ account: AccountRecord) -> TOTPEnrollmentRecord {
+        TOTPEnrollmentRecord(
+            accountID: account.id,
+            secretCiphertext: [1, 2, 3],
+            algorithm: .sha1,
+            digits: 6,
+            period: 30,
+            lastAcceptedStep: nil,
+            createdAt: Self.now
+        )
+    }
+
     @Test("the embedded schema is exactly Schema/sqlite (rerun Scripts/embed-schema if this fails)")
     func embeddedSchemaMatchesFiles() throws {
         let folder = Fixtures.root.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
@@ -234,17 +247,7 @@ struct SQLiteStoreTests {
                     )
                 )
             }
-            try tx.upsertTOTPEnrollment(
-                TOTPEnrollmentRecord(
-                    accountID: withTOTP.id,
-                    secretCiphertext: [1, 2, 3],
-                    algorithm: .sha1,
-                    digits: 6,
-                    period: 30,
-                    lastAcceptedStep: nil,
-                    createdAt: Self.now
-                )
-            )
+            try tx.upsertTOTPEnrollment(enrollment(withTOTP))
             try tx.deletePasswordCredential(accountID: converted.id)
             _ = try tx.recordFailure(usernameKey: "plain", now: 5)
             _ = try tx.recordFailure(usernameKey: "nobody", now: 6)
@@ -297,17 +300,7 @@ struct SQLiteStoreTests {
         let alice = account("alice")
         try db.store.write { tx in
             try tx.insertAccount(alice)
-            try tx.upsertTOTPEnrollment(
-                TOTPEnrollmentRecord(
-                    accountID: alice.id,
-                    secretCiphertext: [1, 2, 3],
-                    algorithm: .sha1,
-                    digits: 6,
-                    period: 30,
-                    lastAcceptedStep: nil,
-                    createdAt: Self.now
-                )
-            )
+            try tx.upsertTOTPEnrollment(enrollment(alice))
             try tx.insertRecoveryCodes(accountID: alice.id, codeHashes: ["h1", "h2"])
         }
         #expect(try db.store.write { try $0.advanceTOTPStep(accountID: alice.id, step: 100) })
