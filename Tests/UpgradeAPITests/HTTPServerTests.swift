@@ -106,6 +106,55 @@ struct HTTPServerTests {
         #expect(server.server.statistics.requestsReceived == 30)
     }
 
+    @Test("with many clients pipelining, resetting and reconnecting, each response reaches its own request, in order")
+    func concurrentDelivery() throws {
+        // Workers deliver directly while a loop sleeps and through the mailbox while it is busy;
+        // both paths run here, many times, on two loops.
+        let server = try TestServer {
+            $0.eventLoopCount = 2
+            $0.workerCount = 3
+        }
+        defer { #expect(server.stop()) }
+        let clients = 8
+        let port = server.port
+        let failures = Mutex<[String]>([])
+        let finished = DispatchSemaphore(value: 0)
+        for client in 0..<clients {
+            Thread.detachNewThread {
+                defer { finished.signal() }
+                do {
+                    var connection = try TestClient(port: port)
+                    for round in 0..<40 {
+                        let tags = (0..<(1 + (client + round) % 3)).map { "c\(client)-r\(round)-\($0)" }
+                        // Every 13th round walks away while its answers are still being computed
+                        // (slowly, so the reset is seen and the descriptor reused before they finish).
+                        let abandon = round % 13 == 12
+                        var batch = ""
+                        for (index, tag) in tags.enumerated() {
+                            let milliseconds = abandon ? 20 : (round + index) % 3
+                            batch += "GET /sleep?ms=\(milliseconds)&tag=\(tag) HTTP/1.1\r\nHost: t\r\n\r\n"
+                        }
+                        try connection.send(batch)
+                        if abandon {
+                            usleep(2_000)
+                            connection.resetOnClose()
+                            connection = try TestClient(port: port)
+                            continue
+                        }
+                        for tag in tags {
+                            let text = try connection.readResponse().text
+                            if text != tag { failures.withLock { $0.append("\(tag) got \(text)") } }
+                        }
+                    }
+                } catch {
+                    failures.withLock { $0.append("client \(client): \(error)") }
+                }
+            }
+        }
+        for _ in 0..<clients { #expect(finished.wait(timeout: .now() + 60) == .success) }
+        #expect(failures.withLock { $0 } == [])
+    }
+
     @Test("more pipelined requests than the per-connection limit are all answered, also after a half-close")
     func pipeliningBeyondTheLimit() throws {
         let server = try TestServer { $0.maxPipelinedRequests = 2 }
