@@ -1,7 +1,8 @@
 /// One client connection's state.
 ///
-/// Owned by exactly one `EventLoop` and touched only on that loop's thread (it is deliberately not
-/// `Sendable`); workers refer to it only by `id`, which the loop checks before using a result.
+/// Owned by exactly one `EventLoop` and touched only under that loop's `ownership` lock, by the
+/// loop's thread or by a worker delivering a result while the loop sleeps (it is deliberately not
+/// `Sendable`). Results refer to it only by `id`, which is checked before a result is used.
 final class Connection {
     enum Phase {
         /// Reading requests and answering them.

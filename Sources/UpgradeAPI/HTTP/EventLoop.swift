@@ -50,7 +50,7 @@ final class EventLoop: @unchecked Sendable {
     /// the closed mailbox is.
     private var finished = false
 
-    // MARK: Loop-thread state
+    // MARK: Loop state (under `ownership`)
 
     static let listenerToken: UInt64 = 1
     static let wakeToken: UInt64 = 2

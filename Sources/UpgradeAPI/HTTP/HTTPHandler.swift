@@ -7,7 +7,8 @@ public protocol HTTPHandler: Sendable {
     /// through `Configuration.onEvent`, never echoed to the client.
     func handle(_ request: HTTPRequest) throws -> HTTPResponse
 
-    /// Called on the event loop thread before a request is queued for a worker. Return a response
+    /// Called under the event loop's ownership before a request is queued for a worker (on the loop's
+    /// thread, or on a worker delivering a pipelined request's predecessor). Return a response
     /// only for constant-time, non-blocking work (liveness checks, cached documents): it is answered
     /// without a thread hop and even when the worker queue is full. Returning nil queues the request.
     func respondOnEventLoop(to request: HTTPRequest) -> HTTPResponse?

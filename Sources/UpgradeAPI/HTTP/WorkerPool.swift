@@ -3,7 +3,8 @@ import Glibc
 /// A fixed set of threads running `HTTPHandler.handle`, fed by a bounded FIFO queue.
 ///
 /// Event loops never wait here: `submit` either queues a job at once or reports the queue full, and
-/// the loop answers 503. Workers post results back to the job's loop, which writes them in order.
+/// the loop answers 503. A worker delivers its result to the job's loop (`EventLoop.complete`):
+/// itself while the loop sleeps, else through the loop's mailbox; responses leave in request order.
 ///
 /// Idle workers wait on a condition of their own and are woken last-in, first-out: under light load
 /// the same worker takes request after request, so its stack, its caches and the database connection
