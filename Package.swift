@@ -60,7 +60,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: ["UpgradeEngine", "UpgradeAPI"],
             path: "Benchmarks",
-            exclude: ["http-load.sh"]
+            exclude: ["http-load.sh", "upgrade-cpu-ab.sh"]
         ),
         .testTarget(
             name: "UpgradeEngineTests",
