@@ -131,7 +131,11 @@ final class EventLoop: @unchecked Sendable {
         let completion = Completion(connectionID: connectionID, sequence: sequence, response: response)
         let delivered: Bool? = ownership.withLockIfAvailable { _ in
             guard !finished else { return true }
-            deliver(completion, now: MonotonicClock.now())
+            let now = MonotonicClock.now()
+            // Whatever was posted before came first, a shutdown above all (every response after
+            // it says `Connection: close`): apply it before this result, as the loop would.
+            if mailbox.withLock({ $0.wakePending }) { processMailbox(now: now) }
+            deliver(completion, now: now)
             announceJobs()
             return true
         }
