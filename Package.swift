@@ -58,7 +58,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["UpgradeEngine", "UpgradeAPI"],
+            dependencies: ["UpgradeEngine"],
             path: "Benchmarks",
             exclude: ["http-load.sh", "upgrade-cpu-ab.sh"]
         ),

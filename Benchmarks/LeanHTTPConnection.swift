@@ -7,7 +7,7 @@ import UpgradeEngine
 /// it spends (URLSession spent about 0.75 ms per request) is taken from, or pollutes the caches of,
 /// the server. Our servers always answer with Content-Length, which is all this reads.
 ///
-/// `@unchecked Sendable`: each connection belongs to one driver thread, which alone calls `post`;
+/// `@unchecked Sendable`: each connection belongs to one driver thread, which alone calls it;
 /// it is only handed to that thread, never shared.
 final class LeanHTTPConnection: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
@@ -92,7 +92,7 @@ final class LeanHTTPConnection: @unchecked Sendable {
         let lines = head.split(separator: "\r\n")
         guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "),
             let status = Int(statusLine.dropFirst(9).prefix(3))
-        else { throw Failure(description: "POST \(path): no HTTP/1.1 status line") }
+        else { throw Failure(description: "\(path): no HTTP/1.1 status line") }
         let length =
             lines.dropFirst().lazy.compactMap { line -> Int? in
                 let parts = line.split(separator: ":", maxSplits: 1)
@@ -108,7 +108,7 @@ final class LeanHTTPConnection: @unchecked Sendable {
     private func fill(_ path: String) throws {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { throw Failure(description: "POST \(path): the connection ended (errno \(errno))") }
+        guard count > 0 else { throw Failure(description: "\(path): the connection ended (errno \(errno))") }
         buffer.append(contentsOf: chunk[..<count])
     }
 }

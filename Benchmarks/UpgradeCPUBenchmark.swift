@@ -1,11 +1,6 @@
 import Foundation
 import Synchronization
-import UpgradeAPI
 import UpgradeEngine
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Server CPU time per completed upgrade, password hash excluded.
 ///
@@ -363,16 +358,15 @@ final class ChildProcess {
     /// /proc/PID/task/*/status. (A thread that exits in between takes its count with it.)
     func contextSwitches() -> Int {
         let tasks = "/proc/\(process.processIdentifier)/task"
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
-        return threads.reduce(0) { total, thread in
+        var total = 0
+        for thread in (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? [] {
             let status = (try? String(contentsOfFile: "\(tasks)/\(thread)/status", encoding: .utf8)) ?? ""
-            return total
-                + status.split(separator: "\n").reduce(0) { sum, line in
-                    guard line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:")
-                    else { return sum }
-                    return sum + (Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0)
-                }
+            for line in status.split(separator: "\n")
+            where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                total += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
+            }
         }
+        return total
     }
 
     func stop() {

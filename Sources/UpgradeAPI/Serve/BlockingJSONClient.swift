@@ -5,8 +5,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A small blocking JSON-over-HTTP client for the command line's demo and the benchmark's driver:
-/// they play the device from a plain thread, one call at a time. Not used by the server.
+/// A small blocking JSON-over-HTTP client for the command line's demo: it plays the device from a
+/// plain thread, one call at a time. Not used by the server.
 public final class BlockingJSONClient: Sendable {
     public struct Response: Sendable {
         public let status: Int
