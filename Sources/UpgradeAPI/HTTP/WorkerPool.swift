@@ -11,8 +11,8 @@ import Glibc
 /// it last used are still warm, and the others sleep. (One shared condition wakes the workers in
 /// turn, each one cold.)
 ///
-/// `@unchecked Sendable`: every stored `var` (`queue`, `head`, `count`, `idle`, `isIdle`, `stopping`)
-/// is read and written only while holding `mutex`; the conditions are waited on only with `mutex`
+/// `@unchecked Sendable`: every stored `var` (`queue`, `head`, `count`, `idle`, `stopping`) is read
+/// and written only while holding `mutex`; the conditions are waited on only with `mutex`
 /// held. The mutex and conditions live in heap memory that never moves and are destroyed in
 /// `deinit`, after `join`.
 final class WorkerPool: @unchecked Sendable {
@@ -32,9 +32,8 @@ final class WorkerPool: @unchecked Sendable {
     private var queue: [Job?]
     private var head = 0
     private var count = 0
-    /// Sleeping workers, the most recently idle last; `isIdle[w]` says whether `w` is in it.
+    /// Sleeping workers, the most recently idle last.
     private var idle: [Int] = []
-    private var isIdle: [Bool] = []
     private var stopping = false
     private var threads: [SystemThread] = []
 
@@ -62,7 +61,6 @@ final class WorkerPool: @unchecked Sendable {
         conds.deallocate()
         conds = .allocate(capacity: workerCount)
         for index in 0..<workerCount { pthread_cond_init(conds + index, nil) }
-        isIdle = Array(repeating: false, count: workerCount)
         self.workerCount = workerCount
         for index in 0..<workerCount {
             threads.append(try SystemThread.spawn(name: "http-worker-\(index)") { [self] in runWorker(index) })
@@ -87,9 +85,7 @@ final class WorkerPool: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         for _ in 0..<min(submitted, idle.count, count) {
-            let worker = idle.removeLast()
-            isIdle[worker] = false
-            pthread_cond_signal(conds + worker)
+            pthread_cond_signal(conds + idle.removeLast())
         }
     }
 
@@ -122,17 +118,11 @@ final class WorkerPool: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         while count == 0 {
             if stopping { return nil }
-            if !isIdle[worker] {
-                isIdle[worker] = true
-                idle.append(worker)
-            }
+            if !idle.contains(worker) { idle.append(worker) }
             pthread_cond_wait(conds + worker, mutex)
         }
         // Woken spuriously, or found work before anyone woke it: it is not idle any more.
-        if isIdle[worker] {
-            isIdle[worker] = false
-            if let position = idle.lastIndex(of: worker) { idle.remove(at: position) }
-        }
+        if let position = idle.lastIndex(of: worker) { idle.remove(at: position) }
         let job = queue[head]
         queue[head] = nil
         head = (head + 1) % queue.count
