@@ -79,14 +79,15 @@ final class SQLiteConnection {
     }
 
     private func prepared(_ sql: String) throws(StorageError) -> SQLiteStatement {
-        if let cached = statementCache[StatementKey(sql)] { return cached }
+        let key = StatementKey(sql)
+        if let cached = statementCache[key] { return cached }
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard rc == SQLITE_OK, let raw else {
             throw Self.error(code: rc, message: String(cString: sqlite3_errmsg(handle)), handle: handle)
         }
         let statement = SQLiteStatement(raw, connection: handle)
-        statementCache[StatementKey(sql)] = statement
+        statementCache[key] = statement
         return statement
     }
 
