@@ -39,9 +39,9 @@ let package = Package(
         ),
         .target(
             name: "UpgradeEngine",
-            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl"]
+            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CSystem"]
         ),
-        // epoll, eventfd, accept4 and a signal forwarder: what Glibc does not expose to Swift.
+        // epoll, eventfd, accept4, getrandom and a signal forwarder: what Glibc does not expose to Swift.
         .target(name: "CSystem"),
         .target(
             name: "UpgradeAPI",

@@ -79,5 +79,18 @@ struct CryptoPrimitivesTests {
     func randomness() {
         #expect(SecureRandom.bytes(32) != SecureRandom.bytes(32))
         #expect(SecureRandom.token().count == 43)
+        #expect(SecureRandom.bytes(0).isEmpty)
+    }
+
+    @Test("a draw larger than one getrandom call returns (256 bytes) is filled to its end")
+    func largeRandomDraw() {
+        // 1 MiB: each byte value should appear about 4096 times. A buffer left partly unfilled
+        // (zeros past the first call's bytes) would put most of the weight on 0.
+        let bytes = SecureRandom.bytes(1 << 20)
+        #expect(bytes.count == 1 << 20)
+        var histogram = [Int](repeating: 0, count: 256)
+        for byte in bytes { histogram[Int(byte)] += 1 }
+        #expect(histogram.min()! > 3000 && histogram.max()! < 5200)
+        #expect(bytes.suffix(4096).contains { $0 != 0 })
     }
 }

@@ -158,6 +158,61 @@ struct SQLiteStoreTests {
         #expect(stored?.version == 2)
     }
 
+    @Test("an upgrade's update stores what a transition changes, keeps what was fixed at insert, and writes one page")
+    func upgradeSessionUpdate() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        let session = UpgradeSessionRecord(
+            id: "upg_1",
+            accountID: alice.id,
+            usernameKey: "alice",
+            serviceIdentifier: "example.com",
+            status: "awaitingAppleCredential",
+            machine: "{}",
+            stateHash: "s",
+            nonceHash: "n",
+            linkedSub: nil,
+            createdAt: Self.now,
+            expiresAt: Self.now + 600,
+            updatedAt: Self.now
+        )
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.insertUpgradeSession(session)
+        }
+        var next = session
+        next.accountID = nil
+        next.usernameKey = "mallory"
+        next.serviceIdentifier = "other.example"
+        next.createdAt = 0
+        next.status = "completed"
+        next.machine = #"{"status":"completed"}"#
+        next.nonceHash = nil
+        next.linkedSub = "001234.abc"
+        next.expiresAt = Self.now + 1
+        next.updatedAt = Self.now + 1
+
+        let wal = db.directory.appendingPathComponent("upgrade.db-wal").path
+        func walBytes() throws -> Int { (try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
+        let before = try walBytes()
+        try db.store.write { try $0.updateUpgradeSession(next, expectedVersion: 1) }
+        // One WAL frame (24-byte header and a 4 KiB page): the table's leaf, and no index entry rewritten.
+        #expect(try walBytes() - before == 24 + 4096)
+
+        let stored = try #require(try db.store.read { try $0.upgradeSession(id: "upg_1") })
+        #expect(stored.accountID == alice.id)
+        #expect(stored.usernameKey == "alice")
+        #expect(stored.serviceIdentifier == "example.com")
+        #expect(stored.createdAt == Self.now)
+        #expect(stored.status == "completed")
+        #expect(stored.machine == next.machine)
+        #expect(stored.stateHash == "s")
+        #expect(stored.nonceHash == nil)
+        #expect(stored.linkedSub == "001234.abc")
+        #expect(stored.expiresAt == Self.now + 1)
+        #expect(stored.updatedAt == Self.now + 1)
+        #expect(stored.version == 2)
+    }
     @Test("a throwing transaction rolls back everything it wrote")
     func rollback() throws {
         struct Boom: Error {}

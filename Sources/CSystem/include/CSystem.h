@@ -1,5 +1,5 @@
 // Linux system calls and constants that Swift's Glibc module does not expose (epoll, eventfd,
-// accept4, thread names) plus an async-signal-safe shutdown signal forwarder. Kept tiny: the
+// accept4, getrandom, thread names) plus an async-signal-safe shutdown signal forwarder. Kept tiny: the
 // HTTP server's logic lives in Swift; this header only makes the kernel interface reachable.
 #ifndef CSYSTEM_H
 #define CSYSTEM_H
@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -24,6 +25,10 @@ static const int csystem_SOCK_STREAM = SOCK_STREAM;
 static const int csystem_SOCK_NONBLOCK_CLOEXEC = SOCK_NONBLOCK | SOCK_CLOEXEC;
 static const int csystem_EFD_NONBLOCK_CLOEXEC = EFD_NONBLOCK | EFD_CLOEXEC;
 static const int csystem_MSG_NOSIGNAL = MSG_NOSIGNAL;
+
+/// getrandom(2) with no flags: bytes from the kernel's CSPRNG, blocking only until it is seeded at boot.
+/// May return fewer bytes than asked (over 256) or -1 with errno EINTR; the caller loops.
+static inline long csystem_getrandom(void *buffer, unsigned long count) { return getrandom(buffer, count, 0); }
 
 /// epoll_ctl with the event's 64-bit user data, so Swift never builds the packed `epoll_event`.
 int csystem_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);

@@ -6,11 +6,13 @@ public enum DigestAlgorithm: String, Sendable, CaseIterable, Codable {
     case sha256 = "SHA256"
     case sha512 = "SHA512"
 
-    var evp: OpaquePointer? {
+    /// The implementation fetched once (`EVPKeySupport`), not the legacy `EVP_sha256()` that is
+    /// looked up again on every call.
+    var evp: OpaquePointer {
         switch self {
-        case .sha1: return EVP_sha1()
-        case .sha256: return EVP_sha256()
-        case .sha512: return EVP_sha512()
+        case .sha1: return EVPKeySupport.sha1.md
+        case .sha256: return EVPKeySupport.sha256.md
+        case .sha512: return EVPKeySupport.sha512.md
         }
     }
 

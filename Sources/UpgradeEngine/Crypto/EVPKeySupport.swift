@@ -3,22 +3,37 @@ import COpenSSL
 /// What the RSA and P-256 key wrappers share: PEM and DER in and out of an `EVP_PKEY`, signing,
 /// and the SHA-256 implementation fetched once.
 enum EVPKeySupport {
-    /// The provider's SHA-256, fetched once.
+    /// Algorithm implementations fetched from the default provider once.
     ///
-    /// Invariant behind `@unchecked Sendable`: the `EVP_MD` is fetched at first use, never freed and
+    /// Invariant behind `@unchecked Sendable`: each object is fetched at first use, never freed and
     /// never mutated; OpenSSL documents fetched algorithm objects as safe to share between threads.
-    /// Passing the legacy `EVP_sha256()` instead makes every operation look the implementation up
-    /// again under a lock, which measurably slows token verification.
+    /// Passing the legacy `EVP_sha256()` or `EVP_aes_256_gcm()` instead makes every operation look
+    /// the implementation up again under a lock, which measurably slows token verification.
     struct FetchedDigest: @unchecked Sendable {
         let md: OpaquePointer
     }
 
-    static let sha256: FetchedDigest = {
-        guard let md = EVP_MD_fetch(nil, copenssl_name_sha256(), nil) else {
-            preconditionFailure("SHA-256 is not available from libcrypto: \(OpenSSLError.drainQueue())")
+    struct FetchedCipher: @unchecked Sendable {
+        let cipher: OpaquePointer
+    }
+
+    static let sha1 = fetchDigest(copenssl_name_sha1(), "SHA-1")
+    static let sha256 = fetchDigest(copenssl_name_sha256(), "SHA-256")
+    static let sha512 = fetchDigest(copenssl_name_sha512(), "SHA-512")
+
+    static let aes256GCM: FetchedCipher = {
+        guard let cipher = EVP_CIPHER_fetch(nil, copenssl_name_aes_256_gcm(), nil) else {
+            preconditionFailure("AES-256-GCM is not available from libcrypto: \(OpenSSLError.drainQueue())")
+        }
+        return FetchedCipher(cipher: cipher)
+    }()
+
+    private static func fetchDigest(_ name: UnsafePointer<CChar>, _ label: String) -> FetchedDigest {
+        guard let md = EVP_MD_fetch(nil, name, nil) else {
+            preconditionFailure("\(label) is not available from libcrypto: \(OpenSSLError.drainQueue())")
         }
         return FetchedDigest(md: md)
-    }()
+    }
 
     /// Runs `body` with a read-only memory BIO over `bytes`.
     static func withMemoryBIO<T>(_ bytes: [UInt8], _ body: (OpaquePointer) -> T?) -> T? {

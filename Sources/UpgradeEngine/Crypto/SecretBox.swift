@@ -77,7 +77,7 @@ public struct SecretBox: Sendable {
             // `out` holds at least `overhead` bytes, so its base address exists.
             let body = out.baseAddress! + bodyStart
             let tag = body + plaintext.count
-            guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1 else { return false }
+            guard EVP_EncryptInit_ex(ctx, EVPKeySupport.aes256GCM.cipher, nil, key, nonce) == 1 else { return false }
             var length: Int32 = 0
             guard EVP_EncryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1 else { return false }
             if !plaintext.isEmpty {
@@ -122,7 +122,9 @@ public struct SecretBox: Sendable {
                 let nonce = input.baseAddress! + 1
                 let body = input.baseAddress! + bodyStart
                 let output = out.baseAddress!
-                guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1 else { return false }
+                guard EVP_DecryptInit_ex(ctx, EVPKeySupport.aes256GCM.cipher, nil, key, nonce) == 1 else {
+                    return false
+                }
                 var length: Int32 = 0
                 guard EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1 else { return false }
                 if bodyLength > 0 {

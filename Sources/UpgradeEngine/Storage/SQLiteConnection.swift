@@ -19,7 +19,14 @@ final class SQLiteConnection {
     /// changing that pragma expires every cached statement and each would be compiled again.)
     var readOnly = false
 
+    /// Process-wide settings that must precede SQLite's initialisation, which the first open does.
+    /// If something else in the process opened a database first, they are simply not applied.
+    private static let processSettings: Void = {
+        _ = csqlite_disable_memory_statistics()
+    }()
+
     init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws(StorageError) {
+        Self.processSettings
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(path, &db, flags, nil)

@@ -360,15 +360,18 @@ struct SQLiteTransaction: StoreTransaction {
         }
     }
 
+    /// Sets only the columns a transition changes. Naming `account_id` here, even unchanged, made
+    /// SQLite delete and reinsert its `upgrade_sessions_account` entry: one more page written per
+    /// transition.
     func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError) {
         try versionedUpdate(
             """
-            UPDATE upgrade_sessions SET account_id = ?, status = ?, machine = ?, state_hash = ?, nonce_hash = ?, linked_sub = ?,
+            UPDATE upgrade_sessions SET status = ?, machine = ?, state_hash = ?, nonce_hash = ?, linked_sub = ?,
                 expires_at = ?, updated_at = ?, version = version + 1
             WHERE id = ? AND version = ?
             """,
             [
-                SQLValue(session.accountID), .text(session.status), .text(session.machine), SQLValue(session.stateHash),
+                .text(session.status), .text(session.machine), SQLValue(session.stateHash),
                 SQLValue(session.nonceHash), SQLValue(session.linkedSub), .integer(session.expiresAt),
                 .integer(session.updatedAt),
                 .text(session.id), .integer(expectedVersion),

@@ -64,6 +64,9 @@ public protocol StoreTransaction {
     // Upgrade sessions
     func insertUpgradeSession(_ session: UpgradeSessionRecord) throws(StorageError)
     func upgradeSession(id: String) throws(StorageError) -> UpgradeSessionRecord?
+    /// Stores what a transition changes: status, machine, state and nonce hashes, linked `sub`, expiry,
+    /// update time. The id, account, username key, service identifier and creation time are fixed
+    /// when the upgrade is inserted and are left as they are.
     func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError)
 
     // Team transfer
