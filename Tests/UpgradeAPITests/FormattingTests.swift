@@ -6,17 +6,55 @@ import Testing
 
 @Suite("Timestamps and media types read and written by hand")
 struct FormattingTests {
-    @Test("RFC 3339 timestamps match Foundation's ISO 8601 output, from 1970 to 2200")
+    @Test("RFC 3339 timestamps match Foundation's ISO 8601 output, from 1583 (Gregorian throughout) to 9999")
     func timestampsMatchFoundation() {
         var generator = SystemRandomNumberGenerator()
         let samples: [Int64] =
-            [0, 59, 951_782_400, 1_709_164_800, 4_102_444_799, 7_258_118_400]
+            [
+                0, 59, -1, -86_400, -86_401, 951_782_400, 951_868_799, 1_709_164_800, 4_102_444_799, 7_258_118_400,
+                -12_212_553_600, 253_402_300_799,
+            ]
             + (0..<500).map { _ in Int64.random(in: 0...7_258_118_400, using: &generator) }
+            + (0..<500).map { _ in Int64.random(in: -12_212_553_600...253_402_300_799, using: &generator) }
         for seconds in samples {
             let reference = Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
             #expect(RFC3339.utc(seconds: seconds) == reference, "\(seconds)")
         }
         #expect(RFC3339.utc(seconds: 1_700_000_000, milliseconds: 7) == "2023-11-14T22:13:20.007Z")
+        #expect(RFC3339.utc(seconds: -1, milliseconds: 999) == "1969-12-31T23:59:59.999Z")
+        // RFC 3339 has four-digit years: anything outside them is held at the first or last second.
+        #expect(RFC3339.utc(seconds: .min) == "0000-01-01T00:00:00Z")
+        #expect(RFC3339.utc(seconds: .max) == "9999-12-31T23:59:59Z")
+    }
+
+    @Test("request ids print as sixteen lowercase hex digits")
+    func requestIDs() {
+        #expect(HTTPRequestID(rawValue: 0).description == "0000000000000000")
+        #expect(HTTPRequestID(rawValue: 0xabc).description == "0000000000000abc")
+        #expect(HTTPRequestID(rawValue: .max).description == "ffffffffffffffff")
+        #expect(HTTPRequestID(rawValue: 0x0123_4567_89ab_cdef).description == "0123456789abcdef")
+    }
+
+    @Test("a log line is one JSON object: time, level, message, then the fields in order, escaped")
+    func logLine() throws {
+        let lines = Mutex<[String]>([])
+        let log = RequestLog(write: { line in lines.withLock { $0.append(line) } })
+        log.log(
+            "info",
+            "request \"quoted\"",
+            [("route", .string("/v1/x\n")), ("status", .integer(201)), ("ms", .double(1.5))]
+        )
+        let line = try #require(lines.withLock { $0.first })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["level"] as? String == "info")
+        #expect(object["msg"] as? String == "request \"quoted\"")
+        #expect(object["route"] as? String == "/v1/x\n")
+        #expect(object["status"] as? Int == 201)
+        #expect(object["ms"] as? Double == 1.5)
+        let ts = try #require(object["ts"] as? String)
+        #expect(ts.utf8.count == 24 && ts.hasSuffix("Z"))
+        #expect(line.hasPrefix(#"{"ts":""#))
+        #expect(line.range(of: #""route""#)!.lowerBound < line.range(of: #""status""#)!.lowerBound)
     }
 
     @Test(
@@ -25,7 +63,8 @@ struct FormattingTests {
             ("application/json", true), ("Application/JSON", true), ("application/json; charset=utf-8", true),
             (" application/json ;charset=utf-8", true), ("\tapplication/json", true), ("application/jsonx", false),
             ("application/json-patch+json", false), ("text/json", false), ("", false), (";application/json", false),
-            ("application/ json", false),
+            ("application/ json", false), ("application\u{0F}json", false), ("APPLICATION/JSON", true),
+            ("applicatioN/jsoN", true), ("application/js@n", false), ("applicatio\u{0E}/json", false),
         ]
     )
     func mediaType(value: String, accepted: Bool) {

@@ -44,6 +44,33 @@ struct IdentityTokenJSONTests {
         #expect(throws: JWSJSONError.self, "\(text.debugDescription)") { try Self.parse(text) }
     }
 
+    @Test("a repeated member name is refused wherever it falls, in small objects and in large ones")
+    func duplicateNames() throws {
+        func object(_ names: [String]) -> String {
+            "{" + names.enumerated().map { "\"\($0.element)\":\($0.offset)" }.joined(separator: ",") + "}"
+        }
+        let limit = JWSJSONReader.linearDuplicateCheckLimit
+        for count in [2, 5, limit - 1, limit, limit + 1, limit + 2, 3 * limit] {
+            let names = (0..<count).map { "k\($0)" }
+            let parsed = try Self.parse(object(names))
+            #expect(parsed.members?.map(\.key) == names)
+            // The last name repeated, the first, and one from the middle, appended at the end.
+            for repeated in Set([names[0], names[count / 2], names[count - 1]]) {
+                #expect(throws: JWSJSONError.self, "\(count) members, \(repeated) twice") {
+                    try Self.parse(object(names + [repeated]))
+                }
+            }
+            // A repeat placed right after the point where a set takes over.
+            if count > limit {
+                var withRepeat = names
+                withRepeat.insert(names[1], at: limit + 1)
+                #expect(throws: JWSJSONError.self) { try Self.parse(object(withRepeat)) }
+            }
+        }
+        // An escape that spells the same name is the same name.
+        #expect(throws: JWSJSONError.self) { try Self.parse(#"{"ab":1,"a\u0062":2}"#) }
+    }
+
     @Test(
         "invalid UTF-8 is refused",
         arguments: [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF], [0xE2, 0x82]]

@@ -7,8 +7,14 @@ public struct HTTPRequestID: Hashable, Sendable, CustomStringConvertible {
         self.rawValue = rawValue
     }
 
+    /// Sixteen lowercase hex digits, zero-padded.
     public var description: String {
-        let digits = String(rawValue, radix: 16)
-        return String(repeating: "0", count: 16 - digits.utf8.count) + digits
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            let hex: StaticString = "0123456789abcdef"
+            for index in 0..<16 {
+                buffer[index] = hex.utf8Start[Int(rawValue >> UInt64(60 - 4 * index) & 0xf)]
+            }
+            return 16
+        }
     }
 }

@@ -3,8 +3,11 @@ import UpgradeEngine
 
 /// A request body read strictly: `Content-Type: application/json`, one JSON object (duplicate member
 /// names refused by the parser), only the fields the operation knows, each of the expected type.
+///
+/// Bodies have a handful of fields, so the allowed names are a list and members are looked up by
+/// comparing names in order: no set or dictionary is built per request.
 struct JSONBody {
-    private let members: [String: JWSJSON]
+    private let members: [JWSJSON.Member]
 
     /// Whether the media type (before any `;` parameters, spaces and tabs around it ignored, any
     /// case) is `application/json`.
@@ -13,10 +16,14 @@ struct JSONBody {
         var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
         while let first = mediaType.first, first == 0x20 || first == 0x09 { mediaType = mediaType.dropFirst() }
         while let last = mediaType.last, last == 0x20 || last == 0x09 { mediaType = mediaType.dropLast() }
-        return mediaType.count == 16 && String(decoding: mediaType, as: UTF8.self).lowercased() == "application/json"
+        // Letters compare with their lowercase bit (0x20) set on the received byte; '/' exactly.
+        return mediaType.count == 16
+            && zip(mediaType, "application/json".utf8).allSatisfy { received, expected in
+                expected == UInt8(ascii: "/") ? received == expected : received | 0x20 == expected
+            }
     }
 
-    init(_ request: HTTPRequest, allowed: Set<String>) throws(APIProblem) {
+    init(_ request: HTTPRequest, allowed: [String]) throws(APIProblem) {
         guard Self.isJSON(contentType: request.headers["Content-Type"]) else {
             throw APIProblem(
                 status: 415,
@@ -37,23 +44,20 @@ struct JSONBody {
             )
         }
         guard let object = parsed.members else { throw APIProblem.validation("the body must be a JSON object") }
-        var members: [String: JWSJSON] = [:]
-        for member in object {
-            guard allowed.contains(member.key) else {
-                throw APIProblem.validation(
-                    "unknown field '\(Self.printable(member.key))'; expected \(allowed.sorted().joined(separator: ", "))"
-                )
-            }
-            members[member.key] = member.value
+        // The parser refuses repeated names, so each allowed name appears at most once.
+        for member in object where !allowed.contains(member.key) {
+            throw APIProblem.validation(
+                "unknown field '\(Self.printable(member.key))'; expected \(allowed.sorted().joined(separator: ", "))"
+            )
         }
-        self.members = members
+        self.members = object
     }
 
-    func contains(_ name: String) -> Bool { members[name] != nil && members[name] != .null }
+    func contains(_ name: String) -> Bool { value(name) != nil && value(name) != .null }
 
     /// A string field; `nil` when absent or null and not required.
     func string(_ name: String, required: Bool = false) throws(APIProblem) -> String? {
-        guard let value = members[name], value != .null else {
+        guard let value = value(name), value != .null else {
             if required { throw APIProblem.validation("field '\(name)' is required") }
             return nil
         }
@@ -65,7 +69,7 @@ struct JSONBody {
         try string(name, required: true) ?? ""
     }
 
-    func value(_ name: String) -> JWSJSON? { members[name] }
+    func value(_ name: String) -> JWSJSON? { members.first { $0.key == name }?.value }
 
     /// Field names are echoed in errors; keep them short and printable.
     static func printable(_ text: String) -> String {

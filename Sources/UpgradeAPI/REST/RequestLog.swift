@@ -13,12 +13,25 @@ public final class RequestLog: Sendable {
         self.write = write
     }
 
+    /// Writes `{"ts":…,"level":…,"msg":…,` then each field in order. The line is assembled as
+    /// bytes in one buffer (one is written per request, so no intermediate JSON tree is built).
     public func log(_ level: String, _ message: String, _ fields: [(String, JWSJSON)] = []) {
-        var members: [JWSJSON.Member] = [
-            .init("ts", .string(Self.timestamp())), .init("level", .string(level)), .init("msg", .string(message)),
-        ]
-        members += fields.map { JWSJSON.Member($0.0, $0.1) }
-        let line = JWSJSON.object(members).serializedString
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        bytes.append(contentsOf: #"{"ts":""#.utf8)
+        Self.appendTimestamp(to: &bytes)
+        bytes.append(contentsOf: #"","level":"#.utf8)
+        JWSJSON.serialize(string: level, into: &bytes)
+        bytes.append(contentsOf: #","msg":"#.utf8)
+        JWSJSON.serialize(string: message, into: &bytes)
+        for (name, value) in fields {
+            bytes.append(UInt8(ascii: ","))
+            JWSJSON.serialize(string: name, into: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            value.serialize(into: &bytes)
+        }
+        bytes.append(UInt8(ascii: "}"))
+        let line = String(decoding: bytes, as: UTF8.self)
         lock.withLock { _ in write(line) }
     }
 
@@ -47,11 +60,11 @@ public final class RequestLog: Sendable {
         }
     }
 
-    /// RFC 3339 UTC with milliseconds: one is written per request.
-    static func timestamp() -> String {
+    /// The time now, RFC 3339 UTC with milliseconds: one is written per request.
+    static func appendTimestamp(to bytes: inout [UInt8]) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        return RFC3339.utc(seconds: Int64(now.tv_sec), milliseconds: Int(now.tv_nsec / 1_000_000))
+        RFC3339.append(seconds: Int64(now.tv_sec), milliseconds: Int(now.tv_nsec / 1_000_000), to: &bytes)
     }
 
 }

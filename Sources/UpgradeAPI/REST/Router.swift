@@ -1,10 +1,19 @@
 /// Matches a method and path to an operation. Patterns are fixed segments and `{name}` captures;
 /// the pattern string doubles as the `route` label in metrics and logs (bounded cardinality).
+///
+/// A path is matched as bytes: it is split once into segment ranges, and each route compares its
+/// fixed segments byte for byte (a path is bytes, not text to compare as Unicode), so routes that
+/// do not match cost no captures and no strings.
 struct Router<Operation: Sendable>: Sendable {
+    enum Segment: Sendable {
+        case fixed([UInt8])
+        case capture(String)
+    }
+
     struct Route: Sendable {
         let method: String
         let pattern: String
-        let segments: [Substring]
+        let segments: [Segment]
         let operation: Operation
     }
 
@@ -18,52 +27,88 @@ struct Router<Operation: Sendable>: Sendable {
     private(set) var routes: [Route] = []
 
     mutating func add(_ method: String, _ pattern: String, _ operation: Operation) {
-        routes.append(
-            Route(method: method, pattern: pattern, segments: Self.split(Substring(pattern)), operation: operation)
-        )
+        let bytes = Array(pattern.utf8)
+        let segments = Self.split(bytes[...]).map { range -> Segment in
+            let segment = bytes[range]
+            if segment.first == UInt8(ascii: "{"), segment.last == UInt8(ascii: "}"), segment.count >= 2 {
+                return .capture(String(decoding: segment.dropFirst().dropLast(), as: UTF8.self))
+            }
+            return .fixed(Array(segment))
+        }
+        routes.append(Route(method: method, pattern: pattern, segments: segments, operation: operation))
     }
 
     func match(method: String, path: Substring) -> Match {
-        let segments = Self.split(path)
+        var path = path
+        return path.withUTF8 { bytes in match(method: method, bytes: bytes) }
+    }
+
+    private func match(method: String, bytes: UnsafeBufferPointer<UInt8>) -> Match {
+        let segments = Self.split(bytes[...])
         var allowed: [String] = []
         var allowedPattern = ""
-        for route in routes {
-            guard let parameters = Self.capture(route.segments, segments) else { continue }
-            if route.method == method { return .found(route, parameters: parameters) }
+        for route in routes where Self.fits(route.segments, segments, bytes) {
+            if route.method == method {
+                return .found(route, parameters: Self.captures(route.segments, segments, bytes))
+            }
             allowed.append(route.method)
             allowedPattern = route.pattern
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed, pattern: allowedPattern)
     }
 
-    /// The segments after the leading `/`, split on the UTF-8 bytes (splitting the `Substring`
-    /// itself walks grapheme clusters, which cost about 15 000 instructions per request).
-    private static func split(_ path: Substring) -> [Substring] {
-        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst().map {
-            Substring($0)
+    /// The ranges of the segments after the leading `/` (empty segments kept, so `/a//b` and `/a/`
+    /// match no pattern); none for a path that does not start with `/`, which matches nothing.
+    private static func split<Bytes: RandomAccessCollection<UInt8>>(_ path: Bytes) -> [Range<Bytes.Index>] {
+        var ranges: [Range<Bytes.Index>] = []
+        guard path.first == UInt8(ascii: "/") else { return [] }
+        var start = path.index(after: path.startIndex)
+        var index = start
+        while index < path.endIndex {
+            if path[index] == UInt8(ascii: "/") {
+                ranges.append(start..<index)
+                start = path.index(after: index)
+            }
+            index = path.index(after: index)
         }
+        ranges.append(start..<path.endIndex)
+        return ranges
     }
 
-    private static func capture(_ pattern: [Substring], _ path: [Substring]) -> [String: String]? {
-        guard pattern.count == path.count else { return nil }
-        // Fixed segments first, byte for byte (a path is bytes, not text to compare as Unicode), so
-        // the routes that do not match cost no captures.
-        for (expected, actual) in zip(pattern, path) where !isCapture(expected) {
-            guard expected.utf8.elementsEqual(actual.utf8) else { return nil }
+    /// Whether the path has the route's shape: as many segments, equal fixed segments, and
+    /// identifier bytes only in captures.
+    private static func fits(
+        _ pattern: [Segment],
+        _ path: [Range<Int>],
+        _ bytes: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+        guard pattern.count == path.count else { return false }
+        for (expected, range) in zip(pattern, path) {
+            guard case .fixed(let fixed) = expected else { continue }
+            guard fixed.count == range.count, fixed.elementsEqual(bytes[range]) else { return false }
         }
-        var parameters: [String: String] = [:]
-        for (expected, actual) in zip(pattern, path) where isCapture(expected) {
+        for (expected, range) in zip(pattern, path) {
+            guard case .capture = expected else { continue }
             // Identifiers we issue are base64url; anything else cannot name a resource of ours.
-            guard !actual.isEmpty, actual.utf8.count <= 64,
-                actual.utf8.allSatisfy({ Self.isIdentifierByte($0) })
-            else { return nil }
-            parameters[String(expected.dropFirst().dropLast())] = String(actual)
+            guard !range.isEmpty, range.count <= 64, bytes[range].allSatisfy({ Self.isIdentifierByte($0) }) else {
+                return false
+            }
+        }
+        return true
+    }
+
+    private static func captures(
+        _ pattern: [Segment],
+        _ path: [Range<Int>],
+        _ bytes: UnsafeBufferPointer<UInt8>
+    ) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for (expected, range) in zip(pattern, path) {
+            if case .capture(let name) = expected {
+                parameters[name] = String(decoding: bytes[range], as: UTF8.self)
+            }
         }
         return parameters
-    }
-
-    private static func isCapture(_ segment: Substring) -> Bool {
-        segment.utf8.first == UInt8(ascii: "{") && segment.utf8.last == UInt8(ascii: "}")
     }
 
     private static func isIdentifierByte(_ byte: UInt8) -> Bool {

@@ -90,6 +90,16 @@ public enum JWSJSON: Sendable, Equatable {
         String(decoding: serialized(), as: UTF8.self)
     }
 
+    /// Appends the compact serialization to `out`, for callers assembling a larger document.
+    public func serialize(into out: inout [UInt8]) {
+        write(into: &out)
+    }
+
+    /// Appends `string` as a JSON string literal (quoted, escaped) to `out`.
+    public static func serialize(string: String, into out: inout [UInt8]) {
+        writeString(string, into: &out)
+    }
+
     private func write(into out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)

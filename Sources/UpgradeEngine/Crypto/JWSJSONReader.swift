@@ -160,16 +160,31 @@ struct JWSJSONReader {
         }
     }
 
+    static let linearDuplicateCheckLimit = 16
+
     /// Any value, as a tree.
     mutating func readValue() throws(JWSJSONError) -> JWSJSON {
         switch try peekKind() {
         case .object:
             var members: [JWSJSON.Member] = []
-            var names: Set<String> = []
+            // Duplicates are found by comparing with the names so far while an object is small (the
+            // tokens, bodies and answers we read have a dozen members at most), which costs less
+            // than hashing every name; past that a set keeps the check linear.
+            var names: Set<String>?
             try readObject { key, reader throws(JWSJSONError) in
-                guard names.insert(key).inserted else {
-                    throw reader.fail("duplicate member name")
+                let duplicate: Bool
+                if var seen = names {
+                    names = nil
+                    duplicate = !seen.insert(key).inserted
+                    names = seen
+                } else if members.count < Self.linearDuplicateCheckLimit {
+                    duplicate = members.contains { $0.key == key }
+                } else {
+                    var seen = Set(members.map(\.key))
+                    duplicate = !seen.insert(key).inserted
+                    names = seen
                 }
+                guard !duplicate else { throw reader.fail("duplicate member name") }
                 members.append(JWSJSON.Member(key, try reader.readValue()))
             }
             return .object(members)

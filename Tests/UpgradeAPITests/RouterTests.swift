@@ -1,0 +1,74 @@
+import Testing
+
+@testable import UpgradeAPI
+
+@Suite("Router: methods and paths to operations")
+struct RouterTests {
+    enum Operation: Sendable, Equatable { case list, start, view, stepUp, health }
+
+    static let router: Router<Operation> = {
+        var router = Router<Operation>()
+        router.add("POST", "/v1/upgrades", .start)
+        router.add("GET", "/v1/upgrades", .list)
+        router.add("GET", "/v1/upgrades/{id}", .view)
+        router.add("POST", "/v1/upgrades/{id}/step-up", .stepUp)
+        router.add("GET", "/healthz", .health)
+        return router
+    }()
+
+    func found(_ method: String, _ path: Substring) -> (Operation, [String: String])? {
+        guard case .found(let route, let parameters) = Self.router.match(method: method, path: path) else { return nil }
+        return (route.operation, parameters)
+    }
+
+    @Test("fixed paths and captures are found, with the captured identifier")
+    func found() throws {
+        #expect(found("POST", "/v1/upgrades")?.0 == .start)
+        #expect(found("GET", "/v1/upgrades")?.0 == .list)
+        let view = try #require(found("GET", "/v1/upgrades/upg_AbC-09.x"))
+        #expect(view.0 == .view && view.1 == ["id": "upg_AbC-09.x"])
+        let stepUp = try #require(found("POST", "/v1/upgrades/u1/step-up"))
+        #expect(stepUp.0 == .stepUp && stepUp.1 == ["id": "u1"])
+        #expect(found("GET", "/healthz")?.0 == .health)
+        // A substring of a longer buffer is matched on its own bytes.
+        let full = "/healthz?probe=1"
+        #expect(found("GET", full[..<full.firstIndex(of: "?")!])?.0 == .health)
+    }
+
+    @Test(
+        "paths of another shape, case or byte match nothing",
+        arguments: [
+            "/v1/upgrades/", "/v1//upgrades", "//v1/upgrades", "/V1/upgrades", "/v1/upgrade", "/v1/upgradesx",
+            "v1/upgrades", "", "/", "/healthz/", "/v1/upgrades/a%2Fb", "/v1/upgrades/\u{e9}",
+            "/v1/upgrades/" + String(repeating: "a", count: 65), "/v1/upgrades/u1/step-up/",
+        ]
+    )
+    func notFound(path: String) {
+        guard case .notFound = Self.router.match(method: "GET", path: Substring(path)) else {
+            Issue.record("\(path) matched")
+            return
+        }
+    }
+
+    @Test("a known path with another method names the methods it has")
+    func methodNotAllowed() {
+        guard
+            case .methodNotAllowed(let allowed, let pattern) = Self.router.match(method: "DELETE", path: "/v1/upgrades")
+        else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == ["POST", "GET"] && pattern == "/v1/upgrades")
+        guard case .methodNotAllowed(let one, _) = Self.router.match(method: "POST", path: "/v1/upgrades/u1") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(one == ["GET"])
+    }
+
+    @Test("a capture of 64 identifier bytes is the longest accepted")
+    func captureLength() {
+        let id = String(repeating: "a", count: 64)
+        #expect(found("GET", Substring("/v1/upgrades/" + id))?.1 == ["id": id])
+    }
+}
