@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import UpgradeEngine
@@ -69,6 +70,56 @@ struct IdentityTokenJSONTests {
         }
         // An escape that spells the same name is the same name.
         #expect(throws: JWSJSONError.self) { try Self.parse(#"{"ab":1,"a\u0062":2}"#) }
+    }
+
+    @Test("the eight-byte scan finds a quote, a backslash or a control byte in any position, and nothing else")
+    func wordScan() {
+        var generator = SystemRandomNumberGenerator()
+        let boundary: (UInt8) -> Bool = { $0 == 0x22 || $0 == 0x5c || $0 < 0x20 }
+        for _ in 0..<20_000 {
+            var bytes = (0..<8).map { _ in UInt8.random(in: 0x20...0xff, using: &generator) }
+            for index in bytes.indices where boundary(bytes[index]) { bytes[index] = 0x41 }
+            // Sometimes one or two bytes of any value, at any position.
+            for _ in 0..<Int.random(in: 0...2, using: &generator) {
+                bytes[Int.random(in: 0..<8, using: &generator)] = UInt8.random(in: 0...0xff, using: &generator)
+            }
+            let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            #expect(JWSJSONReader.hasStringBoundary(word) == bytes.contains(where: boundary), "\(bytes)")
+        }
+        for position in 0..<8 {
+            for value in 0...255 {
+                var bytes = [UInt8](repeating: 0x61, count: 8)
+                bytes[position] = UInt8(value)
+                let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                #expect(JWSJSONReader.hasStringBoundary(word) == boundary(UInt8(value)))
+            }
+        }
+    }
+
+    @Test("strings of every length and content read as Foundation reads them, or are refused as it refuses them")
+    func stringsAgreeWithFoundation() throws {
+        var generator = SystemRandomNumberGenerator()
+        let pieces: [String] = [
+            "a", "Z", "0", "-", "_", ".", "é", "😀", "\\\"", "\\\\", "\\n", "\\u00e9", "\\/", " ", "~",
+        ]
+        for _ in 0..<2_000 {
+            let length = Int.random(in: 0...40, using: &generator)
+            let body = (0..<length).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let text = "\"" + body + "\""
+            let ours = try Self.parse(text).stringValue
+            let reference =
+                try JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed) as? String
+            #expect(ours == reference, "\(text)")
+        }
+        // A control byte or a truncated multi-byte sequence after long plain runs, at every offset.
+        for prefix in 0..<20 {
+            let plain = String(repeating: "a", count: prefix)
+            #expect(throws: JWSJSONError.self) { try JWSJSON.parse(Array(("\"" + plain + "\u{1}b\"").utf8)) }
+            #expect(throws: JWSJSONError.self) {
+                try JWSJSON.parse(Array(("\"" + plain).utf8) + [0xE2, 0x82] + Array("abcdefgh\"".utf8))
+            }
+            #expect(try Self.parse("\"" + plain + "\\\"x\"").stringValue == plain + "\"x")
+        }
     }
 
     @Test(

@@ -295,6 +295,19 @@ struct JWSJSONReader {
         var union: UInt8 = 0
         var cursor = index
         let end = bytes.count
+        // Eight bytes at a time while none of them is a quote, a backslash or a control character
+        // (tokens and codes are long runs of base64url); the loop below takes over at the first
+        // word that holds one, and for the last few bytes.
+        if let base = bytes.baseAddress {
+            var wide: UInt64 = 0
+            while end - cursor >= 8 {
+                let word = UnsafeRawPointer(base + cursor).loadUnaligned(as: UInt64.self)
+                guard !Self.hasStringBoundary(word) else { break }
+                wide |= word
+                cursor += 8
+            }
+            if wide & 0x8080_8080_8080_8080 != 0 { union = 0x80 }
+        }
         while cursor < end {
             let byte = bytes[cursor]
             if byte == UInt8(ascii: "\"") {
@@ -343,6 +356,20 @@ struct JWSJSONReader {
             }
         }
         throw fail("unterminated string")
+    }
+
+    /// Whether any byte of `word` is `"`, `\\` or below 0x20: the bytes that end the plain run of
+    /// a string. Each test is the classic "has a byte less than n" word trick, exact as a yes/no
+    /// answer (a quote or backslash is found as a zero byte after XOR with that byte repeated).
+    @inline(__always)
+    static func hasStringBoundary(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasByteBelow(_ value: UInt64, _ limit: UInt64) -> Bool {
+            (value &- ones &* limit) & ~value & highs != 0
+        }
+        return hasByteBelow(word ^ (ones &* 0x22), 1) || hasByteBelow(word ^ (ones &* 0x5c), 1)
+            || hasByteBelow(word, 0x20)
     }
 
     /// `\uXXXX` (the `\u` already consumed), combining a surrogate pair; a lone surrogate is refused
