@@ -122,6 +122,19 @@ struct IdentityTokenJSONTests {
         }
     }
 
+    @Test("a character that needs an escape is escaped wherever it falls in a long string")
+    func escapesAtEveryOffset() throws {
+        for prefix in 0..<20 {
+            for special in ["\"", "\\", "\n", "\u{1}", "\u{1f}", "é", "/", "\u{7f}"] {
+                let value = String(repeating: "a", count: prefix) + special + String(repeating: "b", count: prefix % 9)
+                let text = String(decoding: JWSJSON.string(value).serialized(), as: UTF8.self)
+                #expect(try Self.parse(text) == .string(value), "\(text)")
+                let reference = try JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)
+                #expect(reference as? String == value, "\(text)")
+            }
+        }
+    }
+
     @Test(
         "invalid UTF-8 is refused",
         arguments: [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF], [0xE2, 0x82]]
