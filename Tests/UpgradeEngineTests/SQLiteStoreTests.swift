@@ -125,6 +125,105 @@ struct SQLiteStoreTests {
         #expect(try db.store.read { try $0.appleLink(accountID: second.id) } == nil)
     }
 
+    /// Bytes in the database's WAL file: each committed page adds one frame (24 + 4096 bytes).
+    func walBytes(_ db: TemporaryDatabase) throws -> Int {
+        let wal = db.directory.appendingPathComponent("upgrade.db-wal").path
+        return (try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
+    }
+
+    static let frame = 24 + 4096
+
+    @Test("an Apple link's update rewrites the sub index only when the sub changes; a taken sub is refused")
+    func appleLinkUpdate() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        let bob = account("bob")
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.insertAccount(bob)
+            try tx.insertAppleLink(link(alice.id, sub: "001.alice.1"))
+            try tx.insertAppleLink(link(bob.id, sub: "001.bob.1"))
+        }
+        var next = link(alice.id, sub: "001.alice.1")
+        next.email = "alice@privaterelay.appleid.com"
+        next.emailForwardingEnabled = false
+        next.updatedAt = Self.now + 1
+        var before = try walBytes(db)
+        try db.store.write { try $0.updateAppleLink(next, expectedVersion: 1) }
+        #expect(try walBytes(db) - before == Self.frame, "same sub: the table's page only")
+        var stored = try #require(try db.store.read { try $0.appleLink(accountID: alice.id) })
+        #expect(stored.email == next.email && stored.emailForwardingEnabled == false && stored.version == 2)
+
+        next.sub = "001.alice.2"
+        before = try walBytes(db)
+        try db.store.write { try $0.updateAppleLink(next, expectedVersion: 2) }
+        #expect(try walBytes(db) - before == 2 * Self.frame, "new sub: the table's page and the index's")
+        stored = try #require(try db.store.read { try $0.appleLink(sub: "001.alice.2") })
+        #expect(stored.accountID == alice.id && stored.version == 3)
+        #expect(try db.store.read { try $0.appleLink(sub: "001.alice.1") } == nil)
+
+        next.sub = "001.bob.1"
+        next.email = "changed@example.com"
+        do {
+            try db.store.write { try $0.updateAppleLink(next, expectedVersion: 3) }
+            Issue.record("a sub linked to another account was accepted")
+        } catch let error as StorageError {
+            #expect(error.code == .uniqueViolation && error.constraint == "apple_links.sub")
+        }
+        stored = try #require(try db.store.read { try $0.appleLink(accountID: alice.id) })
+        #expect(stored.sub == "001.alice.2" && stored.email == "alice@privaterelay.appleid.com" && stored.version == 3)
+        #expect(throws: StorageError.self) {
+            try db.store.write { try $0.updateAppleLink(link(alice.id, sub: "001.alice.9"), expectedVersion: 1) }
+        }
+    }
+
+    @Test("a transfer record's update writes an index only for a value that changed, and keeps the old sub")
+    func transferRecordUpdate() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        var record = TransferRecord(
+            accountID: alice.id,
+            status: "pending",
+            machine: "{}",
+            oldSub: "001.old.1",
+            transferSub: nil,
+            newSub: nil,
+            targetTeamID: "TEAMB12345",
+            failureReason: nil,
+            attempts: 0,
+            windowEndsAt: nil,
+            updatedAt: Self.now
+        )
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.upsertTransferRecord(record, expectedVersion: nil)
+        }
+        // Only unindexed columns: one page.
+        record.attempts = 1
+        var before = try walBytes(db)
+        try db.store.write { try $0.upsertTransferRecord(record, expectedVersion: 1) }
+        #expect(try walBytes(db) - before == Self.frame)
+        // A new status and a transfer sub: the table and those two indexes.
+        record.status = "prepared"
+        record.transferSub = "001.transfer.1"
+        record.oldSub = "001.someone.else"
+        before = try walBytes(db)
+        try db.store.write { try $0.upsertTransferRecord(record, expectedVersion: 2) }
+        #expect(try walBytes(db) - before == 3 * Self.frame)
+        let stored = try #require(try db.store.read { try $0.transferRecord(transferSub: "001.transfer.1") })
+        #expect(stored.status == "prepared" && stored.attempts == 1 && stored.version == 3)
+        #expect(stored.oldSub == "001.old.1", "the old sub is the insert's")
+        #expect(try db.store.read { try $0.transferRecord(oldSub: "001.old.1") }?.accountID == alice.id)
+        #expect(try db.store.read { try $0.transferRecords(status: "prepared", limit: 10) }.count == 1)
+        #expect(try db.store.read { try $0.transferRecords(status: "pending", limit: 10) }.isEmpty)
+        // A stale version changes nothing.
+        record.status = "failed"
+        #expect(throws: StorageError.self) {
+            try db.store.write { try $0.upsertTransferRecord(record, expectedVersion: 2) }
+        }
+        #expect(try db.store.read { try $0.transferRecord(accountID: alice.id) }?.status == "prepared")
+    }
+
     func link(_ accountID: String, sub: String) -> AppleLinkRecord {
         AppleLinkRecord(
             accountID: accountID,

@@ -300,21 +300,28 @@ struct SQLiteTransaction: StoreTransaction {
         try rows(Self.selectLinkBySub, [.text(sub)]).first.map(Self.link)
     }
 
+    /// The versioned update leaves `sub` out, and a second statement sets it only where it differs:
+    /// a column named in an UPDATE has its index entry deleted and reinserted even when the value is
+    /// the same, so a notification or a stored refresh token would rewrite a page of the `sub`
+    /// index for nothing. Only a team transfer changes `sub`.
     func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError) {
         try versionedUpdate(
             """
-            UPDATE apple_links SET sub = ?, team_id = ?, client_id = ?, email = ?, is_private_email = ?, refresh_token_ciphertext = ?,
+            UPDATE apple_links SET team_id = ?, client_id = ?, email = ?, is_private_email = ?, refresh_token_ciphertext = ?,
                 status = ?, email_forwarding_enabled = ?, email_forwarding_at = ?, updated_at = ?, version = version + 1
             WHERE account_id = ? AND version = ?
             """,
             [
-                .text(link.sub), .text(link.teamID), .text(link.clientID), SQLValue(link.email),
-                SQLValue(link.isPrivateEmail),
+                .text(link.teamID), .text(link.clientID), SQLValue(link.email), SQLValue(link.isPrivateEmail),
                 SQLValue(link.refreshTokenCiphertext), .text(link.status.rawValue),
                 SQLValue(link.emailForwardingEnabled), SQLValue(link.emailForwardingAt), .integer(link.updatedAt),
                 .text(link.accountID), .integer(expectedVersion),
             ],
             what: "Apple link"
+        )
+        try rows(
+            "UPDATE apple_links SET sub = ? WHERE account_id = ? AND sub <> ?",
+            [.text(link.sub), .text(link.accountID), .text(link.sub)]
         )
     }
 
@@ -414,28 +421,41 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError) {
-        let values: [SQLValue] = [
-            .text(record.status), .text(record.machine), .text(record.oldSub), SQLValue(record.transferSub),
-            SQLValue(record.newSub),
-            .text(record.targetTeamID), SQLValue(record.failureReason), .integer(Int64(record.attempts)),
-            SQLValue(record.windowEndsAt),
-            .integer(record.updatedAt),
-        ]
         guard let expectedVersion else {
             try rows(
                 Self.insertTransfer,
-                [.text(record.accountID)] + values
+                [
+                    .text(record.accountID), .text(record.status), .text(record.machine), .text(record.oldSub),
+                    SQLValue(record.transferSub), SQLValue(record.newSub), .text(record.targetTeamID),
+                    SQLValue(record.failureReason), .integer(Int64(record.attempts)), SQLValue(record.windowEndsAt),
+                    .integer(record.updatedAt),
+                ]
             )
             return
         }
+        // The indexed columns are set by their own statements, each only where the value differs
+        // (naming a column in an UPDATE rewrites its index entry even when the value is the same):
+        // most transitions change `status` alone, and `old_sub` never changes after the insert.
         try versionedUpdate(
             """
-            UPDATE transfer_records SET status = ?, machine = ?, old_sub = ?, transfer_sub = ?, new_sub = ?, target_team_id = ?,
-                failure_reason = ?, attempts = ?, window_ends_at = ?, updated_at = ?, version = version + 1
+            UPDATE transfer_records SET machine = ?, new_sub = ?, target_team_id = ?, failure_reason = ?, attempts = ?,
+                window_ends_at = ?, updated_at = ?, version = version + 1
             WHERE account_id = ? AND version = ?
             """,
-            values + [.text(record.accountID), .integer(expectedVersion)],
+            [
+                .text(record.machine), SQLValue(record.newSub), .text(record.targetTeamID),
+                SQLValue(record.failureReason), .integer(Int64(record.attempts)), SQLValue(record.windowEndsAt),
+                .integer(record.updatedAt), .text(record.accountID), .integer(expectedVersion),
+            ],
             what: "transfer record"
+        )
+        try rows(
+            "UPDATE transfer_records SET status = ? WHERE account_id = ? AND status <> ?",
+            [.text(record.status), .text(record.accountID), .text(record.status)]
+        )
+        try rows(
+            "UPDATE transfer_records SET transfer_sub = ? WHERE account_id = ? AND transfer_sub IS NOT ?",
+            [SQLValue(record.transferSub), .text(record.accountID), SQLValue(record.transferSub)]
         )
     }
 

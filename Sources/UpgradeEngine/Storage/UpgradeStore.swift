@@ -59,6 +59,8 @@ public protocol StoreTransaction {
     func insertAppleLink(_ link: AppleLinkRecord) throws(StorageError)
     func appleLink(accountID: String) throws(StorageError) -> AppleLinkRecord?
     func appleLink(sub: String) throws(StorageError) -> AppleLinkRecord?
+    /// Stores every field of the link (the account id names it). A `sub` another link has fails
+    /// with `.uniqueViolation` on `apple_links.sub`.
     func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError)
 
     // Upgrade sessions
@@ -70,6 +72,8 @@ public protocol StoreTransaction {
     func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError)
 
     // Team transfer
+    /// Inserts the record (`expectedVersion` nil) or updates it. `oldSub`, the Apple id the account
+    /// had when its transfer began, is fixed by the insert; an update leaves it as it is.
     func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError)
     func transferRecord(accountID: String) throws(StorageError) -> TransferRecord?
     func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord?
