@@ -133,19 +133,7 @@ public enum JWSJSON: Sendable, Equatable {
         out.append(UInt8(ascii: "\""))
         // Most strings need no escape: copy those whole, scanning their bytes in place.
         let copied: Bool? = string.utf8.withContiguousStorageIfAvailable { bytes in
-            var index = 0
-            if let base = bytes.baseAddress {
-                while bytes.count - index >= 8 {
-                    let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-                    guard !JWSJSONReader.hasStringBoundary(word) else { break }
-                    index += 8
-                }
-            }
-            while index < bytes.count {
-                let byte = bytes[index]
-                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
-                index += 1
-            }
+            guard JWSJSONReader.plainRun(bytes, from: 0).end == bytes.count else { return false }
             out.append(contentsOf: bytes)
             return true
         }

@@ -291,35 +291,15 @@ struct JWSJSONReader {
         try expect(UInt8(ascii: "\""))
         let start = index
         // Fast path: no escapes, which is every string in a real token; pure ASCII needs no
-        // UTF-8 validation. A local cursor, written back on the way out, keeps the loop in registers.
-        var union: UInt8 = 0
-        var cursor = index
+        // UTF-8 validation.
+        let (cursor, nonASCII) = Self.plainRun(bytes, from: start)
         let end = bytes.count
-        // Eight bytes at a time while none of them is a quote, a backslash or a control character
-        // (tokens and codes are long runs of base64url); the loop below takes over at the first
-        // word that holds one, and for the last few bytes.
-        if let base = bytes.baseAddress {
-            var wide: UInt64 = 0
-            while end - cursor >= 8 {
-                let word = UnsafeRawPointer(base + cursor).loadUnaligned(as: UInt64.self)
-                guard !Self.hasStringBoundary(word) else { break }
-                wide |= word
-                cursor += 8
-            }
-            if wide & 0x8080_8080_8080_8080 != 0 { union = 0x80 }
-        }
-        while cursor < end {
-            let byte = bytes[cursor]
-            if byte == UInt8(ascii: "\"") {
-                index = cursor
-                let raw = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                guard union < 0x80 || Self.isValidUTF8(raw) else { throw fail("invalid UTF-8 in a string") }
-                index += 1
-                return String(decoding: raw, as: UTF8.self)
-            }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
-            union |= byte
-            cursor += 1
+        if cursor < end, bytes[cursor] == UInt8(ascii: "\"") {
+            index = cursor
+            let raw = UnsafeBufferPointer(rebasing: bytes[start..<index])
+            guard !nonASCII || Self.isValidUTF8(raw) else { throw fail("invalid UTF-8 in a string") }
+            index += 1
+            return String(decoding: raw, as: UTF8.self)
         }
         index = cursor
         if index < end, bytes[index] < 0x20 { throw fail("unescaped control character in a string") }
@@ -356,6 +336,30 @@ struct JWSJSONReader {
             }
         }
         throw fail("unterminated string")
+    }
+
+    /// The end of the plain run that starts at `start`: the index of the first `"`, `\\` or control
+    /// byte (or `bytes.count`), and whether any byte before it has its high bit set. Eight bytes at a
+    /// time while a word holds none of them (tokens and codes are long runs of base64url), then byte
+    /// by byte. String reading and writing both start here.
+    static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, nonASCII: Bool) {
+        var cursor = start
+        var union: UInt64 = 0
+        if let base = bytes.baseAddress {
+            while bytes.count - cursor >= 8 {
+                let word = UnsafeRawPointer(base + cursor).loadUnaligned(as: UInt64.self)
+                guard !hasStringBoundary(word) else { break }
+                union |= word
+                cursor += 8
+            }
+        }
+        while cursor < bytes.count {
+            let byte = bytes[cursor]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            union |= UInt64(byte)
+            cursor += 1
+        }
+        return (cursor, union & 0x8080_8080_8080_8080 != 0)
     }
 
     /// Whether any byte of `word` is `"`, `\\` or below 0x20: the bytes that end the plain run of
