@@ -53,8 +53,6 @@ struct JSONBody {
         self.members = object
     }
 
-    func contains(_ name: String) -> Bool { value(name) != nil && value(name) != .null }
-
     /// A string field; `nil` when absent or null and not required.
     func string(_ name: String, required: Bool = false) throws(APIProblem) -> String? {
         guard let value = value(name), value != .null else {

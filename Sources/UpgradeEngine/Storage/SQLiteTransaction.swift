@@ -20,6 +20,15 @@ struct SQLiteTransaction: StoreTransaction {
         }
     }
 
+    /// Sets one indexed column of one row, and only if its value differs. SQLite deletes and
+    /// reinserts the index entry of every column an UPDATE names, even one set to its own value, so
+    /// the versioned updates leave indexed columns out and set each through this, and a row whose
+    /// indexed values stay as they were costs no index page. `sql` names the new value `?1` and the
+    /// row's key `?2`, e.g. `UPDATE t SET c = ?1 WHERE id = ?2 AND c IS NOT ?1`.
+    private func setIndexedColumn(_ sql: String, to value: SQLValue, key: String) throws(StorageError) {
+        try rows(sql, [value, .text(key)])
+    }
+
     // MARK: Accounts and credentials
 
     private static let accountColumns = "id, username, credential_kind, created_at, updated_at, version"
@@ -300,10 +309,8 @@ struct SQLiteTransaction: StoreTransaction {
         try rows(Self.selectLinkBySub, [.text(sub)]).first.map(Self.link)
     }
 
-    /// The versioned update leaves `sub` out, and a second statement sets it only where it differs:
-    /// a column named in an UPDATE has its index entry deleted and reinserted even when the value is
-    /// the same, so a notification or a stored refresh token would rewrite a page of the `sub`
-    /// index for nothing. Only a team transfer changes `sub`.
+    /// `sub` is indexed and set apart (`setIndexedColumn`): only a team transfer changes it, so a
+    /// notification or a stored refresh token writes no page of the `sub` index.
     func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError) {
         try versionedUpdate(
             """
@@ -319,9 +326,10 @@ struct SQLiteTransaction: StoreTransaction {
             ],
             what: "Apple link"
         )
-        try rows(
-            "UPDATE apple_links SET sub = ? WHERE account_id = ? AND sub <> ?",
-            [.text(link.sub), .text(link.accountID), .text(link.sub)]
+        try setIndexedColumn(
+            "UPDATE apple_links SET sub = ?1 WHERE account_id = ?2 AND sub IS NOT ?1",
+            to: .text(link.sub),
+            key: link.accountID
         )
     }
 
@@ -367,9 +375,9 @@ struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    /// Sets only the columns a transition changes. Naming `account_id` here, even unchanged, made
-    /// SQLite delete and reinsert its `upgrade_sessions_account` entry: one more page written per
-    /// transition.
+    /// Sets only the columns a transition changes. `account_id`, the one indexed column, never
+    /// changes, and naming it here even unchanged rewrote its `upgrade_sessions_account` entry (see
+    /// `setIndexedColumn`): one more page per transition.
     func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError) {
         try versionedUpdate(
             """
@@ -433,9 +441,8 @@ struct SQLiteTransaction: StoreTransaction {
             )
             return
         }
-        // The indexed columns are set by their own statements, each only where the value differs
-        // (naming a column in an UPDATE rewrites its index entry even when the value is the same):
-        // most transitions change `status` alone, and `old_sub` never changes after the insert.
+        // The indexed columns are set apart (`setIndexedColumn`): most transitions change `status`
+        // alone, and `old_sub` never changes after the insert.
         try versionedUpdate(
             """
             UPDATE transfer_records SET machine = ?, new_sub = ?, target_team_id = ?, failure_reason = ?, attempts = ?,
@@ -449,13 +456,15 @@ struct SQLiteTransaction: StoreTransaction {
             ],
             what: "transfer record"
         )
-        try rows(
-            "UPDATE transfer_records SET status = ? WHERE account_id = ? AND status <> ?",
-            [.text(record.status), .text(record.accountID), .text(record.status)]
+        try setIndexedColumn(
+            "UPDATE transfer_records SET status = ?1 WHERE account_id = ?2 AND status IS NOT ?1",
+            to: .text(record.status),
+            key: record.accountID
         )
-        try rows(
-            "UPDATE transfer_records SET transfer_sub = ? WHERE account_id = ? AND transfer_sub IS NOT ?",
-            [SQLValue(record.transferSub), .text(record.accountID), SQLValue(record.transferSub)]
+        try setIndexedColumn(
+            "UPDATE transfer_records SET transfer_sub = ?1 WHERE account_id = ?2 AND transfer_sub IS NOT ?1",
+            to: SQLValue(record.transferSub),
+            key: record.accountID
         )
     }
 
