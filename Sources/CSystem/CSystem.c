@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int csystem_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
@@ -54,6 +56,20 @@ int csystem_accept4_peer(int fd, uint8_t address[16], int *family) {
     }
     return accepted;
 }
+
+void csystem_park(uint32_t *word, uint32_t expected) {
+    // EAGAIN (the word changed first) and EINTR both mean: go and look again.
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+void csystem_unpark(uint32_t *word) {
+    __atomic_store_n(word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void csystem_park_reset(uint32_t *word) { __atomic_store_n(word, 0, __ATOMIC_RELAXED); }
+
+uint32_t csystem_park_load(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
 
 void csystem_set_thread_name(const char *name) {
     char truncated[16];

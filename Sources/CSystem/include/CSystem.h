@@ -1,5 +1,5 @@
 // Linux system calls and constants that Swift's Glibc module does not expose (epoll, eventfd,
-// accept4, getrandom, thread names) plus an async-signal-safe shutdown signal forwarder. Kept tiny: the
+// accept4, getrandom, futex, thread names) plus an async-signal-safe shutdown signal forwarder. Kept tiny: the
 // HTTP server's logic lives in Swift; this header only makes the kernel interface reachable.
 #ifndef CSYSTEM_H
 #define CSYSTEM_H
@@ -42,6 +42,16 @@ int csystem_accept4(int fd);
 /// accept4 as above, also reporting the peer's address: `family` 4 (the first 4 bytes of `address`,
 /// IPv4-mapped IPv6 included), 6 (all 16 bytes), or 0 (anything else, e.g. a Unix socket).
 int csystem_accept4_peer(int fd, uint8_t address[16], int *family);
+
+/// A thread parking spot on one 32-bit word (futex(2), process-private). `csystem_park` sleeps while
+/// the word holds `expected` and returns on a wake, on a signal, spuriously, or at once if the word
+/// already differs: the caller re-checks its own condition. `csystem_unpark` stores 1 (release) and
+/// wakes one thread parked on the word; `csystem_park_reset` stores 0 before the caller parks.
+void csystem_park(uint32_t *word, uint32_t expected);
+void csystem_unpark(uint32_t *word);
+void csystem_park_reset(uint32_t *word);
+/// The word's value (acquire), so a woken thread sees what its waker wrote before `csystem_unpark`.
+uint32_t csystem_park_load(const uint32_t *word);
 
 /// Names the calling thread (shown by `top -H` and debuggers); truncated to 15 bytes.
 void csystem_set_thread_name(const char *name);

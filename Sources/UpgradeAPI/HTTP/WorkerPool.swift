@@ -1,3 +1,4 @@
+import CSystem
 import Glibc
 
 /// A fixed set of threads running `HTTPHandler.handle`, fed by a bounded FIFO queue.
@@ -6,14 +7,21 @@ import Glibc
 /// the loop answers 503. A worker delivers its result to the job's loop (`EventLoop.complete`):
 /// itself while the loop sleeps, else through the loop's mailbox; responses leave in request order.
 ///
-/// Idle workers wait on a condition of their own and are woken last-in, first-out: under light load
+/// Idle workers park on a futex word of their own and are woken last-in, first-out: under light load
 /// the same worker takes request after request, so its stack, its caches and the database connection
 /// it last used are still warm, and the others sleep. (One shared condition wakes the workers in
-/// turn, each one cold.)
+/// turn, each one cold.) Parking on a word, not a `pthread_cond_t`: a woken worker does not contend
+/// for the mutex its waker still holds, and its next unlock is not a futex call (glibc marks a mutex
+/// reacquired in `pthread_cond_wait` as contended); measured, two system calls less per request.
+///
+/// The protocol: a worker adds itself to `idle` and resets its word to 0 under `mutex`, then parks
+/// outside it while the word is 0. A waker removes workers from `idle` under `mutex` and, after
+/// unlocking, sets each one's word to 1 and wakes it. A worker in `idle` is thus always either parked
+/// or about to find its word set; a wake that arrives late only makes it look again.
 ///
 /// `@unchecked Sendable`: every stored `var` (`queue`, `head`, `count`, `idle`, `stopping`) is read
-/// and written only while holding `mutex`; the conditions are waited on only with `mutex`
-/// held. The mutex and conditions live in heap memory that never moves and are destroyed in
+/// and written only while holding `mutex`; the words are touched only through CSystem's atomic
+/// park functions. The mutex and words live in heap memory that never moves and are freed in
 /// `deinit`, after `join`.
 final class WorkerPool: @unchecked Sendable {
     struct Job {
@@ -26,8 +34,8 @@ final class WorkerPool: @unchecked Sendable {
     private let handler: any HTTPHandler
     private let onEvent: @Sendable (HTTPServerEvent) -> Void
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    /// One condition per worker, allocated in `start`.
-    private var conds = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 0)
+    /// One parking word per worker, allocated in `start`.
+    private var words = UnsafeMutablePointer<UInt32>.allocate(capacity: 0)
     private var workerCount = 0
     private var queue: [Job?]
     private var head = 0
@@ -50,17 +58,16 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     deinit {
-        for index in 0..<workerCount { pthread_cond_destroy(conds + index) }
         pthread_mutex_destroy(mutex)
-        conds.deallocate()
+        words.deallocate()
         mutex.deallocate()
     }
 
     /// Starts the threads; called once, before any `submit`.
     func start(workerCount: Int) throws(HTTPServerError) {
-        conds.deallocate()
-        conds = .allocate(capacity: workerCount)
-        for index in 0..<workerCount { pthread_cond_init(conds + index, nil) }
+        words.deallocate()
+        words = .allocate(capacity: workerCount)
+        words.initialize(repeating: 0, count: workerCount)
         self.workerCount = workerCount
         for index in 0..<workerCount {
             threads.append(try SystemThread.spawn(name: "http-worker-\(index)") { [self] in runWorker(index) })
@@ -83,10 +90,21 @@ final class WorkerPool: @unchecked Sendable {
     /// workers find queued jobs on their own.
     func wakeWorkers(upTo submitted: Int) {
         pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        for _ in 0..<min(submitted, idle.count, count) {
-            pthread_cond_signal(conds + idle.removeLast())
+        let wake = min(submitted, idle.count, count)
+        guard wake > 0 else {
+            pthread_mutex_unlock(mutex)
+            return
         }
+        // Usually one worker: take it without building an array.
+        let first = idle.removeLast()
+        var more: [Int] = []
+        if wake > 1 {
+            more = Array(idle.suffix(wake - 1))
+            idle.removeLast(wake - 1)
+        }
+        pthread_mutex_unlock(mutex)
+        csystem_unpark(words + first)
+        for worker in more { csystem_unpark(words + worker) }
     }
 
     var queuedCount: Int {
@@ -100,8 +118,9 @@ final class WorkerPool: @unchecked Sendable {
     func stopAndJoin() {
         pthread_mutex_lock(mutex)
         stopping = true
-        for index in 0..<workerCount { pthread_cond_signal(conds + index) }
+        idle.removeAll()
         pthread_mutex_unlock(mutex)
+        for index in 0..<workerCount { csystem_unpark(words + index) }
         for thread in threads { thread.join() }
         threads = []
     }
@@ -119,9 +138,12 @@ final class WorkerPool: @unchecked Sendable {
         while count == 0 {
             if stopping { return nil }
             if !idle.contains(worker) { idle.append(worker) }
-            pthread_cond_wait(conds + worker, mutex)
+            csystem_park_reset(words + worker)
+            pthread_mutex_unlock(mutex)
+            while csystem_park_load(words + worker) == 0 { csystem_park(words + worker, 0) }
+            pthread_mutex_lock(mutex)
         }
-        // Woken spuriously, or found work before anyone woke it: it is not idle any more.
+        // Woken late, or found work before anyone woke it: it is not idle any more.
         if let position = idle.lastIndex(of: worker) { idle.remove(at: position) }
         let job = queue[head]
         queue[head] = nil
