@@ -41,7 +41,7 @@ let package = Package(
             name: "UpgradeEngine",
             dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CSystem"]
         ),
-        // epoll, eventfd, accept4, getrandom and a signal forwarder: what Glibc does not expose to Swift.
+        // epoll, eventfd, accept4, getrandom, futex and a signal forwarder: what Glibc does not expose to Swift.
         .target(name: "CSystem"),
         .target(
             name: "UpgradeAPI",

@@ -36,7 +36,6 @@ final class WorkerPool: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     /// One parking word per worker, allocated in `start`.
     private var words = UnsafeMutablePointer<UInt32>.allocate(capacity: 0)
-    private var workerCount = 0
     private var queue: [Job?]
     private var head = 0
     private var count = 0
@@ -68,7 +67,6 @@ final class WorkerPool: @unchecked Sendable {
         words.deallocate()
         words = .allocate(capacity: workerCount)
         words.initialize(repeating: 0, count: workerCount)
-        self.workerCount = workerCount
         for index in 0..<workerCount {
             threads.append(try SystemThread.spawn(name: "http-worker-\(index)") { [self] in runWorker(index) })
         }
@@ -120,7 +118,8 @@ final class WorkerPool: @unchecked Sendable {
         stopping = true
         idle.removeAll()
         pthread_mutex_unlock(mutex)
-        for index in 0..<workerCount { csystem_unpark(words + index) }
+        // Worker `index` parks on word `index`; only the started ones are woken and joined.
+        for index in threads.indices { csystem_unpark(words + index) }
         for thread in threads { thread.join() }
         threads = []
     }
