@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GET /healthz throughput and latency of the HTTP server, measured with wrk over loopback:
 #   Benchmarks/http-load.sh [SECONDS]        (default 10 per run; needs wrk)
-# Two runs: /healthz answered by a worker thread (the path every REST handler takes), then answered
-# on the event loop (HTTPHandler.respondOnEventLoop, for constant-time liveness checks).
+# Three runs: /healthz answered by a handler (the path every REST request takes: the loop thread that
+# read it runs it, or a worker), the same with one thread per loop (every handler on a worker), then
+# answered on the event loop (HTTPHandler.respondOnEventLoop, for constant-time liveness checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -40,5 +41,6 @@ run() {
 }
 
 echo "wrk -t2 -c64 -d${seconds}s --latency http://127.0.0.1:PORT/healthz ($(nproc) cores)"
-run "healthz on a worker"
+run "healthz in a handler"
+run "healthz on a worker" --loop-threads 1
 run "healthz on the event loop" --on-loop

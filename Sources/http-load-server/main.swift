@@ -4,7 +4,7 @@ import UpgradeAPI
 // A minimal server for load tests and the descriptor-exhaustion test: `GET /healthz` and `POST /echo`.
 // Prints "listening PORT" on standard output once bound, then runs until SIGTERM or SIGINT.
 //
-// usage: http-load-server [--port N] [--loops N] [--workers N] [--on-loop]
+// usage: http-load-server [--port N] [--loops N] [--loop-threads N] [--workers N] [--on-loop]
 //                         [--max-open-files N] [--request-timeout-ms N] [--max-connections N]
 
 struct LoadHandler: HTTPHandler {
@@ -52,6 +52,7 @@ func parseArguments(_ arguments: [String]) -> (HTTPServer.Configuration, healthO
         switch argument {
         case "--port": configuration.port = number(argument)
         case "--loops": configuration.eventLoopCount = number(argument)
+        case "--loop-threads": configuration.threadsPerEventLoop = number(argument)
         case "--workers": configuration.workerCount = number(argument)
         case "--max-connections": configuration.maxConnections = number(argument)
         case "--request-timeout-ms": configuration.requestTimeout = .milliseconds(number(argument))

@@ -179,6 +179,8 @@ struct HTTPServerTests {
     func fullQueue() throws {
         let handler = TestHandler()
         let server = try TestServer(handler: handler) {
+            $0.eventLoopCount = 1
+            $0.threadsPerEventLoop = 1
             $0.workerCount = 1
             $0.workerQueueCapacity = 1
         }
@@ -188,12 +190,7 @@ struct HTTPServerTests {
         #expect(handler.gate.waitUntilEntered(), "the only worker took the first request")
         let queued = try server.client()
         try queued.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
-        var polls = 0
-        while server.server.statistics.queuedRequests < 1 && polls < 500 {
-            usleep(10_000)
-            polls += 1
-        }
-        #expect(server.server.statistics.queuedRequests == 1)
+        #expect(waitForQueue(server, depth: 1))
 
         let refused = try server.client()
         try refused.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -210,6 +207,61 @@ struct HTTPServerTests {
         try refused.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try refused.readResponse().status == 200)
         #expect(server.server.statistics.requestsRefusedBusy == 1)
+        #expect(server.server.statistics.requestsHandledByLoopThreads == 0)
+    }
+
+    @Test("a loop thread runs the request it read while another thread of its loop stays on watch")
+    func loopThreadKeepsRequest() throws {
+        let handler = TestHandler()
+        let server = try TestServer(handler: handler) {
+            $0.eventLoopCount = 1
+            $0.threadsPerEventLoop = 2
+            $0.workerCount = 1
+            $0.workerQueueCapacity = 1
+        }
+        defer { #expect(server.stop()) }
+        // The thread this request wakes keeps it; its sibling is left watching the loop.
+        let first = try server.client()
+        try first.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(handler.gate.waitUntilEntered())
+        #expect(server.server.statistics.requestsHandledByLoopThreads == 1)
+        #expect(server.server.statistics.queuedRequests == 0)
+
+        // The sibling must not keep one too (nobody would watch the loop): the worker takes it.
+        let second = try server.client()
+        try second.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(handler.gate.waitUntilEntered())
+        let third = try server.client()
+        try third.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(waitForQueue(server, depth: 1))
+        let fourth = try server.client()
+        try fourth.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try fourth.readResponse().status == 503)
+        // With both handlers blocked, the loop still answers: the watching thread reads and writes.
+        try fourth.send("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try fourth.readResponse().text == "inline")
+        #expect(server.server.statistics.requestsHandledByLoopThreads == 1)
+
+        handler.gate.open(3)
+        for client in [first, second, third] {
+            #expect(try client.readResponse().text == "released")
+        }
+        // Released, the loop thread keeps requests again: sequential requests need no worker.
+        for _ in 0..<3 {
+            try first.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(try first.readResponse().text == "hello")
+        }
+        #expect(server.server.statistics.requestsHandledByLoopThreads == 4)
+        #expect(server.server.statistics.requestsRefusedBusy == 1)
+    }
+
+    /// Polls until `depth` requests wait in the worker queue (at most 5 s).
+    private func waitForQueue(_ server: TestServer, depth: Int) -> Bool {
+        for _ in 0..<500 {
+            if server.server.statistics.queuedRequests >= depth { return true }
+            usleep(10_000)
+        }
+        return false
     }
 
     static let hostileShapes: [MalformedShape] = [

@@ -18,6 +18,7 @@ static const uint32_t csystem_EPOLLIN = EPOLLIN;
 static const uint32_t csystem_EPOLLOUT = EPOLLOUT;
 static const uint32_t csystem_EPOLLERR = EPOLLERR;
 static const uint32_t csystem_EPOLLHUP = EPOLLHUP;
+static const uint32_t csystem_EPOLLET = EPOLLET;
 static const int csystem_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
 static const int csystem_EPOLL_CTL_MOD = EPOLL_CTL_MOD;
 static const int csystem_EPOLL_CTL_DEL = EPOLL_CTL_DEL;

@@ -2,7 +2,10 @@ import CSystem
 import Glibc
 
 // Reading, answering and closing connections. Everything here runs under the loop's `ownership`:
-// on the loop's own thread, or on a worker delivering its result while the loop sleeps.
+// on one of the loop's threads, or on a worker delivering its result while the loop sleeps.
+// Connections are edge-triggered: an event comes when the socket turns readable or writable (or
+// when `updateInterest` re-arms it), so reading goes on until the socket is empty or the connection
+// takes no more input, and writing until the socket is full or the output is out.
 extension EventLoop {
     func handleEvents(_ events: UInt32, on connection: Connection, now: UInt64) {
         // ERR or HUP: the peer reset or both directions are shut, so nothing more can be sent.
@@ -24,25 +27,32 @@ extension EventLoop {
     }
 
     private func readRequests(_ connection: Connection, now: UInt64) {
-        guard case .open = connection.phase else { return }
         let buffer = scratch
-        let count = recv(connection.fd, buffer.baseAddress, buffer.count, 0)
-        if count > 0 {
-            LoopCounters.increment(counters.bytesRead, by: count)
-            if connection.requestStartedAt == nil {
-                connection.requestStartedAt = now
-            }
-            connection.parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            process(connection, now: now)
-        } else if count == 0 {
-            // The client is done sending but may still read: answer the complete requests it sent
-            // (`writeOutput` closes once nothing is owed), drop a partial one.
-            connection.peerClosedWrite = true
-            process(connection, now: now)
-        } else {
-            let number = errno
-            if number != EAGAIN && number != EWOULDBLOCK && number != EINTR {
-                close(connection)
+        // Stops at a short read (the socket is empty: more bytes bring a new edge) or when the
+        // connection takes no more input (re-arming the interest later reports what is waiting).
+        while case .open = connection.phase, !connection.isClosed, connection.interest & csystem_EPOLLIN != 0 {
+            let count = recv(connection.fd, buffer.baseAddress, buffer.count, 0)
+            if count > 0 {
+                LoopCounters.increment(counters.bytesRead, by: count)
+                if connection.requestStartedAt == nil {
+                    connection.requestStartedAt = now
+                }
+                connection.parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                process(connection, now: now)
+                if count < buffer.count { return }
+            } else if count == 0 {
+                // The client is done sending but may still read: answer the complete requests it sent
+                // (`writeOutput` closes once nothing is owed), drop a partial one.
+                connection.peerClosedWrite = true
+                process(connection, now: now)
+                return
+            } else {
+                let number = errno
+                if number == EINTR { continue }
+                if number != EAGAIN && number != EWOULDBLOCK {
+                    close(connection)
+                }
+                return
             }
         }
     }
@@ -117,15 +127,17 @@ extension EventLoop {
         var response = context.handler.respondOnEventLoop(to: request)
         if response == nil {
             let job = WorkerPool.Job(request: request, loop: self, connectionID: connection.id, sequence: sequence)
-            if context.pool.submit(job) {
+            if keepForThisThread(job) {
+                LoopCounters.increment(counters.handledByLoopThreads)
+            } else if context.pool.submit(job) {
                 unannouncedJobs += 1
             } else {
                 LoopCounters.increment(counters.busy)
                 response = HTTPProblem.serverBusy.response
             }
         }
-        // The worker's result is delivered under the loop's `ownership`, which this thread holds
-        // until it has returned, so appending the slot after `submit` cannot race with it.
+        // The result is delivered under the loop's `ownership`, which this thread holds until it has
+        // returned, so appending the slot after `submit` (or keeping the job) cannot race with it.
         connection.pending.append(
             Connection.PendingResponse(
                 sequence: sequence,
@@ -244,26 +256,33 @@ extension EventLoop {
         connection.phase = .lingering(deadline: now &+ context.lingerTimeout, drained: 0)
         connection.closeAfterOutput = false
         updateInterest(connection)
+        // What the client sent before is already waiting, and no new edge would announce it.
+        if !connection.isClosed { drainLingering(connection) }
     }
 
     private func drainLingering(_ connection: Connection) {
-        guard case .lingering(let deadline, let drained) = connection.phase else { return }
         let buffer = scratch
-        let count = recv(connection.fd, buffer.baseAddress, buffer.count, 0)
-        if count > 0 {
-            LoopCounters.increment(counters.bytesRead, by: count)
-            let total = drained + count
-            if total >= context.configuration.lingerMaxBytes {
-                close(connection)
-            } else {
+        while !connection.isClosed, case .lingering(let deadline, let drained) = connection.phase {
+            let count = recv(connection.fd, buffer.baseAddress, buffer.count, 0)
+            if count > 0 {
+                LoopCounters.increment(counters.bytesRead, by: count)
+                let total = drained + count
+                if total >= context.configuration.lingerMaxBytes {
+                    close(connection)
+                    return
+                }
                 connection.phase = .lingering(deadline: deadline, drained: total)
-            }
-        } else if count == 0 {
-            close(connection)
-        } else {
-            let number = errno
-            if number != EAGAIN && number != EWOULDBLOCK && number != EINTR {
+                if count < buffer.count { return }
+            } else if count == 0 {
                 close(connection)
+                return
+            } else {
+                let number = errno
+                if number == EINTR { continue }
+                if number != EAGAIN && number != EWOULDBLOCK {
+                    close(connection)
+                }
+                return
             }
         }
     }
@@ -287,7 +306,9 @@ extension EventLoop {
             wanted |= csystem_EPOLLOUT
         }
         guard wanted != connection.interest else { return }
-        if csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_MOD, connection.fd, wanted, connection.id) == 0 {
+        // Re-arming reports at once what is already readable or writable, as a new edge would.
+        let events = wanted | csystem_EPOLLET
+        if csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_MOD, connection.fd, events, connection.id) == 0 {
             connection.interest = wanted
         } else {
             close(connection)

@@ -2,23 +2,34 @@ import CSystem
 import Glibc
 import Synchronization
 
-/// One epoll loop on one thread, owning a share of the connections.
+/// One epoll instance owning a share of the connections, run by `threadsPerEventLoop` threads.
 ///
 /// Thread ownership (nothing here is checked by the compiler, hence `@unchecked Sendable`):
 /// - Immutable after `init` and safe from any thread: `index`, `context`, `counters` (atomics),
-///   `epollFD`, `wakeFD`.
+///   `epollFD`, `wakeFD`, `threadCount`; `loopThreadsHandling` is an atomic.
 /// - `mailbox` is mutable state any thread may touch, always under its `Mutex`: workers post
 ///   results, the acceptor loop posts new connections, `HTTPServer` posts shutdown.
 /// - Every other stored property (the connections above all) is read and written only while
-///   holding `ownership`. The loop's thread holds it at all times except while it sleeps in
-///   `epoll_wait`; a worker with a finished response takes it only if it is free at that moment
-///   (`complete`), so while the loop sleeps the worker writes the response itself and the loop
-///   is not woken for it. `becomeAcceptor` and `watchShutdownSignals` run before the loop's thread
-///   starts, and `pthread_create` orders their writes before the thread's first read.
+///   holding `ownership`. A loop thread holds it from the moment `epoll_wait` returns until it
+///   goes back to sleep, except while it runs a handler; a worker with a finished response takes
+///   it only if it is free at that moment (`complete`), so while the loop sleeps the worker writes
+///   the response itself and no loop thread is woken for it. `becomeAcceptor` and
+///   `watchShutdownSignals` run before the loop's threads start, and `pthread_create` orders their
+///   writes before the threads' first read.
 /// So one thread at a time touches a connection, and a connection's descriptor is closed only under
 /// `ownership`: a worker that holds it and finds the connection's id in the table writes to that
 /// connection, never to a reused descriptor number.
-/// The descriptors are closed in `deinit`, which runs only after the thread has exited and every
+///
+/// The loop's threads all wait in `epoll_wait` on the one instance, and each event wakes one of
+/// them. Connections and `wakeFD` are edge-triggered, so an event is reported to one thread only
+/// (level-triggered, the kernel would wake every waiter while the data stays unread); the listener
+/// and the signal descriptor stay level-triggered, where a spare wake-up finds nothing to do. The
+/// thread a request woke keeps that request and runs its handler after releasing `ownership` when
+/// another thread of the loop is not running one (`loopThreadsHandling`): that thread is asleep in
+/// `epoll_wait` or about to be, so the loop stays watched, and the request needs no worker woken.
+/// Further requests of the same wake-up go to the worker pool.
+///
+/// The descriptors are closed in `deinit`, which runs only after the threads have exited and every
 /// worker job holding the loop is gone, so no thread can write to a reused `wakeFD`.
 final class EventLoop: @unchecked Sendable {
     let index: Int
@@ -26,6 +37,11 @@ final class EventLoop: @unchecked Sendable {
     let counters = LoopCounters()
     let epollFD: Int32
     let wakeFD: Int32
+    /// Threads running this loop (`Configuration.threadsPerEventLoop`).
+    let threadCount: Int
+    /// Loop threads running a handler at this moment; one may start only while this is below
+    /// `threadCount - 1`. Raised under `ownership`, lowered when the handler has returned.
+    private let loopThreadsHandling = Atomic<Int>(0)
 
     private struct Completion {
         let connectionID: UInt64
@@ -73,12 +89,20 @@ final class EventLoop: @unchecked Sendable {
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: EventLoop.readBufferSize, alignment: 16)
     private var draining = false
     private var drainDeadline: UInt64 = .max
+    private var nextSweep: UInt64
+    /// True while a loop thread dispatches what `epoll_wait` returned and may keep one request for
+    /// itself; false for a worker delivering a result (it queues every request it parses).
+    private var mayKeepRequest = false
+    /// The request the dispatching loop thread keeps, taken before it releases `ownership`.
+    private var keptJob: WorkerPool.Job?
     /// Jobs queued since the workers were last woken (see `WorkerPool.submit`).
     var unannouncedJobs = 0
 
     init(index: Int, context: ServerContext) throws(HTTPServerError) {
         self.index = index
         self.context = context
+        self.threadCount = context.configuration.threadsPerEventLoop
+        self.nextSweep = MonotonicClock.now() &+ context.timerResolution
         let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else { throw HTTPServerError.system("epoll_create1") }
         let wake = eventfd(0, csystem_EFD_NONBLOCK_CLOEXEC)
@@ -87,7 +111,8 @@ final class EventLoop: @unchecked Sendable {
             Glibc.close(epoll)
             throw HTTPServerError.system("eventfd", errno: number)
         }
-        guard csystem_epoll_ctl(epoll, csystem_EPOLL_CTL_ADD, wake, csystem_EPOLLIN, Self.wakeToken) == 0 else {
+        let wakeEvents = csystem_EPOLLIN | csystem_EPOLLET
+        guard csystem_epoll_ctl(epoll, csystem_EPOLL_CTL_ADD, wake, wakeEvents, Self.wakeToken) == 0 else {
             let number = errno
             Glibc.close(wake)
             Glibc.close(epoll)
@@ -172,16 +197,13 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: The loop
 
-    /// The thread body: runs until shutdown has closed every connection.
+    /// The body of each of the loop's threads: runs until shutdown has closed every connection.
     func run() {
         let capacity = 256
         var events = [UInt32](repeating: 0, count: capacity)
         var tokens = [UInt64](repeating: 0, count: capacity)
-        var nextSweep = MonotonicClock.now() &+ context.timerResolution
-        var running = true
-        while running {
-            let before = MonotonicClock.now()
-            let timeout = nextSweep > before ? Int32(clamping: (nextSweep - before + 999_999) / 1_000_000) : 0
+        var timeout = ownership.withLock { _ in sleepTimeout(now: MonotonicClock.now()) }
+        while let milliseconds = timeout {
             let count = events.withUnsafeMutableBufferPointer { eventBuffer in
                 tokens.withUnsafeMutableBufferPointer { tokenBuffer in
                     csystem_epoll_wait(
@@ -189,29 +211,60 @@ final class EventLoop: @unchecked Sendable {
                         eventBuffer.baseAddress,
                         tokenBuffer.baseAddress,
                         Int32(capacity),
-                        timeout
+                        milliseconds
                     )
                 }
             }
             if count < 0 {
                 let number = errno
                 precondition(number == EINTR, "epoll_wait failed with errno \(number)")
+                timeout = ownership.withLock { _ in sleepTimeout(now: MonotonicClock.now()) }
                 continue
             }
             let now = MonotonicClock.now()
-            ownership.withLock { _ in
+            let kept: WorkerPool.Job? = ownership.withLock { _ in
+                guard !finished else { return nil }
+                mayKeepRequest = loopThreadsHandling.load(ordering: .relaxed) < threadCount - 1
                 for slot in 0..<Int(count) {
                     dispatch(token: tokens[slot], events: events[slot], now: now)
                 }
+                mayKeepRequest = false
                 if now >= nextSweep {
                     sweep(now: now)
                     nextSweep = now &+ context.timerResolution
                 }
                 announceJobs()
-                running = !(draining && active.isEmpty)
-                if !running { finish() }
+                if draining && active.isEmpty { finish() }
+                defer { keptJob = nil }
+                return keptJob
             }
+            if let kept {
+                context.pool.perform(kept)
+                loopThreadsHandling.wrappingSubtract(1, ordering: .relaxed)
+            }
+            timeout = ownership.withLock { _ in sleepTimeout(now: MonotonicClock.now()) }
         }
+        // Each thread leaving wakes one still asleep, which finds the loop finished and does the same.
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, MemoryLayout<UInt64>.size)
+    }
+
+    /// How long a loop thread may sleep in `epoll_wait` before the next deadline sweep, or nil once
+    /// the loop has finished. Called under `ownership`.
+    private func sleepTimeout(now: UInt64) -> Int32? {
+        guard !finished else { return nil }
+        return nextSweep > now ? Int32(clamping: (nextSweep - now + 999_999) / 1_000_000) : 0
+    }
+
+    /// Keeps `job` for the dispatching loop thread to run once it releases `ownership`, if this is a
+    /// loop thread's dispatch, it has kept nothing yet, and another thread of the loop is free to
+    /// watch it meanwhile (see the type's comment). False sends the job to the worker pool.
+    func keepForThisThread(_ job: WorkerPool.Job) -> Bool {
+        guard mayKeepRequest, keptJob == nil else { return false }
+        keptJob = job
+        mayKeepRequest = false
+        loopThreadsHandling.wrappingAdd(1, ordering: .relaxed)
+        return true
     }
 
     /// Wakes workers for the jobs queued since they were last woken (see `WorkerPool.submit`).
@@ -232,7 +285,8 @@ final class EventLoop: @unchecked Sendable {
             processMailbox(now: now)
         case Self.signalToken:
             var value: UInt64 = 0
-            _ = Glibc.read(signalFD, &value, MemoryLayout<UInt64>.size)
+            // Level-triggered: another loop thread woken by the same signal finds the count taken.
+            guard Glibc.read(signalFD, &value, MemoryLayout<UInt64>.size) == MemoryLayout<UInt64>.size else { return }
             context.report(.shutdownSignalReceived)
             onShutdownSignal?()
         default:
@@ -383,7 +437,7 @@ final class EventLoop: @unchecked Sendable {
             interest: csystem_EPOLLIN,
             now: now
         )
-        guard csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_ADD, fd, csystem_EPOLLIN, id) == 0 else {
+        guard csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_ADD, fd, csystem_EPOLLIN | csystem_EPOLLET, id) == 0 else {
             Glibc.close(fd)
             context.openConnections.wrappingSubtract(1, ordering: .relaxed)
             return

@@ -10,6 +10,12 @@ extension HTTPServer {
         public var port: Int = 8080
         /// Event loop threads; each owns its connections. One per core by default.
         public var eventLoopCount: Int = HTTPServer.Configuration.coreCount
+        /// Threads waiting on each event loop's epoll instance. With two or more, the thread a request
+        /// wakes runs its handler itself while another one stays on watch, so the request needs no
+        /// second thread woken; with one, every handler runs on a worker. A thread runs a handler only
+        /// while at least one other thread of its loop does not, so each loop always has a thread
+        /// reading, writing and enforcing deadlines.
+        public var threadsPerEventLoop: Int = 2
         /// Threads that run `HTTPHandler.handle`; handlers may block, so twice the cores by default.
         public var workerCount: Int = max(2, HTTPServer.Configuration.coreCount * 2)
         /// Requests waiting for a worker; one more is answered 503 with `Retry-After: 1`.
@@ -62,6 +68,7 @@ extension HTTPServer {
         func validationFailure() -> String? {
             if !(0...65535).contains(port) { return "port must be 0...65535, got \(port)" }
             if eventLoopCount < 1 { return "eventLoopCount must be at least 1" }
+            if !(1...16).contains(threadsPerEventLoop) { return "threadsPerEventLoop must be 1...16" }
             if workerCount < 1 { return "workerCount must be at least 1" }
             if workerQueueCapacity < 1 { return "workerQueueCapacity must be at least 1" }
             if maxConnections < 1 { return "maxConnections must be at least 1" }

@@ -8,6 +8,9 @@ extension HTTPServer {
         public var requestsReceived = 0
         /// Answered 503 because the worker queue was full.
         public var requestsRefusedBusy = 0
+        /// Handled by the event loop thread that read them, with no worker woken
+        /// (see `Configuration.threadsPerEventLoop`).
+        public var requestsHandledByLoopThreads = 0
         /// Malformed requests answered 4xx/5xx and closed.
         public var requestsMalformed = 0
         /// Requests not fully received within `requestTimeout` (408).

@@ -15,8 +15,10 @@ import UpgradeEngine
 /// try server.run()  // start, then block until a signal (or `shutdown()`) has drained it
 /// ```
 ///
-/// Threads: one per event loop (`http-loop-N`), `workerCount` workers (`http-worker-N`). Loop 0 also
-/// accepts and hands new connections to the loops round-robin. Call `shutdown()` and `wait()` before
+/// Threads: `threadsPerEventLoop` per event loop (`http-loop-N`, `http-loop-N.M`), `workerCount`
+/// workers (`http-worker-N`). Loop 0 also accepts and hands new connections to the loops round-robin.
+/// A loop thread woken by a request runs its handler itself while another thread of the loop stays
+/// in `epoll_wait` (see `Configuration.threadsPerEventLoop`); otherwise the request goes to a worker. Call `shutdown()` and `wait()` before
 /// dropping a started server: its threads keep running until then.
 public final class HTTPServer: Sendable {
     public let configuration: Configuration
@@ -144,6 +146,7 @@ public final class HTTPServer: Sendable {
             statistics.connectionsRefused += counters.refused.load(ordering: .relaxed)
             statistics.requestsReceived += counters.requests.load(ordering: .relaxed)
             statistics.requestsRefusedBusy += counters.busy.load(ordering: .relaxed)
+            statistics.requestsHandledByLoopThreads += counters.handledByLoopThreads.load(ordering: .relaxed)
             statistics.requestsMalformed += counters.malformed.load(ordering: .relaxed)
             statistics.requestsTimedOut += counters.timedOut.load(ordering: .relaxed)
             statistics.bytesRead += counters.bytesRead.load(ordering: .relaxed)
@@ -191,15 +194,19 @@ public final class HTTPServer: Sendable {
 
         var threads: [SystemThread] = []
         for loop in loops {
-            do {
-                threads.append(try SystemThread.spawn(name: "http-loop-\(loop.index)") { loop.run() })
-                listenerOwnedByLoop = true
-            } catch {
-                for started in loops.prefix(threads.count) { started.requestShutdown() }
-                for thread in threads { thread.join() }
-                pool.stopAndJoin()
-                for signal in configuration.shutdownSignals { _ = csystem_restore_default_signal(signal) }
-                throw error
+            for member in 0..<configuration.threadsPerEventLoop {
+                let name = member == 0 ? "http-loop-\(loop.index)" : "http-loop-\(loop.index).\(member)"
+                do {
+                    threads.append(try SystemThread.spawn(name: name) { loop.run() })
+                    listenerOwnedByLoop = true
+                } catch {
+                    // A loop without a thread never runs; the started ones drain their (empty) loops.
+                    for started in loops { started.requestShutdown() }
+                    for thread in threads { thread.join() }
+                    pool.stopAndJoin()
+                    for signal in configuration.shutdownSignals { _ = csystem_restore_default_signal(signal) }
+                    throw error
+                }
             }
         }
         boundPort.store(listener.port, ordering: .releasing)

@@ -1,13 +1,14 @@
 import Synchronization
 
-/// One event loop's counters. Only that loop writes them (relaxed atomics, so there is no shared
-/// cache line to fight over); any thread may read them for `HTTPServer.statistics`.
+/// One event loop's counters. Only that loop's threads write them, under its ownership (relaxed
+/// atomics; any thread may read them for `HTTPServer.statistics`).
 final class LoopCounters: Sendable {
     let accepted = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
     let closed = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
     let busy = Atomic<Int>(0)
+    let handledByLoopThreads = Atomic<Int>(0)
     let malformed = Atomic<Int>(0)
     let timedOut = Atomic<Int>(0)
     let bytesRead = Atomic<Int>(0)

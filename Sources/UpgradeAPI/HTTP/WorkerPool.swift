@@ -125,10 +125,14 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     private func runWorker(_ worker: Int) {
-        while let job = nextJob(worker) {
-            let response = respond(to: job.request)
-            job.loop.complete(connectionID: job.connectionID, sequence: job.sequence, response: response)
-        }
+        while let job = nextJob(worker) { perform(job) }
+    }
+
+    /// Runs `job` on the calling thread and delivers its result: what a worker does with a queued job,
+    /// and what an event loop thread does with a request it keeps for itself.
+    func perform(_ job: Job) {
+        let response = respond(to: job.request)
+        job.loop.complete(connectionID: job.connectionID, sequence: job.sequence, response: response)
     }
 
     private func nextJob(_ worker: Int) -> Job? {
