@@ -61,7 +61,7 @@ final class EventLoop: @unchecked Sendable {
 
     private let mailbox = Mutex(Mailbox())
     /// Held by whoever touches the loop's state: see the type's comment.
-    private let ownership = Mutex(())
+    private let ownership = AdaptiveMutex()
     /// Set under `ownership` when the loop has exited: a late result is then dropped, as a post to
     /// the closed mailbox is.
     private var finished = false
@@ -154,7 +154,7 @@ final class EventLoop: @unchecked Sendable {
     /// otherwise the loop finds it in the mailbox when it has finished what it is doing.
     func complete(connectionID: UInt64, sequence: UInt64, response: HTTPResponse) {
         let completion = Completion(connectionID: connectionID, sequence: sequence, response: response)
-        let delivered: Bool? = ownership.withLockIfAvailable { _ in
+        let delivered: Bool? = ownership.withLockIfAvailable {
             guard !finished else { return true }
             let now = MonotonicClock.now()
             // Whatever was posted before came first, a shutdown above all (every response after
@@ -202,7 +202,7 @@ final class EventLoop: @unchecked Sendable {
         let capacity = 256
         var events = [UInt32](repeating: 0, count: capacity)
         var tokens = [UInt64](repeating: 0, count: capacity)
-        var timeout = ownership.withLock { _ in sleepTimeout(now: MonotonicClock.now()) }
+        var timeout = ownership.withLock { sleepTimeout(now: MonotonicClock.now()) }
         while let milliseconds = timeout {
             let count = events.withUnsafeMutableBufferPointer { eventBuffer in
                 tokens.withUnsafeMutableBufferPointer { tokenBuffer in
@@ -218,11 +218,11 @@ final class EventLoop: @unchecked Sendable {
             if count < 0 {
                 let number = errno
                 precondition(number == EINTR, "epoll_wait failed with errno \(number)")
-                timeout = ownership.withLock { _ in sleepTimeout(now: MonotonicClock.now()) }
+                timeout = ownership.withLock { sleepTimeout(now: MonotonicClock.now()) }
                 continue
             }
             let now = MonotonicClock.now()
-            let kept: WorkerPool.Job? = ownership.withLock { _ in
+            let kept: WorkerPool.Job? = ownership.withLock {
                 guard !finished else { return nil }
                 mayKeepRequest = loopThreadsHandling.load(ordering: .relaxed) < threadCount - 1
                 for slot in 0..<Int(count) {
@@ -242,7 +242,7 @@ final class EventLoop: @unchecked Sendable {
                 context.pool.perform(kept)
                 loopThreadsHandling.wrappingSubtract(1, ordering: .relaxed)
             }
-            timeout = ownership.withLock { _ in sleepTimeout(now: MonotonicClock.now()) }
+            timeout = ownership.withLock { sleepTimeout(now: MonotonicClock.now()) }
         }
         // Each thread leaving wakes one still asleep, which finds the loop finished and does the same.
         var one: UInt64 = 1

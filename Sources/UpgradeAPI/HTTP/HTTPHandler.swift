@@ -1,8 +1,9 @@
 /// Answers requests. The server is agnostic of routing: a router is one `HTTPHandler`.
 public protocol HTTPHandler: Sendable {
-    /// Answers `request` on a worker thread of the bounded pool. It may block for as long as a password
-    /// hash or a database transaction takes, since a worker is a dedicated thread, not an event loop;
-    /// async work can be awaited by blocking the worker on its result.
+    /// Answers `request` on a thread that may block: a worker of the bounded pool, or the event loop
+    /// thread that read the request while another thread of its loop watches the connections (see
+    /// `HTTPServer.Configuration.threadsPerEventLoop`). It may block for as long as a password hash
+    /// or a database transaction takes; async work can be awaited by blocking the thread on its result.
     /// A thrown `HTTPProblem` is sent as it is; any other error becomes a bare 500 and is reported
     /// through `Configuration.onEvent`, never echoed to the client.
     func handle(_ request: HTTPRequest) throws -> HTTPResponse

@@ -21,7 +21,7 @@ import Glibc
 ///
 /// `@unchecked Sendable`: every stored `var` (`queue`, `head`, `count`, `idle`, `stopping`) is read
 /// and written only while holding `mutex`; the words are touched only through CSystem's atomic
-/// park functions. The mutex and words live in heap memory that never moves and are freed in
+/// park functions. The words live in heap memory that never moves and are freed in
 /// `deinit`, after `join`.
 final class WorkerPool: @unchecked Sendable {
     struct Job {
@@ -33,7 +33,7 @@ final class WorkerPool: @unchecked Sendable {
 
     private let handler: any HTTPHandler
     private let onEvent: @Sendable (HTTPServerEvent) -> Void
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let mutex = AdaptiveMutex()
     /// One parking word per worker, allocated in `start`.
     private var words = UnsafeMutablePointer<UInt32>.allocate(capacity: 0)
     private var queue: [Job?]
@@ -48,18 +48,10 @@ final class WorkerPool: @unchecked Sendable {
         self.handler = handler
         self.onEvent = onEvent
         self.queue = Array(repeating: nil, count: queueCapacity)
-        // Adaptive: spins briefly before sleeping, since the lock is only ever held for a few instructions.
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
-        pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
     }
 
     deinit {
-        pthread_mutex_destroy(mutex)
         words.deallocate()
-        mutex.deallocate()
     }
 
     /// Starts the threads; called once, before any `submit`.
@@ -76,8 +68,8 @@ final class WorkerPool: @unchecked Sendable {
     /// worker: the caller calls `wakeWorkers(upTo:)` once after a batch of submissions, which saves a
     /// futex wake and a contended lock per request under load.
     func submit(_ job: Job) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         guard !stopping, count < queue.count else { return false }
         queue[(head + count) % queue.count] = job
         count += 1
@@ -87,10 +79,10 @@ final class WorkerPool: @unchecked Sendable {
     /// Wakes idle workers for `submitted` newly queued jobs, the most recently idle first. Busy
     /// workers find queued jobs on their own.
     func wakeWorkers(upTo submitted: Int) {
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         let wake = min(submitted, idle.count, count)
         guard wake > 0 else {
-            pthread_mutex_unlock(mutex)
+            mutex.unlock()
             return
         }
         // Usually one worker: take it without building an array.
@@ -100,24 +92,24 @@ final class WorkerPool: @unchecked Sendable {
             more = Array(idle.suffix(wake - 1))
             idle.removeLast(wake - 1)
         }
-        pthread_mutex_unlock(mutex)
+        mutex.unlock()
         csystem_unpark(words + first)
         for worker in more { csystem_unpark(words + worker) }
     }
 
     var queuedCount: Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         return count
     }
 
     /// Lets the workers finish every queued job, then exit; waits for them. Called once, after the
     /// event loops have stopped submitting.
     func stopAndJoin() {
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         stopping = true
         idle.removeAll()
-        pthread_mutex_unlock(mutex)
+        mutex.unlock()
         // Worker `index` parks on word `index`; only the started ones are woken and joined.
         for index in threads.indices { csystem_unpark(words + index) }
         for thread in threads { thread.join() }
@@ -136,15 +128,15 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     private func nextJob(_ worker: Int) -> Job? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         while count == 0 {
             if stopping { return nil }
             if !idle.contains(worker) { idle.append(worker) }
             csystem_park_reset(words + worker)
-            pthread_mutex_unlock(mutex)
+            mutex.unlock()
             while csystem_park_load(words + worker) == 0 { csystem_park(words + worker, 0) }
-            pthread_mutex_lock(mutex)
+            mutex.lock()
         }
         // Woken late, or found work before anyone woke it: it is not idle any more.
         if let position = idle.lastIndex(of: worker) { idle.remove(at: position) }
