@@ -27,33 +27,41 @@ extension EventLoop {
     }
 
     private func readRequests(_ connection: Connection, now: UInt64) {
-        let buffer = scratch
         // Stops at a short read (the socket is empty: more bytes bring a new edge) or when the
         // connection takes no more input (re-arming the interest later reports what is waiting).
         while case .open = connection.phase, !connection.isClosed, connection.interest & csystem_EPOLLIN != 0 {
-            let count = recv(connection.fd, buffer.baseAddress, buffer.count, 0)
-            if count > 0 {
-                LoopCounters.increment(counters.bytesRead, by: count)
-                if connection.requestStartedAt == nil {
-                    connection.requestStartedAt = now
-                }
-                connection.parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                process(connection, now: now)
-                if count < buffer.count { return }
-            } else if count == 0 {
+            guard let count = receive(connection) else { return }
+            if count == 0 {
                 // The client is done sending but may still read: answer the complete requests it sent
                 // (`writeOutput` closes once nothing is owed), drop a partial one.
                 connection.peerClosedWrite = true
                 process(connection, now: now)
                 return
-            } else {
-                let number = errno
-                if number == EINTR { continue }
-                if number != EAGAIN && number != EWOULDBLOCK {
-                    close(connection)
-                }
-                return
             }
+            if connection.requestStartedAt == nil {
+                connection.requestStartedAt = now
+            }
+            connection.parser.append(UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
+            process(connection, now: now)
+            if count < scratch.count { return }
+        }
+    }
+
+    /// One `recv` into the scratch buffer, retried on EINTR: the byte count (0 at the end of the
+    /// stream), or nil when the socket is empty for now or has failed (then it is closed).
+    private func receive(_ connection: Connection) -> Int? {
+        while true {
+            let count = recv(connection.fd, scratch.baseAddress, scratch.count, 0)
+            if count >= 0 {
+                LoopCounters.increment(counters.bytesRead, by: count)
+                return count
+            }
+            let number = errno
+            if number == EINTR { continue }
+            if number != EAGAIN && number != EWOULDBLOCK {
+                close(connection)
+            }
+            return nil
         }
     }
 
@@ -261,29 +269,15 @@ extension EventLoop {
     }
 
     private func drainLingering(_ connection: Connection) {
-        let buffer = scratch
         while !connection.isClosed, case .lingering(let deadline, let drained) = connection.phase {
-            let count = recv(connection.fd, buffer.baseAddress, buffer.count, 0)
-            if count > 0 {
-                LoopCounters.increment(counters.bytesRead, by: count)
-                let total = drained + count
-                if total >= context.configuration.lingerMaxBytes {
-                    close(connection)
-                    return
-                }
-                connection.phase = .lingering(deadline: deadline, drained: total)
-                if count < buffer.count { return }
-            } else if count == 0 {
+            guard let count = receive(connection) else { return }
+            let total = drained + count
+            if count == 0 || total >= context.configuration.lingerMaxBytes {
                 close(connection)
                 return
-            } else {
-                let number = errno
-                if number == EINTR { continue }
-                if number != EAGAIN && number != EWOULDBLOCK {
-                    close(connection)
-                }
-                return
             }
+            connection.phase = .lingering(deadline: deadline, drained: total)
+            if count < scratch.count { return }
         }
     }
 
