@@ -222,8 +222,8 @@ final class EventLoop: @unchecked Sendable {
                 continue
             }
             let now = MonotonicClock.now()
-            let kept: WorkerPool.Job? = ownership.withLock {
-                guard !finished else { return nil }
+            let (kept, next): (WorkerPool.Job?, Int32?) = ownership.withLock {
+                guard !finished else { return (nil, nil) }
                 mayKeepRequest = loopThreadsHandling.load(ordering: .relaxed) < threadCount - 1
                 for slot in 0..<Int(count) {
                     dispatch(token: tokens[slot], events: events[slot], now: now)
@@ -236,13 +236,15 @@ final class EventLoop: @unchecked Sendable {
                 announceJobs()
                 if draining && active.isEmpty { finish() }
                 defer { keptJob = nil }
-                return keptJob
+                // With nothing kept, the thread sleeps again straight away: its timeout is known now.
+                return (keptJob, keptJob == nil ? sleepTimeout(now: MonotonicClock.now()) : nil)
             }
+            timeout = next
             if let kept {
                 context.pool.perform(kept)
                 loopThreadsHandling.wrappingSubtract(1, ordering: .relaxed)
+                timeout = ownership.withLock { sleepTimeout(now: MonotonicClock.now()) }
             }
-            timeout = ownership.withLock { sleepTimeout(now: MonotonicClock.now()) }
         }
         // Each thread leaving wakes one still asleep, which finds the loop finished and does the same.
         var one: UInt64 = 1
@@ -262,7 +264,6 @@ final class EventLoop: @unchecked Sendable {
     func keepForThisThread(_ job: WorkerPool.Job) -> Bool {
         guard mayKeepRequest, keptJob == nil else { return false }
         keptJob = job
-        mayKeepRequest = false
         loopThreadsHandling.wrappingAdd(1, ordering: .relaxed)
         return true
     }

@@ -18,8 +18,9 @@ import UpgradeEngine
 /// Threads: `threadsPerEventLoop` per event loop (`http-loop-N`, `http-loop-N.M`), `workerCount`
 /// workers (`http-worker-N`). Loop 0 also accepts and hands new connections to the loops round-robin.
 /// A loop thread woken by a request runs its handler itself while another thread of the loop stays
-/// in `epoll_wait` (see `Configuration.threadsPerEventLoop`); otherwise the request goes to a worker. Call `shutdown()` and `wait()` before
-/// dropping a started server: its threads keep running until then.
+/// in `epoll_wait` (see `Configuration.threadsPerEventLoop`); otherwise the request goes to a worker.
+/// Call `shutdown()` and `wait()` before dropping a started server: its threads keep running until
+/// then.
 public final class HTTPServer: Sendable {
     public let configuration: Configuration
     private let handler: any HTTPHandler
