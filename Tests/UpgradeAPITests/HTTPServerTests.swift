@@ -178,22 +178,14 @@ struct HTTPServerTests {
     @Test("when every worker is busy and the queue is full, the next request gets 503 with Retry-After")
     func fullQueue() throws {
         let handler = TestHandler()
-        let server = try TestServer(handler: handler) {
-            $0.eventLoopCount = 1
-            $0.threadsPerEventLoop = 1
-            $0.workerCount = 1
-            $0.workerQueueCapacity = 1
-        }
+        let server = try oneLoopServer(handler, threadsPerEventLoop: 1)
         defer { #expect(server.stop()) }
-        let running = try server.client()
-        try running.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        let running = try blockedClient(server)
         #expect(handler.gate.waitUntilEntered(), "the only worker took the first request")
-        let queued = try server.client()
-        try queued.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        let queued = try blockedClient(server)
         #expect(waitForQueue(server, depth: 1))
 
-        let refused = try server.client()
-        try refused.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        let refused = try blockedClient(server)
         let busy = try refused.readResponse()
         #expect(busy.status == 503)
         #expect(busy.header("Retry-After") == "1")
@@ -213,29 +205,20 @@ struct HTTPServerTests {
     @Test("a loop thread runs the request it read while another thread of its loop stays on watch")
     func loopThreadKeepsRequest() throws {
         let handler = TestHandler()
-        let server = try TestServer(handler: handler) {
-            $0.eventLoopCount = 1
-            $0.threadsPerEventLoop = 2
-            $0.workerCount = 1
-            $0.workerQueueCapacity = 1
-        }
+        let server = try oneLoopServer(handler, threadsPerEventLoop: 2)
         defer { #expect(server.stop()) }
         // The thread this request wakes keeps it; its sibling is left watching the loop.
-        let first = try server.client()
-        try first.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        let first = try blockedClient(server)
         #expect(handler.gate.waitUntilEntered())
         #expect(server.server.statistics.requestsHandledByLoopThreads == 1)
         #expect(server.server.statistics.queuedRequests == 0)
 
         // The sibling must not keep one too (nobody would watch the loop): the worker takes it.
-        let second = try server.client()
-        try second.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        let second = try blockedClient(server)
         #expect(handler.gate.waitUntilEntered())
-        let third = try server.client()
-        try third.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        let third = try blockedClient(server)
         #expect(waitForQueue(server, depth: 1))
-        let fourth = try server.client()
-        try fourth.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        let fourth = try blockedClient(server)
         #expect(try fourth.readResponse().status == 503)
         // With both handlers blocked, the loop still answers: the watching thread reads and writes.
         try fourth.send("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -253,6 +236,23 @@ struct HTTPServerTests {
         }
         #expect(server.server.statistics.requestsHandledByLoopThreads == 4)
         #expect(server.server.statistics.requestsRefusedBusy == 1)
+    }
+
+    /// One loop of `threads` threads, one worker and room for one queued request: easy to fill.
+    private func oneLoopServer(_ handler: TestHandler, threadsPerEventLoop threads: Int) throws -> TestServer {
+        try TestServer(handler: handler) {
+            $0.eventLoopCount = 1
+            $0.threadsPerEventLoop = threads
+            $0.workerCount = 1
+            $0.workerQueueCapacity = 1
+        }
+    }
+
+    /// A new connection whose `GET /block` waits in the handler until the test opens the gate.
+    private func blockedClient(_ server: TestServer) throws -> TestClient {
+        let client = try server.client()
+        try client.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
+        return client
     }
 
     /// Polls until `depth` requests wait in the worker queue (at most 5 s).
@@ -414,8 +414,7 @@ struct HTTPServerTests {
     func gracefulShutdown() throws {
         let handler = TestHandler()
         let server = try TestServer(handler: handler)
-        let busy = try server.client()
-        try busy.send("GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+        let busy = try blockedClient(server)
         #expect(handler.gate.waitUntilEntered())
         let idle = try server.client()
         try idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
