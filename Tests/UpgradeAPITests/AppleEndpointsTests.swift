@@ -212,3 +212,126 @@ struct AppleEndpointsTests {
         #expect(try link(server, bobAccount)?.refreshTokenCiphertext == nil)
     }
 }
+
+/// A code is accepted only with the identity token it belongs to, over HTTP, on both endpoints that
+/// take one.
+@Suite("Authorization code bound to its token, end to end")
+struct AuthorizationCodeBindingHTTPTests {
+    func link(_ server: DevServer, _ accountID: String) throws -> AppleLinkRecord? {
+        try server.application.store.read { try $0.appleLink(accountID: accountID) }
+    }
+
+    func sheet(
+        _ server: DevServer,
+        user: String,
+        nonce: String?,
+        state: String? = nil,
+        codeHash: Bool = true
+    ) throws -> AppleAuthorization {
+        try server.development.emulator.authorize(
+            userID: user,
+            clientID: DevelopmentEnvironment.clientID,
+            nonce: nonce,
+            state: state,
+            emailMode: .hidden,
+            codeHashInToken: codeHash
+        )
+    }
+
+    @Test("apple-credential: A's token with B's code is refused, with or without c_hash, and links nothing")
+    func upgradeEndpoint() async throws {
+        let server = try DevServer()
+        let emulator = server.development.emulator
+        let bob = try emulator.createUser(email: "bob@example.com")
+        for codeHash in [true, false] {
+            let username = codeHash ? "with-hash" : "without-hash"
+            try server.addAccount(username, password: "pw")
+            let started = try await server.post(
+                "/v1/upgrades",
+                ["username": username, "password": "pw", "serviceIdentifier": "s"]
+            )
+            let id = try #require(started["id"])
+            let alice = try sheet(
+                server,
+                user: server.development.appleUserID,
+                nonce: started["nonce"],
+                state: started["state"],
+                codeHash: codeHash
+            )
+            let bobs = try sheet(server, user: bob, nonce: nil)
+            let answer = try await server.post(
+                "/v1/upgrades/\(id)/apple-credential",
+                [
+                    "identityToken": alice.identityToken, "authorizationCode": bobs.authorizationCode,
+                    "state": started["state"] ?? "",
+                ]
+            )
+            #expect(answer.status == 400, "c_hash: \(codeHash)")
+            #expect(answer.problem == "invalid-authorization-code")
+            #expect(answer["result"] == "failure")
+            #expect(answer["upgradeStatus"] == "failed")
+            let view = try await server.get("/v1/upgrades/\(id)")
+            #expect(view["status"] == "failed")
+            #expect(view["problem"] == "invalid-authorization-code")
+            #expect(
+                emulator.credentialState(forUserID: bobs.user, clientID: DevelopmentEnvironment.clientID)
+                    == (codeHash ? .authorized : .revoked),
+                "with c_hash the code is never spent; without, the grant it produced is revoked"
+            )
+        }
+        let accounts = try server.application.store.read { tx in
+            try ["with-hash", "without-hash"].map { try tx.account(username: $0) }
+        }
+        #expect(accounts.allSatisfy { $0?.credentialKind == .password })
+    }
+
+    @Test(
+        "sign-in: A's token with B's code is refused and A's stored refresh token stays; a token without c_hash and its own code works"
+    )
+    func signInEndpoint() async throws {
+        let server = try DevServer()
+        let (accountID, _) = try await AppleEndpointsTests.upgraded(server)
+        let stored = try link(server, accountID)?.refreshTokenCiphertext
+        let emulator = server.development.emulator
+        let alice = server.development.appleUserID
+        let bob = try emulator.createUser(email: "bob@example.com")
+
+        // With c_hash: refused before anything is spent or looked up.
+        let mixed = try sheet(server, user: alice, nonce: try await server.signInNonce())
+        let bobs = try sheet(server, user: bob, nonce: nil)
+        let refused = try await server.post(
+            "/v1/apple/sign-in",
+            ["identityToken": mixed.identityToken, "authorizationCode": bobs.authorizationCode]
+        )
+        #expect(refused.status == 400)
+        #expect(refused.problem == "invalid-authorization-code")
+        #expect(
+            emulator.credentialState(forUserID: bobs.user, clientID: DevelopmentEnvironment.clientID) == .authorized
+        )
+
+        // Without c_hash: the exchange's id_token names Bob, so nothing is stored and Bob's grant is revoked.
+        let bare = try sheet(server, user: alice, nonce: try await server.signInNonce(), codeHash: false)
+        let bobsAgain = try sheet(server, user: bob, nonce: nil)
+        let mismatched = try await server.post(
+            "/v1/apple/sign-in",
+            ["identityToken": bare.identityToken, "authorizationCode": bobsAgain.authorizationCode]
+        )
+        #expect(mismatched.status == 400)
+        #expect(mismatched.problem == "invalid-authorization-code")
+        #expect(try link(server, accountID)?.refreshTokenCiphertext == stored, "Bob's refresh token was not stored")
+        #expect(
+            emulator.credentialState(forUserID: bobsAgain.user, clientID: DevelopmentEnvironment.clientID) == .revoked
+        )
+
+        // Without c_hash, with its own code: the id_token agrees, and the new refresh token is stored.
+        let own = try sheet(server, user: alice, nonce: try await server.signInNonce(), codeHash: false)
+        let accepted = try await server.post(
+            "/v1/apple/sign-in",
+            ["identityToken": own.identityToken, "authorizationCode": own.authorizationCode]
+        )
+        #expect(accepted.status == 200)
+        #expect(accepted["accountId"] == accountID)
+        let replaced = try link(server, accountID)?.refreshTokenCiphertext
+        #expect(replaced != nil && replaced != stored)
+    }
+}

@@ -54,9 +54,15 @@ struct EmulatorCommandHTTPTests {
         let output = Output()
         let errors = Output()
 
-        init(_ arguments: [String]) throws {
+        /// `upgrade-cli COMMAND ARGUMENTS`, with `environment` added to this process's.
+        init(
+            _ arguments: [String],
+            command: [String] = ["emulator", "serve"],
+            environment: [String: String] = [:]
+        ) throws {
             process.executableURL = URL(fileURLWithPath: try EmulatorCommandHTTPTests.executable())
-            process.arguments = ["emulator", "serve"] + arguments
+            process.arguments = command + arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
             let out = Pipe()
             let err = Pipe()
             process.standardOutput = out

@@ -105,31 +105,37 @@ final class UpgradeHarness: Sendable {
     func account(_ username: String) throws -> AccountRecord? { try store.read { try $0.account(username: username) } }
 }
 
-/// Apple's token endpoint as a test controls it: counts exchanges, answers with fresh tokens, or
-/// fails with a chosen Apple error code.
+/// Apple's token endpoint as a test controls it: counts exchanges, answers with fresh tokens (and an
+/// `id_token` for `idTokenSub`, signed with the harness's Apple key), or fails with a chosen Apple
+/// error code; records revocations.
 final class ScriptedAppleEndpoint: AppleTokenExchanging, Sendable {
     private struct State {
         var exchanges: [(code: String, clientID: String)] = []
         var failure: AppleEndpointError.Code?
         var delayNanoseconds: UInt64 = 0
         var issuedRefreshTokens: [String] = []
+        var idTokenSub: String? = "001234.0123456789abcdef0123456789abcdef.1234"
+        var revokedTokens: [String] = []
     }
     private let state = Mutex(State())
 
     func fail(with code: AppleEndpointError.Code?) { state.withLock { $0.failure = code } }
     func delay(milliseconds: UInt64) { state.withLock { $0.delayNanoseconds = milliseconds * 1_000_000 } }
+    /// The user the exchanged codes belong to; nil answers without an `id_token`.
+    func codesBelong(to sub: String?) { state.withLock { $0.idTokenSub = sub } }
     var exchangeCount: Int { state.withLock { $0.exchanges.count } }
     var issuedRefreshTokens: [String] { state.withLock { $0.issuedRefreshTokens } }
+    var revokedTokens: [String] { state.withLock { $0.revokedTokens } }
 
     func exchangeAuthorizationCode(
         _ code: String,
         clientID: String
     ) async throws(AppleEndpointError) -> AppleTokenResponse {
-        let (failure, delay, refresh) = state.withLock { state in
+        let (failure, delay, refresh, sub) = state.withLock { state in
             state.exchanges.append((code, clientID))
             let refresh = "r." + SecureRandom.token()
             if state.failure == nil { state.issuedRefreshTokens.append(refresh) }
-            return (state.failure, state.delayNanoseconds, refresh)
+            return (state.failure, state.delayNanoseconds, refresh, state.idTokenSub)
         }
         if delay > 0 { try? await Task.sleep(nanoseconds: delay) }
         if let failure { throw AppleEndpointError(code: failure, httpStatus: 400, message: "scripted") }
@@ -138,9 +144,13 @@ final class ScriptedAppleEndpoint: AppleTokenExchanging, Sendable {
             tokenType: "Bearer",
             expiresIn: 3600,
             refreshToken: refresh,
-            idToken: nil
+            idToken: sub.map {
+                UpgradeHarness.identityToken(sub: $0, nonce: nil, audience: clientID, lifetime: 1_000_000)
+            }
         )
     }
 
-    func revoke(token: String, clientID: String) async throws(AppleEndpointError) {}
+    func revoke(token: String, clientID: String) async throws(AppleEndpointError) {
+        state.withLock { $0.revokedTokens.append(token) }
+    }
 }

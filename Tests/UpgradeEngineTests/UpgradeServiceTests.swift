@@ -131,12 +131,15 @@ struct UpgradeServiceTests {
         #expect(accepted.result == .success)
         #expect(accepted.state != nil && accepted.nonce != nil)
 
-        // The same code in a second upgrade is a replay.
+        // The same code in a second upgrade is a replay. Starting it cancelled the first one.
         let second = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now + 31)
         let replayed = await failure { try h.service.stepUp(id: second.id, code: .totp(code), now: now + 31) }
         #expect(replayed?.kind == .invalidCode)
+        #expect(try h.service.view(id: started.id, now: now + 31).status == .cancelled)
 
-        let completed = try await h.service.submitAppleCredential(id: started.id, credential(accepted), now: now + 40)
+        let next = TOTP.code(secret: secret, parameters: .standard, counter: UInt64((now + 60) / 30))
+        let stepped = try h.service.stepUp(id: second.id, code: .totp(next), now: now + 60)
+        let completed = try await h.service.submitAppleCredential(id: second.id, credential(stepped), now: now + 70)
         #expect(completed.status == .completed)
     }
 

@@ -144,7 +144,7 @@ struct UpgradeStateMachineScenarioTests {
 
     @Test(
         "deadline passed in each open state",
-        arguments: [UpgradeStatus.started, .stepUpRequired, .awaitingAppleCredential, .converting]
+        arguments: [UpgradeStatus.started, .stepUpRequired, .awaitingAppleCredential]
     )
     func deadlinePassed(status: UpgradeStatus) throws {
         var machine = try machine(in: status)
@@ -165,6 +165,31 @@ struct UpgradeStateMachineScenarioTests {
         #expect(machine.state == .expired)
         #expect(machine.result == .failure)
         #expect(machine.state.problem == .upgradeExpired)
+    }
+
+    @Test(
+        "a conversion whose claim lapsed fails as interrupted, whatever event finds it",
+        arguments: [
+            UpgradeEvent.deadlinePassed, .authorizationCodeExchanged, .conversionFailed(.appleExchangeFailed),
+            .cancel(reason: .userCanceled), .appleCredentialEvaluated(.verified(sub: "001.a.1")),
+        ]
+    )
+    func conversionInterrupted(event: UpgradeEvent) throws {
+        var machine = try machine(in: .converting)
+        let deadline = try #require(machine.deadline)
+        #expect(!machine.conversionInterrupted(now: deadline - 1))
+        #expect(machine.status(now: deadline - 1) == .converting)
+        #expect(machine.conversionInterrupted(now: deadline))
+        #expect(machine.status(now: deadline) == .failed, "a read shows the failure before anything is persisted")
+
+        let transition = try machine.apply(event, now: deadline)
+        #expect(transition.from == .converting)
+        #expect(transition.to == .failed)
+        #expect(transition.problem == .conversionInterrupted)
+        #expect(machine.state.problem == .conversionInterrupted)
+        #expect(machine.result == .failure)
+        let again = #expect(throws: TransitionError.self) { try machine.apply(.deadlinePassed, now: deadline + 1) }
+        #expect(again?.code == .notAllowed, "failed is final")
     }
 
     @Test("a late valid event still expires the upgrade")
@@ -275,7 +300,8 @@ struct UpgradeStateMachineScenarioTests {
         #expect(
             UpgradeFailureReason.allCases.map(\.rawValue) == [
                 "invalid-credentials", "locked", "not-eligible", "invalid-code", "too-many-attempts", "state-mismatch",
-                "nonce-mismatch", "invalid-identity-token", "sub-conflict", "apple-exchange-failed", "upgrade-expired",
+                "nonce-mismatch", "invalid-identity-token", "sub-conflict", "apple-exchange-failed",
+                "invalid-authorization-code", "conversion-interrupted", "upgrade-expired",
             ]
         )
         #expect(UpgradeFailureReason.allCases.filter { !$0.endsUpgrade } == [.invalidCode, .upgradeExpired])

@@ -57,15 +57,18 @@ struct UpgradeStateMachineTests {
         case invalidToken
         case credentialSubConflict
         case credentialNotEligible
+        case credentialCodeMismatch
         case codeExchanged
         case exchangeFailed
         case conversionSubConflict
         case conversionNotEligible
+        case conversionCodeMismatch
         case cancelFailed
         case cancelUser
         case cancelInteraction
         case cancelNotFound
         case deadlinePassed
+        case superseded
 
         var event: UpgradeEvent {
             switch self {
@@ -84,15 +87,18 @@ struct UpgradeStateMachineTests {
             case .invalidToken: .appleCredentialEvaluated(.rejected(reason: .invalidIdentityToken))
             case .credentialSubConflict: .appleCredentialEvaluated(.rejected(reason: .subConflict))
             case .credentialNotEligible: .appleCredentialEvaluated(.rejected(reason: .notEligible))
+            case .credentialCodeMismatch: .appleCredentialEvaluated(.rejected(reason: .codeMismatch))
             case .codeExchanged: .authorizationCodeExchanged
             case .exchangeFailed: .conversionFailed(.appleExchangeFailed)
             case .conversionSubConflict: .conversionFailed(.subConflict)
             case .conversionNotEligible: .conversionFailed(.notEligible)
+            case .conversionCodeMismatch: .conversionFailed(.codeMismatch)
             case .cancelFailed: .cancel(reason: .failed)
             case .cancelUser: .cancel(reason: .userCanceled)
             case .cancelInteraction: .cancel(reason: .userInteractionRequired)
             case .cancelNotFound: .cancel(reason: .credentialIdentityNotFound)
             case .deadlinePassed: .deadlinePassed
+            case .superseded: .superseded
             }
         }
 
@@ -155,12 +161,14 @@ struct UpgradeStateMachineTests {
         case (.awaiting, .invalidToken): return failed(.invalidIdentityToken)
         case (.awaiting, .credentialSubConflict): return failed(.subConflict)
         case (.awaiting, .credentialNotEligible): return failed(.notEligible)
+        case (.awaiting, .credentialCodeMismatch): return failed(.invalidAuthorizationCode)
 
         case (.converting, .codeExchanged):
             return .moves(to: .completed(.init(sub: "sub-A")), effects: [.convertAccount(sub: "sub-A")])
         case (.converting, .exchangeFailed): return failed(.appleExchangeFailed)
         case (.converting, .conversionSubConflict): return failed(.subConflict)
         case (.converting, .conversionNotEligible): return failed(.notEligible)
+        case (.converting, .conversionCodeMismatch): return failed(.invalidAuthorizationCode)
 
         case (.started, .cancelFailed), (.stepUpFresh, .cancelFailed), (.stepUpLastTry, .cancelFailed),
             (.awaiting, .cancelFailed):
@@ -174,6 +182,10 @@ struct UpgradeStateMachineTests {
         case (.started, .cancelNotFound), (.stepUpFresh, .cancelNotFound), (.stepUpLastTry, .cancelNotFound),
             (.awaiting, .cancelNotFound):
             return cancelled(.credentialIdentityNotFound)
+        // A newer upgrade of the same account cancels the open ones; a conversion runs to its end.
+        case (.started, .superseded), (.stepUpFresh, .superseded), (.stepUpLastTry, .superseded),
+            (.awaiting, .superseded):
+            return cancelled(.failed)
 
         case (.started, .deadlinePassed), (.stepUpFresh, .deadlinePassed), (.stepUpLastTry, .deadlinePassed),
             (.awaiting, .deadlinePassed), (.converting, .deadlinePassed):
@@ -226,7 +238,7 @@ struct UpgradeStateMachineTests {
         }
     }
 
-    static let openSamples: [Sample] = [.started, .stepUpFresh, .stepUpLastTry, .awaiting, .converting]
+    static let openSamples: [Sample] = [.started, .stepUpFresh, .stepUpLastTry, .awaiting]
 
     @Test("any event at or after an open state's deadline expires the upgrade", arguments: openSamples, Input.allCases)
     func lateEventExpires(sample: Sample, input: Input) throws {
@@ -237,6 +249,17 @@ struct UpgradeStateMachineTests {
         #expect(transition.effects == [])
         #expect(transition.problem == .upgradeExpired)
         #expect(transition.to == .expired)
+        #expect(!transition.isReplay)
+    }
+
+    @Test("any event at or after a conversion's deadline fails it as interrupted", arguments: Input.allCases)
+    func lateEventInterruptsConversion(input: Input) throws {
+        let deadline = try #require(Sample.converting.state.deadline)
+        var machine = UpgradeStateMachine(state: Sample.converting.state)
+        let transition = try machine.apply(input.event, now: deadline)
+        #expect(machine.state == .failed(.init(reason: .conversionInterrupted)))
+        #expect(transition.effects == [])
+        #expect(transition.problem == .conversionInterrupted)
         #expect(!transition.isReplay)
     }
 

@@ -56,6 +56,14 @@ extension UpgradeAPIHandler {
                     "this identity token's nonce has already been used to sign in; get a new one from POST /v1/apple/sign-in/nonce"
             )
         }
+        // A code that names another token is refused before anything is looked up or spent.
+        if let code, !AuthorizationCodeExchange.codeMatchesToken(code, claims) {
+            throw APIProblem(
+                status: 400,
+                slug: "invalid-authorization-code",
+                detail: "the authorization code does not belong to the identity token (c_hash differs); it was not used"
+            )
+        }
         let result: TransferSignInResult
         do {
             result = try transfers.signIn(claims: claims, now: now)
@@ -63,19 +71,18 @@ extension UpgradeAPIHandler {
             throw Self.problem(error)
         }
         if let code {
-            let client = apple.client
-            let audience = claims.audience
+            let exchange = AuthorizationCodeExchange(apple: apple.client, identityTokens: keys)
             let exchanged: AppleTokenResponse
             do {
-                exchanged = try blockingWait { () async throws(AppleEndpointError) -> AppleTokenResponse in
-                    try await client.exchangeAuthorizationCode(code, clientID: audience)
+                exchanged = try blockingWait { () async throws(AuthorizationCodeError) -> AppleTokenResponse in
+                    try await exchange.exchange(code, for: claims, now: now)
                 }
             } catch {
-                let invalid = [AppleEndpointError.Code.invalidGrant, .invalidRequest].contains(error.code)
+                let unavailable = error.code == .appleUnavailable
                 throw APIProblem(
-                    status: invalid ? 400 : 502,
-                    slug: invalid ? "invalid-authorization-code" : "apple-unavailable",
-                    detail: "Apple did not exchange the authorization code (\(error.code))"
+                    status: unavailable ? 502 : 400,
+                    slug: unavailable ? "apple-unavailable" : "invalid-authorization-code",
+                    detail: error.message
                 )
             }
             if let refresh = exchanged.refreshToken {

@@ -343,6 +343,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             "id": .string(view.id),
             "status": .string(view.status.rawValue),
             "result": view.result.map { .string($0.rawValue) },
+            "problem": view.problem.map { .string($0) },
             "createdAt": .string(timestamp(view.createdAt)),
             "expiresAt": view.expiresAt.map { .string(timestamp($0)) },
             "history": .array(history),

@@ -26,6 +26,9 @@ public struct ServerSettings: Sendable {
     public var trustedProxies: TrustedProxies
     /// `--dev` only: the emulator's loopback port (0 picks a free one).
     public var emulatorPort: Int
+    /// How long a claimed conversion may take before other calls treat it as interrupted
+    /// (`UPGRADE_CONVERSION_TIMEOUT`, seconds).
+    public var conversionTimeout: Int64
 
     /// The variables and their `--flag` spellings.
     public static let variables: [(variable: String, flag: String)] = [
@@ -34,6 +37,7 @@ public struct ServerSettings: Sendable {
         ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"), ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
         ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"), ("UPGRADE_TRUSTED_PROXIES", "--trusted-proxies"),
+        ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
     ]
 
     public static let appleProductionURL = "https://appleid.apple.com"
@@ -177,6 +181,16 @@ public struct ServerSettings: Sendable {
             }
         }
 
+        var conversionTimeout = UpgradePolicy.default.conversionLifetime
+        if let text = value("UPGRADE_CONVERSION_TIMEOUT") {
+            // Apple's authorization code lives 5 minutes, so a longer claim would only delay the answer.
+            if let seconds = Int64(text), (1...300).contains(seconds) {
+                conversionTimeout = seconds
+            } else {
+                problems.append("UPGRADE_CONVERSION_TIMEOUT: expected whole seconds from 1 to 300, e.g. 120")
+            }
+        }
+
         guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
         return ServerSettings(
             database: database,
@@ -194,7 +208,8 @@ public struct ServerSettings: Sendable {
             development: development,
             clientThrottle: clientThrottle,
             trustedProxies: trustedProxies,
-            emulatorPort: emulatorPort
+            emulatorPort: emulatorPort,
+            conversionTimeout: conversionTimeout
         )
     }
 

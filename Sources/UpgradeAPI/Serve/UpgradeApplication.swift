@@ -66,8 +66,17 @@ public final class UpgradeApplication: Sendable {
             secrets: secrets,
             identityTokens: apple.keys,
             apple: apple.client,
-            configuration: UpgradeServiceConfiguration(appleTeamID: teamID)
+            configuration: UpgradeServiceConfiguration(
+                policy: try UpgradePolicy(conversionLifetime: settings.conversionTimeout),
+                appleTeamID: teamID
+            )
         )
+        // Conversions a stopped server left behind end as interrupted before the first request.
+        let interrupted = try service.failInterruptedConversions(now: now)
+        if interrupted > 0 {
+            let detail = "\(interrupted) conversion(s) interrupted by a stop were failed; the accounts are unchanged"
+            log.log("info", "upgrades", [("detail", .string(detail))])
+        }
         transfers = TransferService(
             store: store,
             apple: apple.client,

@@ -186,14 +186,17 @@ public final class AppleIDEmulator: Sendable {
     /// authorization of an app group records consent and the email choice (`emailMode`; later
     /// authorizations keep the first choice, as Apple does) and returns email and name once;
     /// `real_user_status` is in the first token only. During the 60 days after the app was
-    /// transferred, the token also carries `transfer_sub` for users the previous team knew.
+    /// transferred, the token also carries `transfer_sub` for users the previous team knew. The token
+    /// names its code in `c_hash`, as native tokens do; `codeHashInToken: false` leaves it out, as
+    /// tokens from other flows do.
     public func authorize(
         userID: String,
         clientID: String,
         nonce: String?,
         state requestState: String?,
         emailMode: AppleEmailMode,
-        redirectURI: String? = nil
+        redirectURI: String? = nil,
+        codeHashInToken: Bool = true
     ) throws(AppleEmulatorError) -> AppleAuthorization {
         let now = clock()
         let code = "c" + SecureRandom.bytes(16).hexString + ".0.\(SecureRandom.token(byteCount: 12))"
@@ -227,7 +230,7 @@ public final class AppleIDEmulator: Sendable {
                 nonce: nonce,
                 authTime: now,
                 now: now,
-                codeHash: Self.halfHash(code),
+                codeHash: codeHashInToken ? Self.halfHash(code) : nil,
                 accessTokenHash: nil,
                 firstAuthorization: first
             )

@@ -16,6 +16,9 @@ public enum UpgradeEvent: Sendable, Hashable {
     case conversionFailed(ConversionFailure)
     /// The extension called `cancelRequest(withError:)` (`POST /v1/upgrades/{id}/cancel`).
     case cancel(reason: ASExtensionErrorCode)
+    /// The same account started a newer upgrade: an account has at most one open upgrade, so the
+    /// older ones are cancelled (with the `failed` code) in the transaction that starts the new one.
+    case superseded
     /// A sweeper found the state's deadline behind it. Any other event arriving late expires the
     /// upgrade just the same; this one exists so that abandoned upgrades expire without a client.
     case deadlinePassed
@@ -56,12 +59,16 @@ public enum UpgradeEvent: Sendable, Hashable {
         case invalidIdentityToken
         case subConflict
         case notEligible
+        /// The identity token's `c_hash` is not the authorization code's (checked before the code is used).
+        case codeMismatch
     }
 
     public enum ConversionFailure: String, Sendable, Hashable, CaseIterable {
         case appleExchangeFailed
         case subConflict
         case notEligible
+        /// The `id_token` of the exchange names another user or client than the identity token.
+        case codeMismatch
     }
 
     /// Stable name for errors and the audit trail.
@@ -73,6 +80,7 @@ public enum UpgradeEvent: Sendable, Hashable {
         case .authorizationCodeExchanged: "authorizationCodeExchanged"
         case .conversionFailed: "conversionFailed"
         case .cancel: "cancel"
+        case .superseded: "superseded"
         case .deadlinePassed: "deadlinePassed"
         }
     }
@@ -96,6 +104,7 @@ extension UpgradeEvent.AppleCredentialRejection {
         case .invalidIdentityToken: .invalidIdentityToken
         case .subConflict: .subConflict
         case .notEligible: .notEligible
+        case .codeMismatch: .invalidAuthorizationCode
         }
     }
 }
@@ -106,6 +115,7 @@ extension UpgradeEvent.ConversionFailure {
         case .appleExchangeFailed: .appleExchangeFailed
         case .subConflict: .subConflict
         case .notEligible: .notEligible
+        case .codeMismatch: .invalidAuthorizationCode
         }
     }
 }

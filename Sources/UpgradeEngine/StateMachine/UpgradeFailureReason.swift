@@ -20,6 +20,12 @@ public enum UpgradeFailureReason: String, Sendable, Hashable, CaseIterable, Coda
     /// Apple refused the authorization code (expired, used, issued to another client) or could not
     /// be reached.
     case appleExchangeFailed = "apple-exchange-failed"
+    /// The authorization code is not the identity token's: its `c_hash` differs, or the `id_token` Apple
+    /// returned with the exchange names another user. Nothing was linked; the grant was revoked.
+    case invalidAuthorizationCode = "invalid-authorization-code"
+    /// The conversion's claim lapsed before it finished (the server stopped, or could not record the
+    /// outcome). The account is unchanged; the client starts a new upgrade.
+    case conversionInterrupted = "conversion-interrupted"
     /// The upgrade's deadline passed.
     case upgradeExpired = "upgrade-expired"
 

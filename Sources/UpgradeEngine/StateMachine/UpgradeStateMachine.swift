@@ -7,7 +7,8 @@
 /// stepUpRequired --wrong code----> stepUpRequired, then failed(too-many-attempts) at the limit
 /// awaitingAppleCredential --credential verified--> converting [exchangeAuthorizationCode]
 /// converting --code exchanged----> completed                 [convertAccount(sub:)]
-/// rejections and conversion failures -> failed(reason); cancel -> cancelled; late -> expired
+/// converting, its claim lapsed --any event--> failed(conversion-interrupted)
+/// rejections and conversion failures -> failed(reason); cancel, superseded -> cancelled; late -> expired
 /// ```
 ///
 /// Pure: time comes in as `now` (Unix seconds), cryptography is done by the driver and reported
@@ -50,9 +51,17 @@ public struct UpgradeStateMachine: Sendable, Hashable {
     }
 
     /// The status a read-only query reports: an open state past its deadline reads as `expired`
-    /// before any event has persisted that.
+    /// (a lapsed conversion as `failed`) before any event has persisted that.
     public func status(now: Int64) -> UpgradeStatus {
-        hasExpired(now: now) ? .expired : state.status
+        guard hasExpired(now: now) else { return state.status }
+        return conversionInterrupted(now: now) ? .failed : .expired
+    }
+
+    /// Whether this is a conversion whose claim has lapsed: the request that claimed it never
+    /// finished (the process died, or the database refused its last write). The next event fails it.
+    public func conversionInterrupted(now: Int64) -> Bool {
+        guard case .converting = state else { return false }
+        return hasExpired(now: now)
     }
 
     /// Applies `event` at `now` and returns what happened. Every (state, event) pair is either a
@@ -75,6 +84,12 @@ public struct UpgradeStateMachine: Sendable, Hashable {
         }
 
         if hasExpired(now: now) {
+            // A lapsed claim is not the user's lateness: the server lost the conversion it started.
+            // The account is unchanged (converting commits in one transaction or not at all), so the
+            // upgrade fails for good and the client starts a new one.
+            if case .converting = state {
+                return move(to: .failed(.init(reason: .conversionInterrupted)), on: event)
+            }
             return move(to: .expired, on: event)
         }
 
@@ -139,6 +154,9 @@ public struct UpgradeStateMachine: Sendable, Hashable {
             (.stepUpRequired, .cancel(let reason)),
             (.awaitingAppleCredential, .cancel(let reason)):
             return move(to: .cancelled(.init(reason: reason)), on: event)
+
+        case (.started, .superseded), (.stepUpRequired, .superseded), (.awaitingAppleCredential, .superseded):
+            return move(to: .cancelled(.init(reason: .failed)), on: event)
 
         default:
             throw notAllowed(event)

@@ -356,23 +356,44 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func upgradeSession(id: String) throws(StorageError) -> UpgradeSessionRecord? {
-        try rows(Self.selectSessionByID, [.text(id)]).first.map { row in
-            UpgradeSessionRecord(
-                id: row[0].string ?? "",
-                accountID: row[1].string,
-                usernameKey: row[2].string ?? "",
-                serviceIdentifier: row[3].string ?? "",
-                status: row[4].string ?? "",
-                machine: row[5].string ?? "",
-                stateHash: row[6].string,
-                nonceHash: row[7].string,
-                linkedSub: row[8].string,
-                createdAt: row[9].int ?? 0,
-                expiresAt: row[10].int ?? 0,
-                updatedAt: row[11].int ?? 0,
-                version: row[12].int ?? 0
-            )
-        }
+        try rows(Self.selectSessionByID, [.text(id)]).first.map(Self.session)
+    }
+
+    private static let selectOpenSessions = """
+        SELECT \(sessionColumns) FROM upgrade_sessions
+        WHERE account_id = ? AND status IN ('started', 'stepUpRequired', 'awaitingAppleCredential', 'converting')
+        ORDER BY created_at, id LIMIT ?
+        """
+    /// Matches the partial index `upgrade_sessions_converting`.
+    private static let selectConversionsExpiring = """
+        SELECT \(sessionColumns) FROM upgrade_sessions
+        WHERE status = 'converting' AND expires_at <= ? ORDER BY expires_at LIMIT ?
+        """
+
+    func openUpgradeSessions(accountID: String, limit: Int) throws(StorageError) -> [UpgradeSessionRecord] {
+        try rows(Self.selectOpenSessions, [.text(accountID), .integer(Int64(limit))]).map(Self.session)
+    }
+
+    func conversions(expiringBy time: Int64, limit: Int) throws(StorageError) -> [UpgradeSessionRecord] {
+        try rows(Self.selectConversionsExpiring, [.integer(time), .integer(Int64(limit))]).map(Self.session)
+    }
+
+    private static func session(_ row: [SQLValue]) -> UpgradeSessionRecord {
+        UpgradeSessionRecord(
+            id: row[0].string ?? "",
+            accountID: row[1].string,
+            usernameKey: row[2].string ?? "",
+            serviceIdentifier: row[3].string ?? "",
+            status: row[4].string ?? "",
+            machine: row[5].string ?? "",
+            stateHash: row[6].string,
+            nonceHash: row[7].string,
+            linkedSub: row[8].string,
+            createdAt: row[9].int ?? 0,
+            expiresAt: row[10].int ?? 0,
+            updatedAt: row[11].int ?? 0,
+            version: row[12].int ?? 0
+        )
     }
 
     /// Sets only the columns a transition changes. `account_id`, the one indexed column, never

@@ -45,6 +45,8 @@ public struct UpgradeView: Sendable, Equatable {
     public var id: String
     public var status: UpgradeStatus
     public var result: UpgradeResult?
+    /// How a failed or expired upgrade ended: the problem slug its last call answered with.
+    public var problem: String?
     public var expiresAt: Int64?
     public var createdAt: Int64
     public var history: [Transition]

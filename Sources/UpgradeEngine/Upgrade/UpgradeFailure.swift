@@ -33,6 +33,9 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
         public static let notFound = Kind("not-found", 404)
         /// Another request is converting this upgrade right now; retrying shortly returns its result.
         public static let inProgress = Kind("upgrade-in-progress", 409)
+        /// The server lost a conversion it had started (it stopped, or could not record the outcome);
+        /// the account is unchanged and the upgrade is over: start a new one.
+        public static let conversionInterrupted = Kind("conversion-interrupted", 409)
         /// Apple refused the authorization code: expired, already used, or issued to another client.
         public static let invalidAuthorizationCode = Kind("invalid-authorization-code", 400)
         /// Apple could not be reached or refused our client credentials (a server-side problem).
@@ -54,6 +57,8 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
             case .invalidIdentityToken: self = .invalidIdentityToken
             case .subConflict: self = .subConflict
             case .appleExchangeFailed: self = .appleUnavailable
+            case .invalidAuthorizationCode: self = .invalidAuthorizationCode
+            case .conversionInterrupted: self = .conversionInterrupted
             case .upgradeExpired: self = .upgradeExpired
             }
         }

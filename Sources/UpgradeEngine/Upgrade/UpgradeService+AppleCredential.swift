@@ -34,8 +34,10 @@ extension UpgradeService {
         try Self.require(credential.state, "state", maxBytes: Self.maxStateBytes)
         if let user = credential.user { try Self.require(user, "user", maxBytes: 256) }
 
-        let record = try load(id)
-        var machine = try restore(record)
+        let loaded = try loadSettled(id, now: now)
+        if loaded.interruptedNow { throw failure(for: loaded.machine, id: id, problem: nil) }
+        let record = loaded.record
+        var machine = loaded.machine
         let stateMatches = Self.stateMatches(credential.state, record)
 
         switch machine.status {
@@ -100,28 +102,33 @@ extension UpgradeService {
             return try await awaitConversion(id: id, state: credential.state)
         }
 
-        // The code's client must be the token's audience (facts §2.1).
+        // The code goes to Apple only as the identity token's: its `c_hash` was checked above, and the
+        // `id_token` Apple answers with must name the same user (AuthorizationCodeExchange).
         let tokens: AppleTokenResponse
         do {
-            tokens = try await apple.exchangeAuthorizationCode(credential.authorizationCode, clientID: claims.audience)
+            tokens = try await AuthorizationCodeExchange(apple: apple, identityTokens: identityTokens)
+                .exchange(credential.authorizationCode, for: claims, now: now)
         } catch {
-            let kind: UpgradeFailure.Kind =
-                [.invalidGrant, .invalidRequest].contains(error.code) ? .invalidAuthorizationCode : .appleUnavailable
-            var converting = machine
-            _ = try? commit(
-                .conversionFailed(.appleExchangeFailed),
-                detail: ["apple": error.code.rawValue],
+            let (reason, kind): (UpgradeEvent.ConversionFailure, UpgradeFailure.Kind) =
+                switch error.code {
+                case .notForThisToken: (.codeMismatch, .invalidAuthorizationCode)
+                case .refused: (.appleExchangeFailed, .invalidAuthorizationCode)
+                default: (.appleExchangeFailed, .appleUnavailable)
+                }
+            var detail = ["apple": error.appleCode?.rawValue ?? "\(error.code)"]
+            if let revoked = error.grantRevoked { detail["grantRevoked"] = revoked ? "true" : "false" }
+            let ended = await commitConversionFailure(
+                reason,
+                detail: detail,
                 record: claimed,
-                machine: &converting,
+                machine: machine,
                 now: now
             )
             throw UpgradeFailure(
                 kind,
-                kind == .invalidAuthorizationCode
-                    ? "Apple refused the authorization code (\(error.code)); it may be expired, used, or for another client"
-                    : "Apple could not exchange the authorization code (\(error.code)); start a new upgrade",
+                error.message + "; start a new upgrade",
                 upgradeID: id,
-                status: .failed
+                status: ended.status == .converting ? .converting : .failed
             )
         }
 
@@ -186,6 +193,10 @@ extension UpgradeService {
         }
         if let user = credential.user, !ConstantTime.equals(user, claims.subject) {
             return .rejected(.invalidIdentityToken, detail: ["token": "user-does-not-match-sub"])
+        }
+        // Before the code is spent: a token that names its code (`c_hash`) must name this one.
+        guard AuthorizationCodeExchange.codeMatchesToken(credential.authorizationCode, claims) else {
+            return .rejected(.codeMismatch, detail: ["code": "c_hash-differs"])
         }
         return .verified(claims)
     }
@@ -259,7 +270,12 @@ extension UpgradeService {
             }
         } catch {
             let reason: UpgradeEvent.ConversionFailure
-            if let storage = error as? StorageError, storage.code == .uniqueViolation {
+            if let storage = error as? StorageError, storage.code == .versionConflict {
+                // The claim lapsed while Apple answered and another call failed the upgrade as
+                // interrupted: nothing was linked; answer with what is stored.
+                let current = try load(claimed.id)
+                throw failure(for: try restore(current), id: claimed.id, problem: nil)
+            } else if let storage = error as? StorageError, storage.code == .uniqueViolation {
                 reason = .subConflict
             } else if let failure = error as? UpgradeFailure, failure.kind == .notEligible {
                 reason = .notEligible
@@ -337,15 +353,11 @@ extension UpgradeService {
         } catch {
             throw failure(for: error, machine: machine, id: record.id)
         }
-        var next = updated(record, machine, now: now)
-        if machine.status.isTerminal {
-            next.nonceHash = nil
-        }
+        let next: UpgradeSessionRecord
         do {
-            try store.write { tx in
+            next = try store.write { tx in
                 if let refused = try refusal?(tx) { throw refused }
-                try tx.updateUpgradeSession(next, expectedVersion: record.version)
-                try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
+                return try persist(transition, of: machine, to: record, detail: detail, in: tx, now: now)
             }
         } catch let refused as Refusal {
             machine = original
@@ -361,8 +373,28 @@ extension UpgradeService {
         } catch {
             throw Self.storageFailure(error)
         }
-        next.version = record.version + 1
         return (next, transition)
+    }
+
+    /// Inside a write transaction: stores the machine's new state over `record` (guarded by its
+    /// version) with the transition's audit row, and returns the record as stored. A state that ends
+    /// the upgrade forgets the nonce's hash.
+    func persist(
+        _ transition: UpgradeTransition,
+        of machine: UpgradeStateMachine,
+        to record: UpgradeSessionRecord,
+        detail: [String: String],
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws -> UpgradeSessionRecord {
+        var next = updated(record, machine, now: now)
+        if machine.status.isTerminal {
+            next.nonceHash = nil
+        }
+        try tx.updateUpgradeSession(next, expectedVersion: record.version)
+        try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
+        next.version = record.version + 1
+        return next
     }
 
     /// Commits an event that ends in a failure and returns the failure the client sees.

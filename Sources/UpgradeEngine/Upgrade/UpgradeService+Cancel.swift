@@ -1,16 +1,30 @@
 extension UpgradeService {
     /// `POST /v1/upgrades/{id}/cancel`: the extension called `cancelRequest(withError:)`. Cancelling a
-    /// cancelled upgrade again answers the same and changes nothing.
+    /// cancelled upgrade again answers the same and changes nothing. An upgrade that already ended
+    /// otherwise (completed, failed, expired) cannot be cancelled: `not-allowed-in-state`, naming how
+    /// it ended.
     public func cancel(id: String, reason: ASExtensionErrorCode, now: Int64) throws(UpgradeFailure) -> UpgradeAnswer {
-        let record = try load(id)
-        var machine = try restore(record)
+        let loaded = try loadSettled(id, now: now)
+        if loaded.interruptedNow { throw failure(for: loaded.machine, id: id, problem: nil) }
+        let record = loaded.record
+        var machine = loaded.machine
         let event: UpgradeEvent = machine.hasExpired(now: now) ? .deadlinePassed : .cancel(reason: reason)
         let transition: UpgradeTransition
         do {
             var probe = machine
             transition = try probe.apply(event, now: now)
         } catch {
-            throw failure(for: error, machine: machine, id: id)
+            guard machine.status == .failed || machine.status == .expired else {
+                throw failure(for: error, machine: machine, id: id)
+            }
+            let ended = failure(for: machine, id: id, problem: nil)
+            throw UpgradeFailure(
+                .notAllowedInState,
+                "this upgrade already ended as '\(machine.status.rawValue)' (\(ended.kind.slug)) and cannot be cancelled; "
+                    + "start a new upgrade",
+                upgradeID: id,
+                status: machine.status
+            )
         }
         if transition.isReplay {
             return answer(machine, id: id)
@@ -24,11 +38,13 @@ extension UpgradeService {
         return answer
     }
 
-    /// `GET /v1/upgrades/{id}`: status and transition history. An open upgrade past its deadline reads
-    /// as `expired` even before an event has persisted that.
+    /// `GET /v1/upgrades/{id}`: status, how a failed upgrade ended, and the transition history. An
+    /// open upgrade past its deadline reads as `expired` even before an event has persisted that.
     public func view(id: String, now: Int64) throws(UpgradeFailure) -> UpgradeView {
-        let record = try load(id)
-        let machine = try restore(record)
+        // A lapsed conversion is failed here too, so the view and the next call agree.
+        let loaded = try loadSettled(id, now: now)
+        let record = loaded.record
+        let machine = loaded.machine
         let trail: [AuditEvent]
         do {
             trail = try store.read { try $0.auditTrail(upgradeID: id, limit: 200) }
@@ -40,6 +56,8 @@ extension UpgradeService {
             id: id,
             status: status,
             result: status == .expired ? .failure : machine.result,
+            problem: status == .expired
+                ? UpgradeFailureReason.upgradeExpired.rawValue : machine.state.problem?.rawValue,
             expiresAt: machine.deadline,
             createdAt: record.createdAt,
             history: trail.map {

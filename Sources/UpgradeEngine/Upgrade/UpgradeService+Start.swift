@@ -100,6 +100,7 @@ extension UpgradeService {
                 case .accepted:
                     // Most sign-ins follow no failure: then there is no throttle row to clear.
                     if snapshot.throttle != nil { try tx.clearFailures(usernameKey: usernameKey) }
+                    if let accountID { try supersedeOpenUpgrades(of: accountID, by: id, in: tx, now: now) }
                 case .rejected(reason: .invalidCredentials):
                     _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
                 case .rejected: break
@@ -120,5 +121,30 @@ extension UpgradeService {
         answer.state = issued?.state
         answer.nonce = issued?.nonce
         return answer
+    }
+
+    /// An account has at most one open upgrade: a new one whose password was accepted cancels the
+    /// older open ones (`superseded`, audited with the new upgrade's id) in the transaction that
+    /// stores it. Without this, every correct password left one more open upgrade behind, without
+    /// bound. A conversion in progress runs to its end; one whose claim lapsed is failed as interrupted.
+    func supersedeOpenUpgrades(
+        of accountID: String,
+        by newID: String,
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws {
+        for older in try tx.openUpgradeSessions(accountID: accountID, limit: 1000) {
+            var machine = try restore(older)
+            let event: UpgradeEvent
+            if machine.hasExpired(now: now) {
+                event = .deadlinePassed
+            } else if machine.status == .converting {
+                continue
+            } else {
+                event = .superseded
+            }
+            let transition = try machine.apply(event, now: now)
+            _ = try persist(transition, of: machine, to: older, detail: ["supersededBy": newID], in: tx, now: now)
+        }
     }
 }

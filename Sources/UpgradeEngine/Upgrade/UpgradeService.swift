@@ -167,6 +167,10 @@ public final class UpgradeService: Sendable {
         case .invalidIdentityToken: "the identity token was rejected"
         case .subConflict: "this Apple account is already linked to another account"
         case .appleExchangeFailed: "Apple did not accept the authorization code"
+        case .invalidAuthorizationCode:
+            "the authorization code does not belong to the identity token; nothing was linked, start a new upgrade"
+        case .conversionInterrupted:
+            "the server was interrupted while converting this upgrade; the account is unchanged, start a new upgrade"
         case .upgradeExpired: "the upgrade expired; start a new one"
         }
     }
