@@ -1,6 +1,8 @@
 import Foundation
 import Testing
-import UpgradeAPI
+import UpgradeEngine
+
+@testable import UpgradeAPI
 
 /// `Schema/openapi.yaml` and the router list the same operations, so the document clients rely on
 /// cannot drift from what the server serves.
@@ -49,5 +51,31 @@ struct OpenAPIContractTests {
             documented.subtracting(routed).isEmpty,
             "in openapi.yaml but not routed: \(documented.subtracting(routed).sorted())"
         )
+    }
+}
+
+@Suite("Engine failures as problems")
+struct UpgradeProblemsTests {
+    @Test(
+        "every engine failure kind has its status and slug, every slug is in openapi.yaml, and the cause is never rendered"
+    )
+    func everyKind() throws {
+        let document = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("Schema/openapi.yaml"),
+            encoding: .utf8
+        )
+        for kind in UpgradeFailure.Kind.all {
+            let entry = try #require(UpgradeProblems.table[kind], "\(kind) has no status and slug")
+            #expect((400...599).contains(entry.status))
+            #expect(document.contains("|\(entry.slug)|") || document.contains("/(\(entry.slug)|"), "\(entry.slug)")
+        }
+        for reason in UpgradeFailureReason.allCases {
+            #expect(document.contains(UpgradeProblems.slug(for: reason)) || reason == .appleExchangeFailed)
+        }
+        let failure = UpgradeFailure(.internalError, "could not store", cause: "storage io: disk I/O error")
+        let problem = APIProblem(failure)
+        #expect(problem.cause == "storage io: disk I/O error")
+        #expect(!String(decoding: problem.response.body, as: UTF8.self).contains("disk"))
     }
 }

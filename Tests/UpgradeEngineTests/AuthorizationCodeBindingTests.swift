@@ -70,7 +70,7 @@ struct AuthorizationCodeBindingTests {
         try expectUnchanged(h)
         let view = try h.service.view(id: answer.id, now: now + 6)
         #expect(view.status == .failed)
-        #expect(view.problem == "invalid-authorization-code")
+        #expect(view.problem == .invalidAuthorizationCode)
     }
 
     @Test("a token whose c_hash names this code completes")
@@ -115,7 +115,7 @@ struct AuthorizationCodeBindingTests {
         #expect(h.apple.revokedTokens == h.apple.issuedRefreshTokens, "the grant just obtained is revoked at Apple")
         try expectUnchanged(h)
         let view = try h.service.view(id: answer.id, now: now + 6)
-        #expect(view.problem == "invalid-authorization-code")
+        #expect(view.problem == .invalidAuthorizationCode)
         let trail = try h.store.read { try $0.auditTrail(upgradeID: answer.id, limit: 20) }
         #expect(trail.last?.detail["grantRevoked"] == "true")
         #expect(!trail.contains { $0.detail.values.contains(otherSub) }, "the other user's sub is not recorded")

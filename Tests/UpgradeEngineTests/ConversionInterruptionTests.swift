@@ -88,7 +88,7 @@ struct ConversionInterruptionTests {
         case .view:
             let view = try service.view(id: id, now: deadline)
             #expect(view.status == .failed)
-            #expect(view.problem == "conversion-interrupted")
+            #expect(view.problem == .conversionInterrupted)
             #expect(view.result == .failure)
         case .credential:
             let answer = await failure { try await service.submitAppleCredential(id: id, credential(), now: deadline) }
@@ -108,14 +108,14 @@ struct ConversionInterruptionTests {
         #expect(trail.filter { $0.detail["problem"] == "conversion-interrupted" }.count == 1)
         #expect(trail.last?.fromStatus == "converting" && trail.last?.toStatus == "failed")
         // Every later call agrees: failed, conversion-interrupted, final.
-        #expect(try service.view(id: id, now: deadline + 5).problem == "conversion-interrupted")
+        #expect(try service.view(id: id, now: deadline + 5).problem == .conversionInterrupted)
         let again = await failure { try await service.submitAppleCredential(id: id, credential(), now: deadline + 5) }
         #expect(again?.kind == .conversionInterrupted)
         #expect(again?.status == .failed)
         let cancel = await failure { try service.cancel(id: id, reason: .userCanceled, now: deadline + 5) }
         #expect(cancel?.kind == .notAllowedInState)
         #expect(cancel?.status == .failed)
-        #expect(cancel?.message.contains("conversion-interrupted") == true)
+        #expect(cancel?.message.contains("interrupted") == true)
         // The account never changed.
         #expect(try h.account("alice")?.credentialKind == .password)
         #expect(try h.store.read { try $0.auditTrail(upgradeID: id, limit: 20) }.count == trail.count)
@@ -145,7 +145,7 @@ struct ConversionInterruptionTests {
         #expect(try h.service.failInterruptedConversions(now: deadline) == 3)
         for id in abandoned {
             #expect(try h.service.load(id).status == "failed")
-            #expect(try h.service.view(id: id, now: deadline).problem == "conversion-interrupted")
+            #expect(try h.service.view(id: id, now: deadline).problem == .conversionInterrupted)
         }
         #expect(try h.service.load(open.id).status == "awaitingAppleCredential")
         #expect(try h.service.failInterruptedConversions(now: deadline + 1) == 0, "a second sweep finds nothing")
@@ -182,7 +182,7 @@ struct ConversionInterruptionTests {
         #expect(answer?.status == .failed)
         #expect(flaky.pendingFailures == 0, "both scripted failures were met and retried past")
         #expect(try service.load(started.id).status == "failed")
-        #expect(try service.view(id: started.id, now: now + 2).problem == "apple-exchange-failed")
+        #expect(try service.view(id: started.id, now: now + 2).problem == .appleExchangeFailed)
     }
 
     @Test("starting an upgrade cancels the account's older open ones, audited; others' upgrades are untouched")
@@ -247,7 +247,7 @@ struct ConversionInterruptionTests {
         let refused = await failure { try h.service.cancel(id: failedID, reason: .userCanceled, now: now + 1) }
         #expect(refused?.kind == .notAllowedInState)
         #expect(refused?.status == .failed)
-        #expect(refused?.message.contains("invalid-credentials") == true)
+        #expect(refused?.message.contains("username or password") == true)
 
         let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now + 2)
         let late = await failure { try h.service.cancel(id: started.id, reason: .userCanceled, now: now + 2 + 300) }
@@ -260,5 +260,35 @@ struct ConversionInterruptionTests {
         let cancelled = try h.service.cancel(id: other.id, reason: .userCanceled, now: now + 501)
         #expect(cancelled.status == .cancelled)
         #expect(try h.service.cancel(id: other.id, reason: .userCanceled, now: now + 502) == cancelled)
+    }
+}
+
+@Suite("Failures keep their cause")
+struct FailureCauseTests {
+    @Test(
+        "a storage failure reaches the caller with the storage error as its cause, and the client message says nothing of it"
+    )
+    func storageCause() throws {
+        let h = try UpgradeHarness()
+        let flaky = FlakyStore(h.store)
+        let service = UpgradeService(
+            store: flaky,
+            passwords: PasswordVerifier(dummyParameters: UpgradeHarness.fastHash),
+            secrets: h.secrets,
+            identityTokens: IdentityTokenVerifier(
+                keys: try JWKSet(keys: [(UpgradeHarness.keyID, UpgradeHarness.appleKey.publicKey)]),
+                policy: try IdentityTokenPolicy(allowedAudiences: [UpgradeHarness.clientID])
+            ),
+            apple: h.apple,
+            configuration: UpgradeServiceConfiguration(appleTeamID: UpgradeHarness.teamID)
+        )
+        try h.addAccount("alice", password: "pw")
+        flaky.failWrites(1)
+        let error = #expect(throws: UpgradeFailure.self) {
+            try service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: UpgradeHarness.now)
+        }
+        #expect(error?.kind == .internalError)
+        #expect(error?.cause == "storage busy: the database is locked (scripted)")
+        #expect(error?.message.contains("locked") == false, "the client is not told the storage detail")
     }
 }

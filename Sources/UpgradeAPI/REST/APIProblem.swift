@@ -10,6 +10,8 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
     public var detail: String
     public var extensions: [JWSJSON.Member]
     public var headers: HTTPHeaders
+    /// What underlay the failure, for the request's log line; never part of the response.
+    public var cause: String?
 
     public init(
         status: Int,
@@ -37,13 +39,15 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
             extensions.append(.init("retryAfter", .integer(retryAfter)))
             headers.replaceOrAppend(name: "Retry-After", value: String(retryAfter))
         }
+        let (status, slug) = UpgradeProblems.problem(for: failure.kind)
         self.init(
-            status: failure.kind.httpStatus,
-            slug: failure.kind.slug,
+            status: status,
+            slug: slug,
             detail: failure.message,
             extensions: extensions,
             headers: headers
         )
+        cause = failure.cause
     }
 
     public static func validation(_ detail: String) -> APIProblem {

@@ -201,7 +201,16 @@ extension UpgradeAPIHandler {
         case .revoked: APIProblem(status: 403, slug: "revoked", detail: failure.message)
         case .conflict: APIProblem(status: 409, slug: "sub-conflict", detail: failure.message)
         case .validation: APIProblem.validation(failure.message)
-        default: APIProblem(status: 500, slug: "internal", detail: "the server could not answer this request")
+        default:
+            {
+                var problem = APIProblem(
+                    status: 500,
+                    slug: "internal",
+                    detail: "the server could not answer this request"
+                )
+                problem.cause = failure.cause
+                return problem
+            }()
         }
     }
 

@@ -91,6 +91,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         )
         var route = "unmatched"
         var problemSlug: String?
+        // Why an internal failure happened (a storage error's code, say): logged, never answered.
+        var cause: String?
         var response: HTTPResponse
         do {
             switch router.match(method: request.method, path: request.path) {
@@ -111,17 +113,13 @@ public final class UpgradeAPIHandler: HTTPHandler {
             }
         } catch let problem as APIProblem {
             problemSlug = problem.slug
+            cause = problem.cause
             response = problem.response
         } catch let failure as UpgradeFailure {
-            problemSlug = failure.kind.slug
-            if failure.kind == .internalError {
-                log.log(
-                    "error",
-                    "upgrade failed internally",
-                    [("requestId", .string("\(request.id)")), ("detail", .string(failure.message))]
-                )
-            }
-            response = APIProblem(failure).response
+            let problem = APIProblem(failure)
+            problemSlug = problem.slug
+            cause = problem.cause
+            response = problem.response
         } catch {
             // Anything unexpected is logged here and answered as a bare 500, never echoed.
             log.log(
@@ -142,7 +140,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         if let client = request.client { fields.append(("client", .string(client.description))) }
         if let peer = received.client, peer != request.client { fields.append(("proxy", .string(peer.description))) }
         if let problemSlug { fields.append(("problem", .string(problemSlug))) }
-        log.log("info", "request", fields)
+        if let cause { fields.append(("cause", .string(cause))) }
+        log.log(response.status >= 500 ? "error" : "info", "request", fields)
         // The same id is in the log line, so a client report can be matched to it.
         response.headers.replaceOrAppend(name: "X-Request-Id", value: "\(request.id)")
         return response
@@ -336,14 +335,14 @@ public final class UpgradeAPIHandler: HTTPHandler {
                 "event": .string(entry.event),
                 "from": entry.from.map { .string($0) },
                 "to": entry.to.map { .string($0) },
-                "problem": entry.problem.map { .string($0) },
+                "problem": entry.problem.map { .string(UpgradeProblems.slug(for: $0)) },
             ])
         }
         let body = JWSJSON.object([
             "id": .string(view.id),
             "status": .string(view.status.rawValue),
             "result": view.result.map { .string($0.rawValue) },
-            "problem": view.problem.map { .string($0) },
+            "problem": view.problem.map { .string(UpgradeProblems.slug(for: $0)) },
             "createdAt": .string(timestamp(view.createdAt)),
             "expiresAt": view.expiresAt.map { .string(timestamp($0)) },
             "history": .array(history),

@@ -1,6 +1,7 @@
-/// Why an upgrade call failed. The raw value is the stable slug that ends the problem `type` URI
-/// (design §5). A `failed` state stores one of the reasons for which ``endsUpgrade`` is true;
-/// ``invalidCode`` and ``upgradeExpired`` only ever describe an answer.
+/// Why an upgrade call failed. The raw value is the reason's stored code (in the `machine` column
+/// and audit rows): stable, never renamed. The REST layer maps reasons to its own problem slugs. A
+/// `failed` state stores one of the reasons for which ``endsUpgrade`` is true; ``invalidCode`` and
+/// ``upgradeExpired`` only ever describe an answer.
 public enum UpgradeFailureReason: String, Sendable, Hashable, CaseIterable, Codable {
     /// Wrong password or unknown user; the two must look the same.
     case invalidCredentials = "invalid-credentials"

@@ -33,10 +33,13 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
 
     public let code: Code
     public let message: String
+    /// For the server's log only: what underlay an internal failure (never a bound value or secret).
+    public let cause: String?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, cause: String? = nil) {
         self.code = code
         self.message = message
+        self.cause = cause
     }
 
     public var description: String { "\(code.slug): \(message)" }

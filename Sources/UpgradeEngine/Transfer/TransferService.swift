@@ -64,7 +64,11 @@ public final class TransferService: Sendable {
 
     static func storageFailure(_ error: any Error) -> TransferFailure {
         if let failure = error as? TransferFailure { return failure }
-        return TransferFailure(.internalError, "the store is not available; nothing changed, retry later")
+        return TransferFailure(
+            .internalError,
+            "the store is not available; nothing changed, retry later",
+            cause: UpgradeService.cause(of: error)
+        )
     }
 
     // MARK: Committing one transition

@@ -39,14 +39,15 @@ public struct UpgradeView: Sendable, Equatable {
         public var event: String
         public var from: String?
         public var to: String?
-        public var problem: String?
+        /// The transition's problem, when the audit row recorded one this version knows.
+        public var problem: UpgradeFailureReason?
     }
 
     public var id: String
     public var status: UpgradeStatus
     public var result: UpgradeResult?
-    /// How a failed or expired upgrade ended: the problem slug its last call answered with.
-    public var problem: String?
+    /// How a failed or expired upgrade ended.
+    public var problem: UpgradeFailureReason?
     public var expiresAt: Int64?
     public var createdAt: Int64
     public var history: [Transition]

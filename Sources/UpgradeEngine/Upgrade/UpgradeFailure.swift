@@ -4,45 +4,59 @@
 /// wrong code that still has tries left), and the upgrade's id and status when one exists. Messages are
 /// written for the client and never contain a password, code, token, nonce or state value.
 public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, as a stable name the REST layer maps to its HTTP status and problem slug
+    /// (the engine knows neither). A struct over a private enum, so kinds can be added.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
-        /// The stable slug that ends the problem `type` URI.
-        public let slug: String
-        /// The HTTP status the REST layer answers with.
-        public let httpStatus: Int
-        private init(_ slug: String, _ httpStatus: Int) {
-            self.slug = slug
-            self.httpStatus = httpStatus
+        private enum Base: String, CaseIterable {
+            case invalidCredentials, locked, notEligible, invalidCode, tooManyAttempts, stateMismatch, nonceMismatch
+            case invalidIdentityToken, subConflict, upgradeExpired, notAllowedInState, notFound, inProgress
+            case conversionInterrupted, invalidAuthorizationCode, appleUnavailable, validation, rateLimited
+            case internalError
         }
-        public var description: String { slug }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The stable name, e.g. `invalidCredentials`.
+        public var name: String { base.rawValue }
+        public var description: String { base.rawValue }
+        /// Every kind, for tables that must cover them all.
+        public static let all: [Kind] = Base.allCases.map(Kind.init)
 
         /// Wrong password or unknown username: the two look the same.
-        public static let invalidCredentials = Kind("invalid-credentials", 401)
+        public static let invalidCredentials = Kind(Base.invalidCredentials)
         /// Too many failures for this username (known or not); `retryAfter` says when to try again.
-        public static let locked = Kind("locked", 429)
+        public static let locked = Kind(Base.locked)
         /// The account cannot be upgraded (already Apple-only, or changed meanwhile).
-        public static let notEligible = Kind("not-eligible", 409)
-        public static let invalidCode = Kind("invalid-code", 401)
+        public static let notEligible = Kind(Base.notEligible)
+        /// A wrong, malformed or replayed step-up code with attempts left.
+        public static let invalidCode = Kind(Base.invalidCode)
         /// The last allowed step-up code was wrong; the upgrade failed.
-        public static let tooManyAttempts = Kind("too-many-attempts", 401)
-        public static let stateMismatch = Kind("state-mismatch", 400)
-        public static let nonceMismatch = Kind("nonce-mismatch", 400)
-        public static let invalidIdentityToken = Kind("invalid-identity-token", 400)
-        public static let subConflict = Kind("sub-conflict", 409)
-        public static let upgradeExpired = Kind("upgrade-expired", 410)
-        public static let notAllowedInState = Kind("not-allowed-in-state", 409)
-        public static let notFound = Kind("not-found", 404)
+        public static let tooManyAttempts = Kind(Base.tooManyAttempts)
+        public static let stateMismatch = Kind(Base.stateMismatch)
+        public static let nonceMismatch = Kind(Base.nonceMismatch)
+        public static let invalidIdentityToken = Kind(Base.invalidIdentityToken)
+        /// The Apple `sub` is already linked to another account.
+        public static let subConflict = Kind(Base.subConflict)
+        public static let upgradeExpired = Kind(Base.upgradeExpired)
+        /// The call is not one the upgrade's current state takes.
+        public static let notAllowedInState = Kind(Base.notAllowedInState)
+        public static let notFound = Kind(Base.notFound)
         /// Another request is converting this upgrade right now; retrying shortly returns its result.
-        public static let inProgress = Kind("upgrade-in-progress", 409)
+        public static let inProgress = Kind(Base.inProgress)
         /// The server lost a conversion it had started (it stopped, or could not record the outcome);
         /// the account is unchanged and the upgrade is over: start a new one.
-        public static let conversionInterrupted = Kind("conversion-interrupted", 409)
-        /// Apple refused the authorization code: expired, already used, or issued to another client.
-        public static let invalidAuthorizationCode = Kind("invalid-authorization-code", 400)
+        public static let conversionInterrupted = Kind(Base.conversionInterrupted)
+        /// The code is not the identity token's, or Apple refused it: expired, used, or for another client.
+        public static let invalidAuthorizationCode = Kind(Base.invalidAuthorizationCode)
         /// Apple could not be reached or refused our client credentials (a server-side problem).
-        public static let appleUnavailable = Kind("apple-unavailable", 502)
-        public static let validation = Kind("validation", 422)
-        public static let rateLimited = Kind("rate-limited", 429)
-        public static let internalError = Kind("internal", 500)
+        public static let appleUnavailable = Kind(Base.appleUnavailable)
+        /// The request itself is malformed (a field missing, too long, of the wrong kind).
+        public static let validation = Kind(Base.validation)
+        /// Too many failures in a short time; `retryAfter` says when to try again.
+        public static let rateLimited = Kind(Base.rateLimited)
+        /// The server could not complete the call (storage failed, stored data unreadable); the
+        /// failure's `cause` says why, for the log only.
+        public static let internalError = Kind(Base.internalError)
 
         /// The kind that answers a machine failure reason.
         init(_ reason: UpgradeFailureReason) {
@@ -72,6 +86,9 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
     public var attemptsRemaining: Int?
     /// Seconds until a locked username may try again.
     public var retryAfter: Int64?
+    /// For the server's log only, never the client: what underlay an internal failure (a storage
+    /// error's code and message, which name tables and constraints but never bound values).
+    public var cause: String?
 
     public init(
         _ kind: Kind,
@@ -80,7 +97,8 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
         upgradeID: String? = nil,
         status: UpgradeStatus? = nil,
         attemptsRemaining: Int? = nil,
-        retryAfter: Int64? = nil
+        retryAfter: Int64? = nil,
+        cause: String? = nil
     ) {
         self.kind = kind
         self.message = message
@@ -89,7 +107,8 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
         self.status = status
         self.attemptsRemaining = attemptsRemaining
         self.retryAfter = retryAfter
+        self.cause = cause
     }
 
-    public var description: String { "\(kind.slug): \(message)" }
+    public var description: String { "\(kind): \(message)" }
 }

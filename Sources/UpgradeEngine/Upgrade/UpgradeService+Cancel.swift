@@ -20,8 +20,7 @@ extension UpgradeService {
             let ended = failure(for: machine, id: id, problem: nil)
             throw UpgradeFailure(
                 .notAllowedInState,
-                "this upgrade already ended as '\(machine.status.rawValue)' (\(ended.kind.slug)) and cannot be cancelled; "
-                    + "start a new upgrade",
+                Self.alreadyEnded(machine.status.rawValue, ended.message, what: " and cannot be cancelled"),
                 upgradeID: id,
                 status: machine.status
             )
@@ -56,8 +55,7 @@ extension UpgradeService {
             id: id,
             status: status,
             result: status == .expired ? .failure : machine.result,
-            problem: status == .expired
-                ? UpgradeFailureReason.upgradeExpired.rawValue : machine.state.problem?.rawValue,
+            problem: status == .expired ? .upgradeExpired : machine.state.problem,
             expiresAt: machine.deadline,
             createdAt: record.createdAt,
             history: trail.map {
@@ -66,7 +64,7 @@ extension UpgradeService {
                     event: $0.event,
                     from: $0.fromStatus,
                     to: $0.toStatus,
-                    problem: $0.detail["problem"]
+                    problem: $0.detail["problem"].flatMap(UpgradeFailureReason.init(rawValue:))
                 )
             }
         )

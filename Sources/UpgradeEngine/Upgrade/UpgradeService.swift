@@ -70,7 +70,11 @@ public final class UpgradeService: Sendable {
     }
 
     func restore(_ record: UpgradeSessionRecord) throws(UpgradeFailure) -> UpgradeStateMachine {
-        let unreadable = UpgradeFailure(.internalError, "the stored upgrade could not be read")
+        let unreadable = UpgradeFailure(
+            .internalError,
+            "the stored upgrade could not be read",
+            cause: "upgrade \(record.id): the machine column is not a state this version knows"
+        )
         guard let json = try? JWSJSON.parse(Array(record.machine.utf8)), json.members != nil,
             let status = json["status"]?.stringValue
         else { throw unreadable }
@@ -103,9 +107,22 @@ public final class UpgradeService: Sendable {
         return record
     }
 
+    /// The failure a client sees when storage failed: generic for the client, with the storage error
+    /// kept as `cause` for the request's log line.
     static func storageFailure(_ error: any Error) -> UpgradeFailure {
         if let failure = error as? UpgradeFailure { return failure }
-        return UpgradeFailure(.internalError, "the upgrade could not be stored; nothing changed, retry later")
+        return UpgradeFailure(
+            .internalError,
+            "the upgrade could not be stored; nothing changed, retry later",
+            cause: Self.cause(of: error)
+        )
+    }
+
+    /// What to log of an unexpected error: a storage error as it describes itself (its code and a
+    /// message naming tables and constraints, never bound values), anything else by its type only.
+    static func cause(of error: any Error) -> String {
+        if let storage = error as? StorageError { return storage.description }
+        return "\(type(of: error))"
     }
 
     /// The audit row for one applied transition (no secrets: statuses, event names, reason slugs).
@@ -182,7 +199,7 @@ public final class UpgradeService: Sendable {
             return UpgradeFailure(.upgradeExpired, Self.message(for: .upgradeExpired), upgradeID: id, status: .expired)
         case .failed:
             var failure = self.failure(for: machine, id: id, problem: nil)
-            failure.message = "this upgrade already failed (\(failure.kind.slug)); start a new one"
+            failure.message = Self.alreadyEnded("failed", failure.message)
             return failure
         default:
             let kind: UpgradeFailure.Kind = error.code == .conflict ? .subConflict : .notAllowedInState
@@ -194,6 +211,12 @@ public final class UpgradeService: Sendable {
                 status: machine.status
             )
         }
+    }
+
+    /// What a call to an upgrade that already ended is told: how it ended, and to start a new one.
+    static func alreadyEnded(_ status: String, _ why: String, what: String = "") -> String {
+        let advice = why.contains("start a new") ? "" : "; start a new upgrade"
+        return "this upgrade already ended as '\(status)' (\(why))\(what)\(advice)"
     }
 
     /// An answer for a machine whose current state is a success or a step-up request.

@@ -1,0 +1,53 @@
+import UpgradeEngine
+
+/// How the REST API answers the upgrade engine's failures: one table from each failure kind to its
+/// HTTP status and problem slug, and from each way an upgrade can end to the slug clients see. The
+/// engine knows neither; its stored failure reasons have codes of their own, so renaming a slug here
+/// never changes stored data.
+enum UpgradeProblems {
+    /// The HTTP status and problem slug of a failure kind.
+    static func problem(for kind: UpgradeFailure.Kind) -> (status: Int, slug: String) {
+        table[kind] ?? (500, "internal")
+    }
+
+    static let table: [UpgradeFailure.Kind: (status: Int, slug: String)] = [
+        .invalidCredentials: (401, "invalid-credentials"),
+        .locked: (429, "locked"),
+        .notEligible: (409, "not-eligible"),
+        .invalidCode: (401, "invalid-code"),
+        .tooManyAttempts: (401, "too-many-attempts"),
+        .stateMismatch: (400, "state-mismatch"),
+        .nonceMismatch: (400, "nonce-mismatch"),
+        .invalidIdentityToken: (400, "invalid-identity-token"),
+        .subConflict: (409, "sub-conflict"),
+        .upgradeExpired: (410, "upgrade-expired"),
+        .notAllowedInState: (409, "not-allowed-in-state"),
+        .notFound: (404, "not-found"),
+        .inProgress: (409, "upgrade-in-progress"),
+        .conversionInterrupted: (409, "conversion-interrupted"),
+        .invalidAuthorizationCode: (400, "invalid-authorization-code"),
+        .appleUnavailable: (502, "apple-unavailable"),
+        .validation: (422, "validation"),
+        .rateLimited: (429, "rate-limited"),
+        .internalError: (500, "internal"),
+    ]
+
+    /// The slug `GET /v1/upgrades/{id}` shows for how an upgrade ended, or for a transition's problem.
+    static func slug(for reason: UpgradeFailureReason) -> String {
+        switch reason {
+        case .invalidCredentials: "invalid-credentials"
+        case .locked: "locked"
+        case .notEligible: "not-eligible"
+        case .invalidCode: "invalid-code"
+        case .tooManyAttempts: "too-many-attempts"
+        case .stateMismatch: "state-mismatch"
+        case .nonceMismatch: "nonce-mismatch"
+        case .invalidIdentityToken: "invalid-identity-token"
+        case .subConflict: "sub-conflict"
+        case .appleExchangeFailed: "apple-exchange-failed"
+        case .invalidAuthorizationCode: "invalid-authorization-code"
+        case .conversionInterrupted: "conversion-interrupted"
+        case .upgradeExpired: "upgrade-expired"
+        }
+    }
+}
