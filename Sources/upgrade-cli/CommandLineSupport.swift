@@ -114,6 +114,12 @@ struct ArgumentReader {
         return remaining.remove(at: index)
     }
 
+    /// Everything not consumed yet, in order.
+    mutating func remainingWords() -> [String] {
+        defer { remaining = [] }
+        return remaining
+    }
+
     func finish() throws {
         if let extra = remaining.first {
             throw UsageError(extra.hasPrefix("--") ? "unknown option \(extra)" : "unexpected argument '\(extra)'")

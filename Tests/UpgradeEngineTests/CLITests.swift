@@ -111,6 +111,44 @@ struct CLITests {
         #expect(try runCLI(["accounts", "show", "nobody", "--db", db]).status == 1)
     }
 
+    @Test("--help, -h and help print usage on stdout and exit 0, for the tool, a command group and each command")
+    func help() throws {
+        for arguments in [["--help"], ["-h"], ["help"]] {
+            let result = try runCLI(arguments)
+            #expect(result.status == 0 && result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.hasPrefix("usage: upgrade-cli COMMAND"), "\(arguments)")
+            #expect(result.stdout.contains("transfer prepare") && result.stdout.contains("exit codes"), "\(arguments)")
+        }
+        let commands = [
+            ["transfer", "prepare"], ["db", "migrate"], ["accounts", "add"], ["serve"], ["token", "verify"],
+            ["emulator", "serve"],
+        ]
+        for command in commands {
+            let spelled = command.joined(separator: " ")
+            for arguments in [command + ["--help"], command + ["-h"], ["help"] + command, ["--help"] + command] {
+                let result = try runCLI(arguments, environment: ["UPGRADE_DB": "postgres://unused"])
+                #expect(result.status == 0 && result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+                #expect(result.stdout.hasPrefix("usage: upgrade-cli \(spelled)"), "\(arguments): \(result.stdout)")
+            }
+        }
+        // A group lists its commands.
+        for arguments in [["transfer", "--help"], ["help", "transfer"], ["db", "-h"]] {
+            let result = try runCLI(arguments)
+            #expect(result.status == 0 && result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.hasPrefix("usage: upgrade-cli \(arguments.contains("db") ? "db" : "transfer") "))
+        }
+        let transfer = try runCLI(["transfer", "--help"])
+        for command in ["transfer prepare", "transfer complete", "transfer status"] {
+            #expect(transfer.stdout.contains(command))
+        }
+        // Help for something that does not exist is still an error.
+        for arguments in [["help", "bogus"], ["--help", "transfer", "bogus"], ["bogus", "--help"]] {
+            let result = try runCLI(arguments)
+            #expect(result.status == 2 && result.stdout.isEmpty, "\(arguments)")
+            #expect(result.stderr.hasPrefix("error: unknown command"), "\(arguments): \(result.stderr)")
+        }
+    }
+
     @Test("demo: the whole upgrade over HTTP succeeds and the old password is refused")
     func demo() throws {
         let result = try runCLI(["demo"])
