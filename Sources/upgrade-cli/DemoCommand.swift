@@ -33,7 +33,7 @@ struct DemoCommand: CLICommand {
         do {
             settings = try ServerSettings.load(values, development: true)
         } catch {
-            throw UsageError(error.message)
+            throw ServeOptions.configuration(error)
         }
         let application = try UpgradeApplication(settings: settings, log: RequestLog(write: { _ in }))
         try application.server.start()

@@ -149,6 +149,33 @@ struct CLITests {
         }
     }
 
+    @Test("serve: --admin-tokens-file is an unknown option and UPGRADE_ADMIN_TOKENS_FILE one clear line, exit 2")
+    func adminTokensUnavailable() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tokens = directory.appendingPathComponent("admin-tokens")
+        try "token\n".write(to: tokens, atomically: true, encoding: .utf8)
+        // A database that cannot be opened: should the refusal be missing, serve still stops.
+        let database = "sqlite:" + directory.appendingPathComponent("absent/db.sqlite").path
+        let flag = try runCLI(
+            ["serve", "--dev", "--listen", "127.0.0.1:0", "--db", database, "--admin-tokens-file", tokens.path]
+        )
+        #expect(flag.status == 2)
+        #expect(flag.stderr.hasPrefix("error: unknown option --admin-tokens-file\nusage: "), "\(flag.stderr)")
+        let variable = try runCLI(
+            ["serve", "--dev", "--listen", "127.0.0.1:0", "--db", database],
+            environment: ["UPGRADE_ADMIN_TOKENS_FILE": tokens.path]
+        )
+        #expect(variable.status == 2)
+        #expect(
+            variable.stderr == "error: UPGRADE_ADMIN_TOKENS_FILE: admin endpoints are not available yet; unset it\n",
+            "\(variable.stderr)"
+        )
+        let help = try runCLI(["serve", "--help"])
+        #expect(!help.stdout.contains("admin"))
+    }
+
     @Test("demo: the whole upgrade over HTTP succeeds and the old password is refused")
     func demo() throws {
         let result = try runCLI(["demo"])
