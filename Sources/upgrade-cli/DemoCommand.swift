@@ -35,7 +35,7 @@ struct DemoCommand: CLICommand {
         } catch {
             throw ServeOptions.configuration(error)
         }
-        let application = try UpgradeApplication(settings: settings, log: RequestLog(write: { _ in }))
+        let application = try ServeOptions.assemble(settings, log: RequestLog(write: { _ in }), shutdownSignals: [])
         try application.server.start()
         defer { application.stop() }
         guard let development = application.development else {

@@ -69,17 +69,21 @@ enum ServeOptions {
         CommandFailure(error.problems.joined(separator: "\nerror: "), exitCode: ExitCode.usage)
     }
 
-    static func assemble(_ settings: ServerSettings, log: RequestLog = RequestLog()) throws -> UpgradeApplication {
+    static func assemble(
+        _ settings: ServerSettings,
+        log: RequestLog = RequestLog(),
+        shutdownSignals: [Int32] = [SIGTERM, SIGINT]
+    ) throws -> UpgradeApplication {
         do {
             return try UpgradeApplication(
                 settings: settings,
                 log: log,
-                configureServer: { $0.shutdownSignals = [SIGTERM, SIGINT] }
+                configureServer: { $0.shutdownSignals = shutdownSignals }
             )
         } catch let error as ServerSettingsError {
             throw configuration(error)
         } catch let error as StorageError {
-            throw UsageError("UPGRADE_DB: \(error.message)")
+            throw CommandFailure.configuration("UPGRADE_DB: \(error.message)")
         }
     }
 }

@@ -55,7 +55,12 @@ public struct ServerSettings: Sendable {
 
         var database = DatabaseLocation.sqlite(path: development ? "siwa-dev.db" : "upgrade.db")
         if let text = value("UPGRADE_DB") {
-            do { database = try DatabaseLocation.parse(text) } catch { problems.append(error.message) }
+            do {
+                database = try DatabaseLocation.parse(text)
+                try database.requireAvailable()
+            } catch {
+                problems.append("UPGRADE_DB: \(error.message)")
+            }
         }
 
         var host = "127.0.0.1"
