@@ -23,6 +23,12 @@ struct CommandFailure: Error, CustomStringConvertible {
         description = message
         self.exitCode = exitCode
     }
+
+    /// A configuration problem (the environment, a file, the database): exit 2 without the usage
+    /// text, since the command line itself was fine.
+    static func configuration(_ message: String) -> CommandFailure {
+        CommandFailure(message, exitCode: ExitCode.usage)
+    }
 }
 
 /// One subcommand. `run` returns the process exit code.
@@ -112,6 +118,12 @@ struct ArgumentReader {
             throw UsageError("missing \(what)")
         }
         return remaining.remove(at: index)
+    }
+
+    /// Everything not consumed yet, in order.
+    mutating func remainingWords() -> [String] {
+        defer { remaining = [] }
+        return remaining
     }
 
     func finish() throws {

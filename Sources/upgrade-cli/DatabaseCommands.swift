@@ -4,15 +4,18 @@ import UpgradeEngine
 /// Opens the store named by `--db` or `UPGRADE_DB` (default `sqlite:upgrade.db`).
 enum StoreOption {
     /// Reads the location without touching the database: commands call `open` only after every
-    /// argument is validated, so bad input never creates a database file.
+    /// argument is validated, so bad input never creates a database file. A bad `--db` is a usage
+    /// error; a bad `UPGRADE_DB` is a configuration problem: one line naming it, no usage text.
     static func location(_ arguments: inout ArgumentReader) throws -> DatabaseLocation {
-        let text =
-            try arguments.option("--db") ?? ProcessInfo.processInfo.environment["UPGRADE_DB"]
-            ?? DatabaseLocation.defaultValue
+        let flag = try arguments.option("--db")
+        let variable = ProcessInfo.processInfo.environment["UPGRADE_DB"].flatMap { $0.isEmpty ? nil : $0 }
         do {
-            return try DatabaseLocation.parse(text)
+            let location = try DatabaseLocation.parse(flag ?? variable ?? DatabaseLocation.defaultValue)
+            try location.requireAvailable()
+            return location
         } catch {
-            throw UsageError(error.message)
+            if flag != nil { throw UsageError("--db: \(error.message)") }
+            throw CommandFailure.configuration("UPGRADE_DB: \(error.message)")
         }
     }
 
@@ -20,7 +23,7 @@ enum StoreOption {
         do {
             return try location.open()
         } catch {
-            throw UsageError(error.message)
+            throw CommandFailure.configuration(error.message)
         }
     }
 
@@ -29,7 +32,7 @@ enum StoreOption {
         let store = try open(location)
         let pending = try store.migrationStatus().filter { $0.appliedAt == nil }
         guard pending.isEmpty else {
-            throw UsageError(
+            throw CommandFailure.configuration(
                 "the database has \(pending.count) pending migration(s); run 'upgrade-cli db migrate' first"
             )
         }

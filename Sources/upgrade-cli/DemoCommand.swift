@@ -33,9 +33,9 @@ struct DemoCommand: CLICommand {
         do {
             settings = try ServerSettings.load(values, development: true)
         } catch {
-            throw UsageError(error.message)
+            throw ServeOptions.configuration(error)
         }
-        let application = try UpgradeApplication(settings: settings, log: RequestLog(write: { _ in }))
+        let application = try ServeOptions.assemble(settings, log: RequestLog(write: { _ in }), shutdownSignals: [])
         try application.server.start()
         defer { application.stop() }
         guard let development = application.development else {

@@ -12,7 +12,7 @@ struct ServeCommand: CLICommand {
     static let path = ["serve"]
     static let summary = "run the REST API (--dev: embedded defaults, in-process Apple emulator, demo account)"
     static let usage =
-        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID] [--private-key-file P8] [--secret-key-file FILE] [--admin-tokens-file FILE] [--client-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--conversion-timeout SECONDS]"
+        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--conversion-timeout SECONDS]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let development = arguments.flag("--dev")
@@ -22,7 +22,7 @@ struct ServeCommand: CLICommand {
         do {
             settings = try ServerSettings.load(values, development: development)
         } catch {
-            throw UsageError(error.problems.map { $0 }.joined(separator: "\nerror: "))
+            throw ServeOptions.configuration(error)
         }
         // Request logs are written in batches (see LogBuffer), flushed below before exiting.
         let logs = LogBuffer()
@@ -54,26 +54,36 @@ struct ServeCommand: CLICommand {
 /// Flags and environment folded into one map of variable names, flags winning.
 enum ServeOptions {
     static func read(_ arguments: inout ArgumentReader) throws -> [String: String] {
-        var values = ProcessInfo.processInfo.environment.filter { key, _ in
-            ServerSettings.variables.contains { $0.variable == key }
-        }
+        // The unavailable ones too, so that `load` refuses them.
+        let names = ServerSettings.variables.map(\.variable) + ServerSettings.unavailableVariables.map(\.variable)
+        var values = ProcessInfo.processInfo.environment.filter { key, _ in names.contains(key) }
         for (variable, flag) in ServerSettings.variables {
             if let value = try arguments.option(flag) { values[variable] = value }
         }
         return values
     }
 
-    static func assemble(_ settings: ServerSettings, log: RequestLog = RequestLog()) throws -> UpgradeApplication {
+    /// Every problem on its own line, exit 2, and no usage text: each names the variable (or its
+    /// flag's variable) and the fix, and the command line itself was fine.
+    static func configuration(_ error: ServerSettingsError) -> CommandFailure {
+        CommandFailure(error.problems.joined(separator: "\nerror: "), exitCode: ExitCode.usage)
+    }
+
+    static func assemble(
+        _ settings: ServerSettings,
+        log: RequestLog = RequestLog(),
+        shutdownSignals: [Int32] = [SIGTERM, SIGINT]
+    ) throws -> UpgradeApplication {
         do {
             return try UpgradeApplication(
                 settings: settings,
                 log: log,
-                configureServer: { $0.shutdownSignals = [SIGTERM, SIGINT] }
+                configureServer: { $0.shutdownSignals = shutdownSignals }
             )
         } catch let error as ServerSettingsError {
-            throw UsageError(error.problems.joined(separator: "\nerror: "))
+            throw configuration(error)
         } catch let error as StorageError {
-            throw UsageError("UPGRADE_DB: \(error.message)")
+            throw CommandFailure.configuration("UPGRADE_DB: \(error.message)")
         }
     }
 }

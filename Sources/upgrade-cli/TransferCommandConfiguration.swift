@@ -20,7 +20,7 @@ struct TransferCommandConfiguration {
     /// A configuration problem: one line naming the variable, exit 2, no usage text (the command
     /// line was fine).
     static func problem(_ message: String) -> CommandFailure {
-        CommandFailure(message, exitCode: ExitCode.usage)
+        .configuration(message)
     }
 
     static func load(_ environment: [String: String]) throws -> TransferCommandConfiguration {

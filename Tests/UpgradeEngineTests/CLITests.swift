@@ -111,6 +111,96 @@ struct CLITests {
         #expect(try runCLI(["accounts", "show", "nobody", "--db", db]).status == 1)
     }
 
+    @Test("--help, -h and help print usage on stdout and exit 0, for the tool, a command group and each command")
+    func help() throws {
+        for arguments in [["--help"], ["-h"], ["help"]] {
+            let result = try runCLI(arguments)
+            #expect(result.status == 0 && result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.hasPrefix("usage: upgrade-cli COMMAND"), "\(arguments)")
+            #expect(result.stdout.contains("transfer prepare") && result.stdout.contains("exit codes"), "\(arguments)")
+        }
+        let commands = [
+            ["transfer", "prepare"], ["db", "migrate"], ["accounts", "add"], ["serve"], ["token", "verify"],
+            ["emulator", "serve"],
+        ]
+        for command in commands {
+            let spelled = command.joined(separator: " ")
+            for arguments in [command + ["--help"], command + ["-h"], ["help"] + command, ["--help"] + command] {
+                let result = try runCLI(arguments, environment: ["UPGRADE_DB": "postgres://unused"])
+                #expect(result.status == 0 && result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+                #expect(result.stdout.hasPrefix("usage: upgrade-cli \(spelled)"), "\(arguments): \(result.stdout)")
+            }
+        }
+        // A group lists its commands.
+        for arguments in [["transfer", "--help"], ["help", "transfer"], ["db", "-h"]] {
+            let result = try runCLI(arguments)
+            #expect(result.status == 0 && result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.hasPrefix("usage: upgrade-cli \(arguments.contains("db") ? "db" : "transfer") "))
+        }
+        let transfer = try runCLI(["transfer", "--help"])
+        for command in ["transfer prepare", "transfer complete", "transfer status"] {
+            #expect(transfer.stdout.contains(command))
+        }
+        // Help for something that does not exist is still an error.
+        for arguments in [["help", "bogus"], ["--help", "transfer", "bogus"], ["bogus", "--help"]] {
+            let result = try runCLI(arguments)
+            #expect(result.status == 2 && result.stdout.isEmpty, "\(arguments)")
+            #expect(result.stderr.hasPrefix("error: unknown command"), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test("serve: --admin-tokens-file is an unknown option and UPGRADE_ADMIN_TOKENS_FILE one clear line, exit 2")
+    func adminTokensUnavailable() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tokens = directory.appendingPathComponent("admin-tokens")
+        try "token\n".write(to: tokens, atomically: true, encoding: .utf8)
+        // A database that cannot be opened: should the refusal be missing, serve still stops.
+        let database = "sqlite:" + directory.appendingPathComponent("absent/db.sqlite").path
+        let flag = try runCLI(
+            ["serve", "--dev", "--listen", "127.0.0.1:0", "--db", database, "--admin-tokens-file", tokens.path]
+        )
+        #expect(flag.status == 2)
+        #expect(flag.stderr.hasPrefix("error: unknown option --admin-tokens-file\nusage: "), "\(flag.stderr)")
+        let variable = try runCLI(
+            ["serve", "--dev", "--listen", "127.0.0.1:0", "--db", database],
+            environment: ["UPGRADE_ADMIN_TOKENS_FILE": tokens.path]
+        )
+        #expect(variable.status == 2)
+        #expect(
+            variable.stderr == "error: UPGRADE_ADMIN_TOKENS_FILE: admin endpoints are not available yet; unset it\n",
+            "\(variable.stderr)"
+        )
+        let help = try runCLI(["serve", "--help"])
+        #expect(!help.stdout.contains("admin"))
+    }
+
+    @Test("a postgres:// UPGRADE_DB is one line naming the variable, exit 2, for every command that opens a database")
+    func postgresRefusedInOneLine() throws {
+        let url = "postgres://upgrade:secretpw@db.example.com/upgrade"
+        let expected = "error: UPGRADE_DB: the PostgreSQL backend is not available in this build; use sqlite:PATH\n"
+        let commands = [
+            ["db", "migrate"], ["db", "status"], ["accounts", "add", "bob"], ["accounts", "show", "bob"],
+            ["transfer", "status"], ["transfer", "prepare", "--target-team", "TEAMB12345"],
+            ["transfer", "complete", "--accepted-at", "2025-06-01"], ["serve", "--dev", "--listen", "127.0.0.1:0"],
+        ]
+        for command in commands {
+            let result = try runCLI(command, stdin: "a password", environment: ["UPGRADE_DB": url])
+            #expect(result.status == 2, "\(command)")
+            #expect(result.stderr == expected, "\(command): \(result.stderr)")
+            #expect(result.stdout.isEmpty, "\(command): \(result.stdout)")
+        }
+        // Given as --db, it is the command line that is wrong: the flag is named, with the usage.
+        let flag = try runCLI(["db", "status", "--db", url])
+        #expect(flag.status == 2)
+        #expect(flag.stderr.hasPrefix("error: --db: the PostgreSQL backend is not available"), "\(flag.stderr)")
+        #expect(flag.stderr.contains("\nusage: upgrade-cli db status"))
+        let demo = try runCLI(["demo", "--db", url])
+        #expect(demo.status == 2 && demo.stderr == expected, "\(demo.stderr)")
+        #expect(!flag.stderr.contains("secretpw") && !demo.stderr.contains("secretpw"))
+    }
+
     @Test("demo: the whole upgrade over HTTP succeeds and the old password is refused")
     func demo() throws {
         let result = try runCLI(["demo"])

@@ -103,10 +103,7 @@ struct IdentityTokenCLITests {
             ),
             ([token, "--jwks", broken.path, "--audience", "a"], "not valid JSON"),
             ([token, "--jwks", empty.path, "--audience", "a"], "no RS256 signature key"),
-            (
-                [token, "--jwks", "https://appleid.apple.com/auth/keys", "--audience", "a"],
-                "--jwks URL is not supported yet"
-            ),
+            ([token, "--jwks", "http://example.com/auth/keys", "--audience", "a"], "uses plain http"),
             ([token, "--jwks", Self.jwks, "--audience", "a", "--now", "soon"], "--now must be an integer"),
             ([token, "--jwks", Self.jwks, "--audience", "a", "--leeway", "3600"], "leeway must be 0 to 600"),
             ([token, "--jwks", Self.jwks, "--audience", "a", "--bogus"], "unknown option --bogus"),

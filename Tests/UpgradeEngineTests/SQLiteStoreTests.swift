@@ -224,6 +224,48 @@ struct SQLiteStoreTests {
         #expect(try db.store.read { try $0.transferRecord(accountID: alice.id) }?.status == "prepared")
     }
 
+    @Test("inserting a transfer record another request created is a lost race; another account's old sub is refused")
+    func transferRecordInsertRace() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        let bob = account("bob")
+        let record = TransferRecord(
+            accountID: alice.id,
+            status: "transferPrepared",
+            machine: "{}",
+            oldSub: "001.old.1",
+            transferSub: "001.transfer.1",
+            newSub: nil,
+            targetTeamID: "TEAMB12345",
+            failureReason: nil,
+            attempts: 1,
+            windowEndsAt: nil,
+            updatedAt: Self.now
+        )
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.insertAccount(bob)
+            try tx.upsertTransferRecord(record, expectedVersion: nil)
+        }
+        // The same record again, as a second batch that read the account before the first wrote it.
+        do {
+            try db.store.write { try $0.upsertTransferRecord(record, expectedVersion: nil) }
+            Issue.record("a second insert for the account was accepted")
+        } catch let error as StorageError {
+            #expect(error.code == .versionConflict, "\(error)")
+        }
+        var other = record
+        other.accountID = bob.id
+        other.transferSub = "001.transfer.2"
+        do {
+            try db.store.write { try $0.upsertTransferRecord(other, expectedVersion: nil) }
+            Issue.record("two accounts share an old sub")
+        } catch let error as StorageError {
+            #expect(error.code == .uniqueViolation && error.constraint == "transfer_records.old_sub", "\(error)")
+        }
+        #expect(try db.store.read { try $0.transferRecords(status: nil, limit: 10) }.map(\.accountID) == [alice.id])
+    }
+
     func link(_ accountID: String, sub: String) -> AppleLinkRecord {
         AppleLinkRecord(
             accountID: accountID,

@@ -298,3 +298,30 @@ final class RowCollector: Sendable {
     var all: [TransferRowReport] { rows.withLock { $0 } }
     func row(_ accountID: String) -> TransferRowReport? { all.first { $0.accountID == accountID } }
 }
+
+/// A store shared with another process that commits between this one's reads and its first write:
+/// `beforeFirstWrite` runs once, just before the first write transaction starts, so a batch's
+/// race with a concurrent batch is played in a fixed order.
+final class InterleavingStore: UpgradeStore {
+    private let base: any UpgradeStore
+    private let beforeFirstWrite: Mutex<(@Sendable () throws -> Void)?>
+
+    init(_ base: any UpgradeStore, beforeFirstWrite: @escaping @Sendable () throws -> Void) {
+        self.base = base
+        self.beforeFirstWrite = Mutex(beforeFirstWrite)
+    }
+
+    func migrate(now: Int64) throws(StorageError) -> [MigrationStatus] { try base.migrate(now: now) }
+    func migrationStatus() throws(StorageError) -> [MigrationStatus] { try base.migrationStatus() }
+    func ping() throws(StorageError) { try base.ping() }
+    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T { try base.read(body) }
+
+    func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        let hook = beforeFirstWrite.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }
+        try hook?()
+        return try base.write(body)
+    }
+}

@@ -214,6 +214,59 @@ struct TransferServiceTests {
         }
     }
 
+    @Test("two prepare batches racing over one database: each account prepared once, no row fails in either")
+    func racingPrepareBatches() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<4).map { try world.addLinkedUser("user\($0)") }
+        // Apple's answers, which are the same for both batches (stable per user and recipient team).
+        let token = try await world.clientA.teamAccessToken(clientID: TransferWorld.clientID).accessToken
+        var transferSubs: [String: String] = [:]
+        for user in users {
+            transferSubs[user.accountID] = try await world.clientA.transferSub(
+                forSub: user.subA,
+                target: TransferWorld.teamB,
+                clientID: TransferWorld.clientID,
+                accessToken: token
+            )
+        }
+        // The other batch records every account after this one has read its first account and asked
+        // Apple, and before this one writes: its first commit finds a record it did not read.
+        let sender = world.sender
+        let now = world.now
+        let identifiers = transferSubs
+        let store = InterleavingStore(world.store) {
+            for (accountID, transferSub) in identifiers {
+                var commit = TransferService.Commit(event: .transferIdentifierObtained(transferSub: transferSub))
+                commit.isStepOutcome = true
+                commit.targetTeamID = TransferWorld.teamB
+                _ = try sender.commit(accountID: accountID, commit, now: now)
+            }
+        }
+        let late = TransferService(
+            store: store,
+            apple: CountingMigrator(world.clientA),
+            configuration: TransferServiceConfiguration(teamID: TransferWorld.teamA)
+        )
+        let rows = RowCollector()
+        let summary = try await late.prepare(
+            targetTeamID: TransferWorld.teamB,
+            clientID: TransferWorld.clientID,
+            windowEndsAt: nil,
+            now: now,
+            options: TransferWorld.options(concurrency: 1, onRow: rows.onRow)
+        )
+
+        #expect(summary.failedRows == 0 && summary.exitStatus == 0, "\(summary.line)")
+        #expect(summary.outcomes[.alreadyDone] == users.count, "\(summary.line)")
+        for user in users {
+            let row = rows.row(user.accountID)
+            #expect(row?.outcome == .alreadyDone && row?.to == .transferPrepared, "\(String(describing: row))")
+            #expect(try world.auditEvents(user, named: "transfer.transferIdentifierObtained") == 1)
+            #expect(try world.record(user)?.attempts == 1, "one preparation recorded")
+            #expect(try world.record(user)?.transferSub == transferSubs[user.accountID])
+        }
+    }
+
     @Test("a dry run makes no per-user Apple call and writes nothing, and says what would happen")
     func dryRun() async throws {
         let world = try TransferWorld()

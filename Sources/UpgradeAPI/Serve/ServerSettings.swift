@@ -18,7 +18,6 @@ public struct ServerSettings: Sendable {
     public var privateKey: P256PrivateKey?
     /// The box opened from `secretKeyFile` while validating; nil means the development key (`--dev` only).
     public var secrets: SecretBox?
-    public var adminTokensFile: String?
     public var development: Bool
     /// Failed credential checks allowed per client (`UPGRADE_CLIENT_THROTTLE`); nil when `off`.
     public var clientThrottle: ClientThrottle.Policy?
@@ -35,9 +34,15 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_DB", "--db"), ("UPGRADE_LISTEN", "--listen"), ("APPLE_BASE_URL", "--apple-base-url"),
         ("APPLE_CLIENT_IDS", "--client-ids"), ("APPLE_TEAM_ID", "--team-id"), ("APPLE_KEY_ID", "--key-id"),
         ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
-        ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"), ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
+        ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
         ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"), ("UPGRADE_TRUSTED_PROXIES", "--trusted-proxies"),
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
+    ]
+
+    /// Variables of features this build does not have yet. Each is refused when set rather than
+    /// ignored, so nobody believes they configured something; their flags are unknown options.
+    public static let unavailableVariables: [(variable: String, reason: String)] = [
+        ("UPGRADE_ADMIN_TOKENS_FILE", "admin endpoints are not available yet; unset it")
     ]
 
     public static let appleProductionURL = "https://appleid.apple.com"
@@ -54,7 +59,12 @@ public struct ServerSettings: Sendable {
 
         var database = DatabaseLocation.sqlite(path: development ? "siwa-dev.db" : "upgrade.db")
         if let text = value("UPGRADE_DB") {
-            do { database = try DatabaseLocation.parse(text) } catch { problems.append(error.message) }
+            do {
+                database = try DatabaseLocation.parse(text)
+                try database.requireAvailable()
+            } catch {
+                problems.append("UPGRADE_DB: \(error.message)")
+            }
         }
 
         var host = "127.0.0.1"
@@ -139,9 +149,8 @@ public struct ServerSettings: Sendable {
             problems.append("UPGRADE_SECRET_KEY_FILE: required outside --dev; \(SecretKeyFile.howToCreate)")
         }
 
-        let adminTokensFile = value("UPGRADE_ADMIN_TOKENS_FILE")
-        if let adminTokensFile, !FileManager.default.isReadableFile(atPath: adminTokensFile) {
-            problems.append("UPGRADE_ADMIN_TOKENS_FILE: cannot read \(adminTokensFile)")
+        for (variable, reason) in unavailableVariables where value(variable) != nil {
+            problems.append("\(variable): \(reason)")
         }
 
         var clientThrottle: ClientThrottle.Policy? = .default
@@ -204,7 +213,6 @@ public struct ServerSettings: Sendable {
             secretKeyFile: secretKeyFile,
             privateKey: privateKey,
             secrets: secrets,
-            adminTokensFile: adminTokensFile,
             development: development,
             clientThrottle: clientThrottle,
             trustedProxies: trustedProxies,

@@ -22,12 +22,16 @@ extension AppleClient {
             self.isLoopback = false
         }
 
-        public init(_ text: String) throws(AppleClientConfigurationError) {
+        /// `setting` and `expected` name, in messages, where the URL came from and what it should be.
+        public init(
+            _ text: String,
+            setting: String = "APPLE_BASE_URL",
+            expected: String = "https://appleid.apple.com or the emulator at http://127.0.0.1:PORT"
+        ) throws(AppleClientConfigurationError) {
             func invalid(_ why: String) -> AppleClientConfigurationError {
                 AppleClientConfigurationError(
                     .invalidBaseURL,
-                    "APPLE_BASE_URL \(IdentityTokenError.quoted(text)) \(why); expected https://appleid.apple.com "
-                        + "or the emulator at http://127.0.0.1:PORT"
+                    "\(setting) \(IdentityTokenError.quoted(text)) \(why); expected \(expected)"
                 )
             }
             guard !text.isEmpty, text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f }) else {
@@ -52,7 +56,7 @@ extension AppleClient {
             case "http":
                 throw AppleClientConfigurationError(
                     .insecureBaseURL,
-                    "APPLE_BASE_URL \(IdentityTokenError.quoted(text)) uses plain http to a host that is not loopback; "
+                    "\(setting) \(IdentityTokenError.quoted(text)) uses plain http to a host that is not loopback; "
                         + "use https (plain http is only for the emulator at http://127.0.0.1:PORT or http://localhost:PORT)"
                 )
             default:

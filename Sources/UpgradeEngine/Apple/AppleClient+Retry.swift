@@ -34,7 +34,7 @@ extension AppleClient {
             }
 
             guard attempt < policy.maximumAttempts else {
-                throw unavailable(call, "\(reason) on each of \(attempt) attempts")
+                throw unavailable(call, attempt == 1 ? reason : "\(reason) on each of \(attempt) attempts")
             }
             var delay = policy.backoff(afterAttempt: attempt)
             if let retryAfter {

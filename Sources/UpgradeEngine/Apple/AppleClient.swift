@@ -164,7 +164,20 @@ public final class AppleClient: AppleTokenExchanging, AppleKeySetFetching {
 
     /// Apple's current key set and the `max-age` it may be cached for.
     public func fetchKeySet() async throws(AppleEndpointError) -> AppleFetchedKeySet {
-        var call = Call(get: "/auth/keys")
+        try await fetchKeySet(path: "/auth/keys")
+    }
+
+    /// A key set at another path under the base URL (`token verify --jwks URL`): a percent-encoded
+    /// path, refused unless it is one (no space, query or fragment could reach the request line).
+    public func fetchKeySet(path: String) async throws(AppleEndpointError) -> AppleFetchedKeySet {
+        guard path.hasPrefix("/"), path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != 0x3f && $0 != 0x23 }) else {
+            throw AppleEndpointError(
+                code: .invalidRequest,
+                httpStatus: nil,
+                message: "the key set's path is not a URL path"
+            )
+        }
+        var call = Call(get: path)
         call.limit = JWKSet.maximumJSONBytes
         return try await perform(call).keySet()
     }

@@ -5,35 +5,39 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
 
     public static let defaultValue = "sqlite:upgrade.db"
 
+    /// Messages here do not name the setting: the caller knows whether the value came from
+    /// `UPGRADE_DB` or a `--db` flag, and prefixes it.
     public static func parse(_ text: String) throws(StorageError) -> DatabaseLocation {
         if text.hasPrefix("sqlite:") {
             let path = String(text.dropFirst("sqlite:".count))
             guard !path.isEmpty else {
-                throw StorageError(.configuration, "UPGRADE_DB: 'sqlite:' needs a file path, e.g. sqlite:upgrade.db")
+                throw StorageError(.configuration, "'sqlite:' needs a file path, e.g. sqlite:upgrade.db")
             }
             return .sqlite(path: path)
         }
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
             return .postgres(url: text)
         }
-        throw StorageError(
-            .configuration,
-            "UPGRADE_DB: expected sqlite:PATH or postgres://..., got a value with neither prefix"
-        )
+        throw StorageError(.configuration, "expected sqlite:PATH or postgres://..., got a value with neither prefix")
     }
 
-    /// Opens the store. PostgreSQL is part of the design but not built yet: it is refused clearly.
+    /// Refuses a backend this build does not have, so that it is reported with the other settings
+    /// before anything is opened. PostgreSQL is part of the design but not built yet.
+    public func requireAvailable() throws(StorageError) {
+        if case .postgres = self { throw Self.postgresUnavailable }
+    }
+
     public func open() throws(StorageError) -> any UpgradeStore {
         switch self {
-        case .sqlite(let path):
-            return try SQLiteStore(path: path)
-        case .postgres:
-            throw StorageError(
-                .configuration,
-                "UPGRADE_DB: the PostgreSQL backend is not available in this build; use sqlite:PATH"
-            )
+        case .sqlite(let path): return try SQLiteStore(path: path)
+        case .postgres: throw Self.postgresUnavailable
         }
     }
+
+    private static let postgresUnavailable = StorageError(
+        .configuration,
+        "the PostgreSQL backend is not available in this build; use sqlite:PATH"
+    )
 
     /// Printable without credentials (a postgres URL may carry a password).
     public var description: String {

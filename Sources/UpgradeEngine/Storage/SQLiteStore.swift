@@ -15,7 +15,7 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
 
     /// Opens (creating if needed) the database file. The schema is not touched: call `migrate`.
     public init(path: String, maxConnections: Int = 8) throws(StorageError) {
-        guard !path.isEmpty else { throw StorageError(.configuration, "UPGRADE_DB: empty SQLite path") }
+        guard !path.isEmpty else { throw StorageError(.configuration, "the SQLite path is empty") }
         self.path = path
         self.maxConnections = max(1, maxConnections)
         // Open one connection now so a bad path fails at start-up, not on the first request.

@@ -420,8 +420,10 @@ struct SQLiteTransaction: StoreTransaction {
 
     private static let transferColumns =
         "account_id, status, machine, old_sub, transfer_sub, new_sub, target_team_id, failure_reason, attempts, window_ends_at, updated_at, version"
+    /// SQLite checks an upsert's target first, so a record another request inserted meanwhile is
+    /// recognised by its `account_id` before `old_sub`, which it shares, could refuse the row.
     private static let insertTransfer =
-        "INSERT INTO transfer_records (\(Self.transferColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
+        "INSERT INTO transfer_records (\(Self.transferColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (account_id) DO NOTHING"
     private static let selectTransferByAccount =
         "SELECT \(Self.transferColumns) FROM transfer_records WHERE account_id = ?"
     private static let selectTransferBySub =
@@ -460,6 +462,10 @@ struct SQLiteTransaction: StoreTransaction {
                     .integer(record.updatedAt),
                 ]
             )
+            // Read as absent, inserted by another request since: the same lost race as a stale version.
+            guard connection.changes == 1 else {
+                throw StorageError(.versionConflict, "transfer record was created by another request; reload and retry")
+            }
             return
         }
         // The indexed columns are set apart (`setIndexedColumn`): most transitions change `status`

@@ -77,7 +77,8 @@ public protocol StoreTransaction {
 
     // Team transfer
     /// Inserts the record (`expectedVersion` nil) or updates it. `oldSub`, the Apple id the account
-    /// had when its transfer began, is fixed by the insert; an update leaves it as it is.
+    /// had when its transfer began, is fixed by the insert; an update leaves it as it is. Either
+    /// fails with `.versionConflict` when the record changed, or was created, since it was read.
     func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError)
     func transferRecord(accountID: String) throws(StorageError) -> TransferRecord?
     func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord?

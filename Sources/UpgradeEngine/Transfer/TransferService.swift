@@ -156,11 +156,9 @@ public final class TransferService: Sendable {
                 }
                 return (from, .applied(transition, machine.state))
             } catch let error as StorageError where error.code == .versionConflict {
-                continue
+                continue  // another request changed the record, or created it first
             } catch let error as StorageError where error.code == .uniqueViolation {
                 switch error.constraint {
-                case "transfer_records.account_id":
-                    continue  // another request created the record first
                 case "apple_links.sub":
                     try auditSubConflict(accountID: accountID, status: from, commit: commit, now: now)
                     return (from, .subConflict(snapshot.machine.state))
