@@ -50,6 +50,15 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         cause = failure.cause
     }
 
+    /// A sign-in or notification refusal, by `UpgradeProblems`' table.
+    public init(_ failure: SignInFailure) {
+        let (status, slug) = UpgradeProblems.problem(for: failure.kind)
+        var headers = HTTPHeaders()
+        if failure.kind == .storeUnavailable { headers.replaceOrAppend(name: "Retry-After", value: "1") }
+        self.init(status: status, slug: slug, detail: failure.message, headers: headers)
+        cause = failure.cause
+    }
+
     public static func validation(_ detail: String) -> APIProblem {
         APIProblem(status: 422, slug: "validation", detail: detail, extensions: [.init("result", .string("failure"))])
     }

@@ -13,9 +13,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
 
     let upgrades: UpgradeService
     let transfers: TransferService
-    let apple: AppleConnections
-    /// Client ids whose identity tokens and notifications are accepted (`APPLE_CLIENT_IDS`).
-    let allowedAudiences: Set<String>
+    let signIns: SignInService
+    let notifications: AppleNotificationService
+    /// Pinged by `/readyz`.
     let store: any UpgradeStore
     let clock: @Sendable () -> Int64
     let metrics: Metrics
@@ -24,8 +24,6 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let clientThrottle: ClientThrottle?
     /// Proxies whose `X-Forwarded-For` names the client (`UPGRADE_TRUSTED_PROXIES`).
     let trustedProxies: TrustedProxies
-    /// Issues and checks the nonces `POST /v1/apple/sign-in` requires.
-    let signInNonces: SignInNonces
     /// Sampled at scrape time for the worker-queue gauge; set once the server exists.
     let statistics: @Sendable () -> HTTPServer.Statistics?
     private let router: Router<Operation>
@@ -33,28 +31,26 @@ public final class UpgradeAPIHandler: HTTPHandler {
     public init(
         upgrades: UpgradeService,
         transfers: TransferService,
-        apple: AppleConnections,
-        allowedAudiences: Set<String>,
+        signIns: SignInService,
+        notifications: AppleNotificationService,
         store: any UpgradeStore,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
         clientThrottle: ClientThrottle? = ClientThrottle(),
         trustedProxies: TrustedProxies = .none,
-        signInNonces: SignInNonces,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
     ) {
         self.upgrades = upgrades
         self.transfers = transfers
-        self.apple = apple
-        self.allowedAudiences = allowedAudiences
+        self.signIns = signIns
+        self.notifications = notifications
         self.store = store
         self.clock = clock
         self.metrics = metrics
         self.log = log
         self.clientThrottle = clientThrottle
         self.trustedProxies = trustedProxies
-        self.signInNonces = signInNonces
         self.statistics = statistics
         var router = Router<Operation>()
         router.add("POST", "/v1/upgrades", .startUpgrade)
@@ -116,6 +112,11 @@ public final class UpgradeAPIHandler: HTTPHandler {
             cause = problem.cause
             response = problem.response
         } catch let failure as UpgradeFailure {
+            let problem = APIProblem(failure)
+            problemSlug = problem.slug
+            cause = problem.cause
+            response = problem.response
+        } catch let failure as SignInFailure {
             let problem = APIProblem(failure)
             problemSlug = problem.slug
             cause = problem.cause

@@ -32,6 +32,25 @@ enum UpgradeProblems {
         .internalError: (500, "internal"),
     ]
 
+    /// The HTTP status and problem slug of a sign-in or notification failure kind.
+    static func problem(for kind: SignInFailure.Kind) -> (status: Int, slug: String) {
+        signInTable[kind] ?? (500, "internal")
+    }
+
+    static let signInTable: [SignInFailure.Kind: (status: Int, slug: String)] = [
+        .validation: (422, "validation"),
+        .nonceMismatch: (400, "nonce-mismatch"),
+        .invalidIdentityToken: (400, "invalid-identity-token"),
+        .invalidAuthorizationCode: (400, "invalid-authorization-code"),
+        .appleUnavailable: (502, "apple-unavailable"),
+        .notFound: (404, "not-found"),
+        .revoked: (403, "revoked"),
+        .subConflict: (409, "sub-conflict"),
+        .invalidNotification: (400, "invalid-notification"),
+        .storeUnavailable: (503, "not-ready"),
+        .internalError: (500, "internal"),
+    ]
+
     /// The slug `GET /v1/upgrades/{id}` shows for how an upgrade ended, or for a transition's problem.
     static func slug(for reason: UpgradeFailureReason) -> String {
         switch reason {

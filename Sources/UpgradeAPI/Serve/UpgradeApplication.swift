@@ -88,18 +88,31 @@ public final class UpgradeApplication: Sendable {
         configuration.onEvent = { event in log.log("info", "server", [("event", .string(event.description))]) }
         configureServer(&configuration)
         let statistics = StatisticsBox()
+        let signIns = SignInService(
+            store: store,
+            identityTokens: apple.keys,
+            apple: apple.client,
+            nonces: SignInNonces(secrets: secrets),
+            transfers: transfers,
+            upgrades: service
+        )
+        let notifications = AppleNotificationService(
+            store: store,
+            keys: apple.keys,
+            allowedAudiences: Set(settings.clientIDs + (settings.development ? [DevelopmentEnvironment.clientID] : [])),
+            transfers: transfers
+        )
         let handler = UpgradeAPIHandler(
             upgrades: service,
             transfers: transfers,
-            apple: apple,
-            allowedAudiences: Set(settings.clientIDs + (settings.development ? [DevelopmentEnvironment.clientID] : [])),
+            signIns: signIns,
+            notifications: notifications,
             store: store,
             clock: clock,
             metrics: metrics,
             log: log,
             clientThrottle: settings.clientThrottle.map { ClientThrottle(policy: $0) },
             trustedProxies: settings.trustedProxies,
-            signInNonces: SignInNonces(secrets: secrets),
             statistics: { statistics.server?.statistics }
         )
         operations = handler.operations
