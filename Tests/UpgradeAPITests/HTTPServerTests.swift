@@ -14,6 +14,7 @@ struct HTTPServerTests {
         let server = try TestServer()
         defer { #expect(server.stop()) }
         let client = try server.client()
+        var ids: Set<String> = []
         for _ in 0..<3 {
             try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
             let response = try client.readResponse()
@@ -22,7 +23,9 @@ struct HTTPServerTests {
             #expect(response.header("Content-Length") == "5")
             #expect(response.header("Content-Type") == "text/plain; charset=utf-8")
             #expect(response.header("Connection") == nil)
+            if let id = response.requestID { ids.insert(id) }
         }
+        #expect(ids.count == 3, "each response carries its own X-Request-Id")
         #expect(server.server.statistics.requestsReceived == 3)
         #expect(server.server.statistics.connectionsAccepted == 1)
     }
@@ -191,6 +194,8 @@ struct HTTPServerTests {
         #expect(busy.header("Retry-After") == "1")
         #expect(busy.header("Content-Type") == "application/problem+json")
         #expect(busy.problemSlug == "server-busy")
+        let busyID = try #require(busy.requestID, "the 503 carries an X-Request-Id")
+        #expect(server.events.contains("request \(busyID): answered 503 server-busy to 127.0.0.1"))
 
         handler.gate.open(2)
         #expect(try running.readResponse().text == "released")
@@ -309,10 +314,17 @@ struct HTTPServerTests {
         let client = try server.client()
         // A valid request first: the error must come after its answer, on the same connection.
         try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n" + shape.request)
-        #expect(try client.readResponse().status == 200)
+        let valid = try client.readResponse()
+        #expect(valid.status == 200)
         let response = try client.readResponse()
         #expect(response.status == shape.status, "\(shape.name)")
         #expect(response.problemSlug == shape.slug, "\(shape.name)")
+        let id = try #require(response.requestID, "\(shape.name): the error carries an X-Request-Id")
+        #expect(id != valid.requestID, "\(shape.name): a fresh id, not the previous request's")
+        #expect(
+            server.events.contains("request \(id): answered \(shape.status) \(shape.slug)"),
+            "\(shape.name): the server's event names the same id"
+        )
         #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.header("Connection") == "close")
         #expect(response.text.contains("\"status\":\(shape.status)"))
@@ -372,6 +384,7 @@ struct HTTPServerTests {
         for client in slow {
             let response = try client.readResponse()
             #expect(response.status == 408 && response.problemSlug == "request-timeout")
+            #expect(response.requestID.map { server.events.contains("request \($0): answered 408") } == true)
             try client.readUntilClosed()
         }
         #expect(server.server.statistics.requestsTimedOut == 150)
@@ -458,10 +471,12 @@ struct HTTPServerTests {
         try client.send("GET /throw HTTP/1.1\r\nHost: x\r\n\r\n")
         let thrown = try client.readResponse()
         #expect(thrown.status == 500 && thrown.problemSlug == "internal-error")
+        #expect(thrown.requestID.map { server.events.contains("request \($0): handler failed") } == true)
         #expect(!thrown.text.contains("TestFailure"), "the error itself is never echoed")
         try client.send("GET /split HTTP/1.1\r\nHost: x\r\n\r\n")
         let split = try client.readResponse()
         #expect(split.status == 500 && split.header("Set-Cookie") == nil && split.header("X-Injected") == nil)
+        #expect(split.requestID.map { server.events.contains("request \($0): invalid response") } == true)
         try client.send("GET /missing HTTP/1.1\r\nHost: x\r\n\r\n")
         let missing = try client.readResponse()
         #expect(missing.status == 404 && missing.problemSlug == "not-found", "a thrown HTTPProblem is sent as is")
@@ -506,10 +521,12 @@ struct HTTPServerTests {
         defer { #expect(server.stop()) }
         let client = try server.client()
         try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-        #expect(try client.readResponse().status == 100)
+        let interim = try client.readResponse()
+        #expect(interim.status == 100)
         try client.send("hello")
         let response = try client.readResponse()
         #expect(response.status == 200 && response.text == "hello")
+        #expect(interim.requestID != nil && interim.requestID == response.requestID, "one request, one id")
     }
 
     @Test("a chunked request body reaches the handler decoded")
@@ -538,7 +555,8 @@ struct HTTPServerTests {
         #expect(refused.status == 503 && refused.problemSlug == "connection-limit")
         try third.readUntilClosed()
         #expect(server.server.statistics.connectionsRefused == 1)
-        #expect(server.events.contains("connection limit 2 reached"))
+        let id = try #require(refused.requestID, "a refused connection's 503 carries an X-Request-Id")
+        #expect(server.events.contains("request \(id): connection limit 2 reached"))
     }
 
     @Test("a second server on a taken port refuses to start with a clear error")

@@ -37,6 +37,8 @@ final class Connection {
     var phase = Phase.open
     var pending: [PendingResponse] = []
     var nextSequence: UInt64 = 0
+    /// The id a `100 Continue` carried, kept for the final response to the same request.
+    var reservedRequestID: HTTPRequestID?
     var output: [UInt8] = []
     var outputOffset = 0
     /// The epoll events currently registered.

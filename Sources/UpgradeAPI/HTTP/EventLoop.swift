@@ -398,14 +398,15 @@ final class EventLoop: @unchecked Sendable {
     /// Answers a connection over the cap with a 503 (best effort, never blocking) and closes it.
     private func refuse(fd: Int32) {
         LoopCounters.increment(counters.refused)
+        let id = nextRequestID()
         if !refusingConnections {
             refusingConnections = true
-            context.report(.connectionLimitReached(limit: context.configuration.maxConnections))
+            context.report(.connectionLimitReached(limit: context.configuration.maxConnections, requestID: id))
         }
         var output: [UInt8] = []
         ResponseEncoder.encode(
             HTTPProblem.connectionLimit.response,
-            framing: .init(omitBody: false, close: true, confirmKeepAlive: false),
+            framing: .init(omitBody: false, close: true, confirmKeepAlive: false, requestID: id),
             date: date.current(),
             into: &output
         )
@@ -496,7 +497,8 @@ final class EventLoop: @unchecked Sendable {
             } else {
                 LoopCounters.increment(counters.timedOut)
                 let seconds = Double(context.requestTimeout) / 1e9
-                answerAndClose(connection, with: HTTPProblem.requestTimeout(seconds).response, now: now)
+                answerAndClose(connection, with: HTTPProblem.requestTimeout(seconds))
+                process(connection, now: now)
             }
         } else if now &- connection.idleSince >= context.keepAliveTimeout {
             close(connection)
