@@ -217,6 +217,16 @@ struct RESTEndToEndTests {
         let server = try DevServer()
         let wrongType = try await server.send("POST", "/v1/upgrades", body: Data("{}".utf8), contentType: "text/plain")
         #expect(wrongType.status == 415)
+        let login = try JSONSerialization.data(withJSONObject: DevServer.demoLogin)
+        for charset in ["utf-16", "\"ISO-8859-1\"", "UTF-32BE"] {
+            let refused = try await server.send(
+                "POST",
+                "/v1/upgrades",
+                body: login,
+                contentType: "application/json; charset=\(charset)"
+            )
+            #expect(refused.status == 415 && refused.problem == "unsupported-media-type", "charset=\(charset)")
+        }
         let notJSON = try await server.send(
             "POST",
             "/v1/upgrades",
