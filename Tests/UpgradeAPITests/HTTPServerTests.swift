@@ -46,6 +46,25 @@ struct HTTPServerTests {
         #expect(server.server.statistics.requestsTimedOut == 0)
     }
 
+    @Test("a new connection that sends nothing is closed after firstByteTimeout, long before requestTimeout")
+    func firstByteTimeout() throws {
+        let server = try TestServer {
+            $0.firstByteTimeout = .milliseconds(300)
+            $0.requestTimeout = .seconds(60)
+        }
+        defer { #expect(server.stop()) }
+        let started = try server.client()
+        try started.send("GET /hel")
+        let silent = try server.client()
+        // The client's 10 s receive timeout is far below the 60 s request deadline.
+        #expect(try silent.readUntilClosed().isEmpty, "closed without an answer")
+        // The connection that sent a byte in time is still served.
+        try started.send("lo HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try started.readResponse().text == "hello")
+        #expect(server.server.statistics.connectionsClosedBeforeFirstByte == 1)
+        #expect(server.server.statistics.requestsTimedOut == 0)
+    }
+
     @Test("a client that does not read its response is closed after writeTimeout")
     func slowReader() throws {
         let server = try TestServer { $0.writeTimeout = .seconds(1) }

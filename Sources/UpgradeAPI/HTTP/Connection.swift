@@ -43,6 +43,8 @@ final class Connection {
     var outputOffset = 0
     /// The epoll events currently registered.
     var interest: UInt32
+    /// Nothing has been read from the client yet (`Configuration.firstByteTimeout` applies).
+    var awaitingFirstByte = true
     /// The client shut down its sending side (read returned 0).
     var peerClosedWrite = false
     /// The last response in `output` ends the connection.

@@ -41,6 +41,7 @@ extension EventLoop {
             if connection.requestStartedAt == nil {
                 connection.requestStartedAt = now
             }
+            connection.awaitingFirstByte = false
             connection.parser.append(UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
             process(connection, now: now)
             if count < scratch.count { return }

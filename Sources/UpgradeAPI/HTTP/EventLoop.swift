@@ -489,6 +489,14 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         guard connection.isWaitingForClient else { return }
+        if connection.awaitingFirstByte, let accepted = connection.requestStartedAt,
+            now &- accepted >= context.firstByteTimeout
+        {
+            // Connected and silent: closed without an answer, like an idle one below.
+            LoopCounters.increment(counters.closedBeforeFirstByte)
+            close(connection)
+            return
+        }
         if let started = connection.requestStartedAt {
             guard now &- started >= context.requestTimeout else { return }
             if connection.parser.isIdle {

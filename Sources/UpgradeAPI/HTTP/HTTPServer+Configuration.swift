@@ -24,6 +24,11 @@ extension HTTPServer {
         public var maxConnections: Int = 1024
         /// Head size (431), header field count (431) and body size (413).
         public var limits = HTTPRequestParser.Limits()
+        /// From accept until the connection's first byte. A connection that sends nothing by then is
+        /// closed without an answer (nobody is waiting for one, and a 408 could be read as the answer
+        /// to a request the client is just sending), so idle connections opened in bulk hold their
+        /// slots for this long rather than the whole `requestTimeout`.
+        public var firstByteTimeout: Duration = .seconds(5)
         /// From the first byte of a request (or from accept, for the first request) until it is fully
         /// read; then 408 and close. A total deadline, so trickling bytes cannot extend it.
         public var requestTimeout: Duration = .seconds(10)
@@ -76,7 +81,8 @@ extension HTTPServer {
             if lingerMaxBytes < 0 { return "lingerMaxBytes must not be negative" }
             if listenBacklog < 1 { return "listenBacklog must be at least 1" }
             let durations: [(String, Duration)] = [
-                ("requestTimeout", requestTimeout), ("keepAliveTimeout", keepAliveTimeout),
+                ("firstByteTimeout", firstByteTimeout), ("requestTimeout", requestTimeout),
+                ("keepAliveTimeout", keepAliveTimeout),
                 ("writeTimeout", writeTimeout), ("lingerTimeout", lingerTimeout),
                 ("shutdownTimeout", shutdownTimeout), ("timerResolution", timerResolution),
                 ("acceptRetryDelay", acceptRetryDelay),

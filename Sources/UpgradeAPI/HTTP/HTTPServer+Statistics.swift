@@ -15,6 +15,8 @@ extension HTTPServer {
         public var requestsMalformed = 0
         /// Requests not fully received within `requestTimeout` (408).
         public var requestsTimedOut = 0
+        /// Connections closed for sending nothing within `firstByteTimeout`.
+        public var connectionsClosedBeforeFirstByte = 0
         /// Bytes read from clients, including bytes drained and dropped while lingering.
         public var bytesRead = 0
         /// Requests waiting for a worker at the time of reading.

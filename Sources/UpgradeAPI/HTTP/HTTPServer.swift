@@ -150,6 +150,7 @@ public final class HTTPServer: Sendable {
             statistics.requestsHandledByLoopThreads += counters.handledByLoopThreads.load(ordering: .relaxed)
             statistics.requestsMalformed += counters.malformed.load(ordering: .relaxed)
             statistics.requestsTimedOut += counters.timedOut.load(ordering: .relaxed)
+            statistics.connectionsClosedBeforeFirstByte += counters.closedBeforeFirstByte.load(ordering: .relaxed)
             statistics.bytesRead += counters.bytesRead.load(ordering: .relaxed)
         }
         statistics.connectionsOpen = running.loops.first?.context.openConnections.load(ordering: .relaxed) ?? 0

@@ -11,6 +11,7 @@ final class LoopCounters: Sendable {
     let handledByLoopThreads = Atomic<Int>(0)
     let malformed = Atomic<Int>(0)
     let timedOut = Atomic<Int>(0)
+    let closedBeforeFirstByte = Atomic<Int>(0)
     let bytesRead = Atomic<Int>(0)
 
     @inline(__always)

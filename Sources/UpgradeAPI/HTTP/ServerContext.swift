@@ -12,6 +12,7 @@ final class ServerContext: Sendable {
     /// Random start of this run's request ids.
     let requestIDBase: UInt64
 
+    let firstByteTimeout: UInt64
     let requestTimeout: UInt64
     let keepAliveTimeout: UInt64
     let writeTimeout: UInt64
@@ -31,6 +32,7 @@ final class ServerContext: Sendable {
         self.pool = pool
         self.loopCount = configuration.eventLoopCount
         self.requestIDBase = requestIDBase
+        self.firstByteTimeout = configuration.firstByteTimeout.nanoseconds
         self.requestTimeout = configuration.requestTimeout.nanoseconds
         self.keepAliveTimeout = configuration.keepAliveTimeout.nanoseconds
         self.writeTimeout = configuration.writeTimeout.nanoseconds
