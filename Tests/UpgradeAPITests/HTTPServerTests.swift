@@ -385,6 +385,7 @@ struct HTTPServerTests {
     func slowConnectionsAndHealth() throws {
         let server = try TestServer {
             $0.requestTimeout = .seconds(4)
+            $0.maxConnectionsPerClient = 200
         }
         defer { #expect(server.stop()) }
         var slow: [TestClient] = []
@@ -576,6 +577,74 @@ struct HTTPServerTests {
         #expect(server.server.statistics.connectionsRefused == 1)
         let id = try #require(refused.requestID, "a refused connection's 503 carries an X-Request-Id")
         #expect(server.events.contains("request \(id): connection limit 2 reached"))
+    }
+
+    static let flooder: UInt32 = 0x7F00_0001
+    static let otherClient: UInt32 = 0x7F00_0002
+
+    @Test("one client's idle connections stop at maxConnectionsPerClient with a 503; other clients are still served")
+    func perClientConnectionLimit() throws {
+        let server = try TestServer {
+            $0.maxConnections = 64
+            $0.maxConnectionsPerClient = 8
+            $0.firstByteTimeout = .seconds(30)
+        }
+        defer { #expect(server.stop()) }
+        // Accepted in connection order, so the first 8 are the ones held.
+        var held: [TestClient] = []
+        for _ in 0..<8 { held.append(try TestClient(port: server.port, sourceHost: Self.flooder)) }
+        var refusedIDs: Set<String> = []
+        for _ in 0..<22 {
+            let refused = try TestClient(port: server.port, sourceHost: Self.flooder)
+            let response = try refused.readResponse()
+            #expect(response.status == 503 && response.problemSlug == "client-connection-limit")
+            #expect(response.header("Retry-After") == "1" && response.header("Connection") == "close")
+            if let id = response.requestID { refusedIDs.insert(id) }
+            #expect(try refused.readUntilClosed().isEmpty)
+        }
+        #expect(refusedIDs.count == 22, "each refusal has its own X-Request-Id")
+        #expect(server.server.statistics.connectionsRefusedPerClient == 22)
+        #expect(server.server.statistics.connectionsRefused == 0, "the server-wide cap was never reached")
+        #expect(server.events.count(containing: "client 127.0.0.1 has 8 connections open") == 1, "reported once")
+
+        let other = try TestClient(port: server.port, sourceHost: Self.otherClient)
+        try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try other.readResponse().text == "hello", "another address is served meanwhile")
+        try held[0].send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try held[0].readResponse().text == "hello", "the client's admitted connections are served")
+
+        // Closing connections gives the client its slots back.
+        for client in held.suffix(4) { client.resetOnClose() }
+        held.removeLast(4)
+        var polls = 0
+        while server.server.statistics.connectionsOpen > 5 && polls < 200 {
+            usleep(10_000)
+            polls += 1
+        }
+        let again = try TestClient(port: server.port, sourceHost: Self.flooder)
+        try again.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try again.readResponse().text == "hello")
+    }
+
+    @Test("peers in connectionLimitExemptPeers, such as trusted proxies, are not held to the per-client limit")
+    func perClientLimitExemptsProxies() throws {
+        let server = try TestServer {
+            $0.maxConnectionsPerClient = 2
+            $0.connectionLimitExemptPeers = TrustedProxies("127.0.0.1")!
+        }
+        defer { #expect(server.stop()) }
+        var proxied: [TestClient] = []
+        for _ in 0..<10 {
+            let client = try TestClient(port: server.port, sourceHost: Self.flooder)
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().text == "hello")
+            proxied.append(client)
+        }
+        var direct: [TestClient] = []
+        for _ in 0..<2 { direct.append(try TestClient(port: server.port, sourceHost: Self.otherClient)) }
+        let refused = try TestClient(port: server.port, sourceHost: Self.otherClient)
+        #expect(try refused.readResponse().problemSlug == "client-connection-limit", "a peer not listed is held to it")
+        #expect(server.server.statistics.connectionsRefusedPerClient == 1)
     }
 
     @Test("a second server on a taken port refuses to start with a clear error")

@@ -32,6 +32,8 @@ final class Connection {
     let id: UInt64
     /// The TCP peer, for per-client limits and logs.
     let client: HTTPClientAddress?
+    /// The key this connection is counted under for `maxConnectionsPerClient`; nil when exempt.
+    let clientKey: HTTPClientAddress?
     var denseIndex: Int
     var parser: HTTPRequestParser
     var phase = Phase.open
@@ -63,6 +65,7 @@ final class Connection {
         fd: Int32,
         id: UInt64,
         client: HTTPClientAddress?,
+        clientKey: HTTPClientAddress?,
         denseIndex: Int,
         limits: HTTPRequestParser.Limits,
         interest: UInt32,
@@ -71,6 +74,7 @@ final class Connection {
         self.fd = fd
         self.id = id
         self.client = client
+        self.clientKey = clientKey
         self.denseIndex = denseIndex
         self.parser = HTTPRequestParser(limits: limits)
         self.interest = interest

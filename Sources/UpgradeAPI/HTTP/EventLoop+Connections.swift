@@ -327,6 +327,7 @@ extension EventLoop {
         Glibc.close(connection.fd)
         forget(connection)
         context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+        context.release(clientKey: connection.clientKey)
         LoopCounters.increment(counters.closed)
     }
 }

@@ -89,6 +89,17 @@ extension HTTPProblem {
         headers: ["Retry-After": "1"]
     )
 
+    /// 503: the client (TCP peer address, IPv6 /64) already has `maxConnectionsPerClient` open;
+    /// sent before closing a just-accepted connection.
+    static let clientConnectionLimit = HTTPProblem(
+        status: 503,
+        slug: "client-connection-limit",
+        title: "Too many connections from this client",
+        detail:
+            "This client has reached its limit of open connections; reuse or close them, or retry after the indicated delay.",
+        headers: ["Retry-After": "1"]
+    )
+
     /// 500: a handler failed or produced an invalid response; details go to the server's events only.
     static let internalError = HTTPProblem(
         status: 500,

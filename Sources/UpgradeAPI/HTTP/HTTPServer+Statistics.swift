@@ -5,6 +5,8 @@ extension HTTPServer {
         public var connectionsOpen = 0
         /// Refused at `maxConnections`.
         public var connectionsRefused = 0
+        /// Refused at `maxConnectionsPerClient`.
+        public var connectionsRefusedPerClient = 0
         public var requestsReceived = 0
         /// Answered 503 because the worker queue was full.
         public var requestsRefusedBusy = 0

@@ -145,6 +145,7 @@ public final class HTTPServer: Sendable {
             let counters = loop.counters
             statistics.connectionsAccepted += counters.accepted.load(ordering: .relaxed)
             statistics.connectionsRefused += counters.refused.load(ordering: .relaxed)
+            statistics.connectionsRefusedPerClient += counters.refusedPerClient.load(ordering: .relaxed)
             statistics.requestsReceived += counters.requests.load(ordering: .relaxed)
             statistics.requestsRefusedBusy += counters.busy.load(ordering: .relaxed)
             statistics.requestsHandledByLoopThreads += counters.handledByLoopThreads.load(ordering: .relaxed)

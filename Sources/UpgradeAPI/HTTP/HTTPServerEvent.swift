@@ -16,8 +16,9 @@ public enum HTTPServerEvent: Sendable, CustomStringConvertible {
     /// A connection was refused because `maxConnections` are open (reported once per burst, with the
     /// `X-Request-Id` of the first refusal).
     case connectionLimitReached(limit: Int, requestID: HTTPRequestID)
-    /// A connection was refused because its client already has `maxConnectionsPerClient` open
-    /// (reported once per client and burst, with the `X-Request-Id` of the first refusal).
+    /// A connection from `client` was refused because its client (the address, or its IPv6 /64)
+    /// already has `maxConnectionsPerClient` open. Reported once until that client has no connection
+    /// left, with the `X-Request-Id` of the first refusal.
     case clientConnectionLimitReached(limit: Int, client: HTTPClientAddress, requestID: HTTPRequestID)
     case shutdownSignalReceived
     case shutdownStarted
@@ -38,7 +39,7 @@ public enum HTTPServerEvent: Sendable, CustomStringConvertible {
         case .connectionLimitReached(let limit, let id):
             "request \(id): connection limit \(limit) reached; refusing new connections"
         case .clientConnectionLimitReached(let limit, let client, let id):
-            "request \(id): \(client) has \(limit) connections open, its limit; refusing its new ones"
+            "request \(id): client \(client) has \(limit) connections open, its limit; refusing its new ones"
         case .shutdownSignalReceived: "shutdown signal received"
         case .shutdownStarted: "graceful shutdown started: not accepting, finishing in-flight requests"
         case .shutdownTimedOut(let open): "shutdown timeout passed; closed \(open) connections with requests in flight"

@@ -5,6 +5,7 @@ import Synchronization
 final class LoopCounters: Sendable {
     let accepted = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
+    let refusedPerClient = Atomic<Int>(0)
     let closed = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
     let busy = Atomic<Int>(0)
