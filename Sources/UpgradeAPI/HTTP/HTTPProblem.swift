@@ -108,6 +108,12 @@ extension HTTPProblem {
         detail: "The server could not complete the request. It has been reported."
     )
 
+    /// Every problem the server itself sends: one per parse error, and the ones above.
+    static var serverProblems: [HTTPProblem] {
+        HTTPParseError.Code.allCases.map { HTTPProblem(HTTPParseError($0, "")) }
+            + [requestTimeout(10), serverBusy, connectionLimit, clientConnectionLimit, internalError]
+    }
+
     private static func formatSeconds(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }

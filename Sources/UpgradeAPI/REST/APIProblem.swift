@@ -68,7 +68,8 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         return HTTPResponse(status: status, headers: headers, body: JWSJSON.object(members).serialized())
     }
 
-    /// Short, stable titles; the `detail` says what happened in this case.
+    /// Short, stable titles; the `detail` says what happened in this case. Every slug the REST layer
+    /// sends has one (a test checks it, and that each is in `Schema/openapi.yaml`).
     static let titles: [String: String] = [
         "invalid-credentials": "Invalid credentials",
         "locked": "Locked",
@@ -93,5 +94,6 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "method-not-allowed": "Method not allowed",
         "not-ready": "Not ready",
         "invalid-notification": "Invalid notification",
+        "revoked": "Apple link ended",
     ]
 }
