@@ -12,7 +12,7 @@ struct ServeCommand: CLICommand {
     static let path = ["serve"]
     static let summary = "run the REST API (--dev: embedded defaults, in-process Apple emulator, demo account)"
     static let usage =
-        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--conversion-timeout SECONDS]"
+        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--max-connections-per-client N] [--health-listen ADDR:PORT] [--conversion-timeout SECONDS]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let development = arguments.flag("--dev")
@@ -29,12 +29,9 @@ struct ServeCommand: CLICommand {
         defer { logs.flush() }
         let application = try ServeOptions.assemble(settings, log: RequestLog(write: logs.write))
         do {
-            try application.server.start()
+            try application.start()
         } catch {
-            throw CommandFailure(
-                "cannot listen on \(settings.host):\(settings.port): \(error)",
-                exitCode: ExitCode.usage
-            )
+            throw CommandFailure(error.description, exitCode: ExitCode.usage)
         }
         if development {
             Console.err(DevelopmentEnvironment.banner)
@@ -43,8 +40,11 @@ struct ServeCommand: CLICommand {
             )
         }
         Console.err("listening on http://\(settings.host):\(application.server.port) (database \(settings.database))")
+        if let health = application.healthServer, let listen = settings.healthListen {
+            Console.err("health checks on http://\(listen.host):\(health.port)/healthz and /readyz")
+        }
         application.server.wait()
-        application.development?.stop()
+        application.stop()
         logs.flush()
         Console.err("stopped")
         return ExitCode.success

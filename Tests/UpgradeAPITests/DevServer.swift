@@ -39,7 +39,10 @@ final class DevServer: Sendable {
     let application: UpgradeApplication
     let base: String
 
-    init(environment: [String: String] = [:]) throws {
+    init(
+        environment: [String: String] = [:],
+        configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
+    ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-rest-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let settings = try ServerSettings.load(
@@ -54,9 +57,17 @@ final class DevServer: Sendable {
         application = try UpgradeApplication(
             settings: settings,
             log: RequestLog(write: { line in logs.lines.withLock { $0.append(line) } }),
-            clock: { clock.now }
+            clock: { clock.now },
+            configureServer: configureServer
         )
-        try application.server.start()
+        do {
+            try application.start()
+        } catch {
+            // deinit does not run for an instance whose init failed: stop the emulator here.
+            application.stop()
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
         base = "http://127.0.0.1:\(application.server.port)"
     }
 

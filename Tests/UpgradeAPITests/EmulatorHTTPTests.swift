@@ -432,6 +432,14 @@ struct EmulatorHTTPTests {
             body: Array("TEAMD12345".utf8)
         )
         #expect(textBody.status == 415)
+        let utf16Body = try exchange(
+            port,
+            "POST",
+            "/emulator/teams",
+            headers: [("Content-Type", "application/json; charset=utf-16")],
+            body: Array(#"{"teamId":"TEAMD12345"}"#.utf8)
+        )
+        #expect(utf16Body.status == 415 && utf16Body.problemSlug == "emulator-unsupported-media-type")
     }
 
     @Test("rotate and retire signing keys over HTTP")

@@ -58,13 +58,20 @@ struct FormattingTests {
     }
 
     @Test(
-        "Content-Type is application/json in any case, with parameters and spaces around it",
+        "Content-Type is application/json in any case, with parameters and spaces around it, and UTF-8 if it names a charset",
         arguments: [
             ("application/json", true), ("Application/JSON", true), ("application/json; charset=utf-8", true),
             (" application/json ;charset=utf-8", true), ("\tapplication/json", true), ("application/jsonx", false),
             ("application/json-patch+json", false), ("text/json", false), ("", false), (";application/json", false),
             ("application/ json", false), ("application\u{0F}json", false), ("APPLICATION/JSON", true),
             ("applicatioN/jsoN", true), ("application/js@n", false), ("applicatio\u{0E}/json", false),
+            ("application/json; charset=UTF-8", true), ("application/json; charset=\"utf-8\"", true),
+            ("application/json;CHARSET=Utf-8 ", true), ("application/json; version=2", true),
+            ("application/json;", true),
+            ("application/json; charset=utf-16", false), ("application/json; charset=\"UTF-16LE\"", false),
+            ("application/json; charset=iso-8859-1", false), ("application/json; charset=utf8", false),
+            ("application/json; charset=", false), ("application/json; charset", false),
+            ("application/json; version=2; charset=latin1", false), ("application/json; charset=utf-8x", false),
         ]
     )
     func mediaType(value: String, accepted: Bool) {

@@ -14,6 +14,7 @@ struct HTTPServerTests {
         let server = try TestServer()
         defer { #expect(server.stop()) }
         let client = try server.client()
+        var ids: Set<String> = []
         for _ in 0..<3 {
             try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
             let response = try client.readResponse()
@@ -22,7 +23,9 @@ struct HTTPServerTests {
             #expect(response.header("Content-Length") == "5")
             #expect(response.header("Content-Type") == "text/plain; charset=utf-8")
             #expect(response.header("Connection") == nil)
+            if let id = response.requestID { ids.insert(id) }
         }
+        #expect(ids.count == 3, "each response carries its own X-Request-Id")
         #expect(server.server.statistics.requestsReceived == 3)
         #expect(server.server.statistics.connectionsAccepted == 1)
     }
@@ -40,6 +43,25 @@ struct HTTPServerTests {
         #expect(try used.readUntilClosed().isEmpty, "no 408 for a connection between requests")
         let silent = try server.client()
         #expect(try silent.readUntilClosed().isEmpty, "no 408 for a connection that never sent a byte")
+        #expect(server.server.statistics.requestsTimedOut == 0)
+    }
+
+    @Test("a new connection that sends nothing is closed after firstByteTimeout, long before requestTimeout")
+    func firstByteTimeout() throws {
+        let server = try TestServer {
+            $0.firstByteTimeout = .milliseconds(300)
+            $0.requestTimeout = .seconds(60)
+        }
+        defer { #expect(server.stop()) }
+        let started = try server.client()
+        try started.send("GET /hel")
+        let silent = try server.client()
+        // The client's 10 s receive timeout is far below the 60 s request deadline.
+        #expect(try silent.readUntilClosed().isEmpty, "closed without an answer")
+        // The connection that sent a byte in time is still served.
+        try started.send("lo HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try started.readResponse().text == "hello")
+        #expect(server.server.statistics.connectionsClosedBeforeFirstByte == 1)
         #expect(server.server.statistics.requestsTimedOut == 0)
     }
 
@@ -191,6 +213,8 @@ struct HTTPServerTests {
         #expect(busy.header("Retry-After") == "1")
         #expect(busy.header("Content-Type") == "application/problem+json")
         #expect(busy.problemSlug == "server-busy")
+        let busyID = try #require(busy.requestID, "the 503 carries an X-Request-Id")
+        #expect(server.events.contains("request \(busyID): answered 503 server-busy to 127.0.0.1"))
 
         handler.gate.open(2)
         #expect(try running.readResponse().text == "released")
@@ -309,10 +333,17 @@ struct HTTPServerTests {
         let client = try server.client()
         // A valid request first: the error must come after its answer, on the same connection.
         try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n" + shape.request)
-        #expect(try client.readResponse().status == 200)
+        let valid = try client.readResponse()
+        #expect(valid.status == 200)
         let response = try client.readResponse()
         #expect(response.status == shape.status, "\(shape.name)")
         #expect(response.problemSlug == shape.slug, "\(shape.name)")
+        let id = try #require(response.requestID, "\(shape.name): the error carries an X-Request-Id")
+        #expect(id != valid.requestID, "\(shape.name): a fresh id, not the previous request's")
+        #expect(
+            server.events.contains("request \(id): answered \(shape.status) \(shape.slug)"),
+            "\(shape.name): the server's event names the same id"
+        )
         #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.header("Connection") == "close")
         #expect(response.text.contains("\"status\":\(shape.status)"))
@@ -354,6 +385,7 @@ struct HTTPServerTests {
     func slowConnectionsAndHealth() throws {
         let server = try TestServer {
             $0.requestTimeout = .seconds(4)
+            $0.maxConnectionsPerClient = 200
         }
         defer { #expect(server.stop()) }
         var slow: [TestClient] = []
@@ -372,6 +404,7 @@ struct HTTPServerTests {
         for client in slow {
             let response = try client.readResponse()
             #expect(response.status == 408 && response.problemSlug == "request-timeout")
+            #expect(response.requestID.map { server.events.contains("request \($0): answered 408") } == true)
             try client.readUntilClosed()
         }
         #expect(server.server.statistics.requestsTimedOut == 150)
@@ -458,10 +491,12 @@ struct HTTPServerTests {
         try client.send("GET /throw HTTP/1.1\r\nHost: x\r\n\r\n")
         let thrown = try client.readResponse()
         #expect(thrown.status == 500 && thrown.problemSlug == "internal-error")
+        #expect(thrown.requestID.map { server.events.contains("request \($0): handler failed") } == true)
         #expect(!thrown.text.contains("TestFailure"), "the error itself is never echoed")
         try client.send("GET /split HTTP/1.1\r\nHost: x\r\n\r\n")
         let split = try client.readResponse()
         #expect(split.status == 500 && split.header("Set-Cookie") == nil && split.header("X-Injected") == nil)
+        #expect(split.requestID.map { server.events.contains("request \($0): invalid response") } == true)
         try client.send("GET /missing HTTP/1.1\r\nHost: x\r\n\r\n")
         let missing = try client.readResponse()
         #expect(missing.status == 404 && missing.problemSlug == "not-found", "a thrown HTTPProblem is sent as is")
@@ -506,10 +541,12 @@ struct HTTPServerTests {
         defer { #expect(server.stop()) }
         let client = try server.client()
         try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-        #expect(try client.readResponse().status == 100)
+        let interim = try client.readResponse()
+        #expect(interim.status == 100)
         try client.send("hello")
         let response = try client.readResponse()
         #expect(response.status == 200 && response.text == "hello")
+        #expect(interim.requestID != nil && interim.requestID == response.requestID, "one request, one id")
     }
 
     @Test("a chunked request body reaches the handler decoded")
@@ -538,7 +575,76 @@ struct HTTPServerTests {
         #expect(refused.status == 503 && refused.problemSlug == "connection-limit")
         try third.readUntilClosed()
         #expect(server.server.statistics.connectionsRefused == 1)
-        #expect(server.events.contains("connection limit 2 reached"))
+        let id = try #require(refused.requestID, "a refused connection's 503 carries an X-Request-Id")
+        #expect(server.events.contains("request \(id): connection limit 2 reached"))
+    }
+
+    static let flooder: UInt32 = 0x7F00_0001
+    static let otherClient: UInt32 = 0x7F00_0002
+
+    @Test("one client's idle connections stop at maxConnectionsPerClient with a 503; other clients are still served")
+    func perClientConnectionLimit() throws {
+        let server = try TestServer {
+            $0.maxConnections = 64
+            $0.maxConnectionsPerClient = 8
+            $0.firstByteTimeout = .seconds(30)
+        }
+        defer { #expect(server.stop()) }
+        // Accepted in connection order, so the first 8 are the ones held.
+        var held: [TestClient] = []
+        for _ in 0..<8 { held.append(try TestClient(port: server.port, sourceHost: Self.flooder)) }
+        var refusedIDs: Set<String> = []
+        for _ in 0..<22 {
+            let refused = try TestClient(port: server.port, sourceHost: Self.flooder)
+            let response = try refused.readResponse()
+            #expect(response.status == 503 && response.problemSlug == "client-connection-limit")
+            #expect(response.header("Retry-After") == "1" && response.header("Connection") == "close")
+            if let id = response.requestID { refusedIDs.insert(id) }
+            #expect(try refused.readUntilClosed().isEmpty)
+        }
+        #expect(refusedIDs.count == 22, "each refusal has its own X-Request-Id")
+        #expect(server.server.statistics.connectionsRefusedPerClient == 22)
+        #expect(server.server.statistics.connectionsRefused == 0, "the server-wide cap was never reached")
+        #expect(server.events.count(containing: "client 127.0.0.1 has 8 connections open") == 1, "reported once")
+
+        let other = try TestClient(port: server.port, sourceHost: Self.otherClient)
+        try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try other.readResponse().text == "hello", "another address is served meanwhile")
+        try held[0].send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try held[0].readResponse().text == "hello", "the client's admitted connections are served")
+
+        // Closing connections gives the client its slots back.
+        for client in held.suffix(4) { client.resetOnClose() }
+        held.removeLast(4)
+        var polls = 0
+        while server.server.statistics.connectionsOpen > 5 && polls < 200 {
+            usleep(10_000)
+            polls += 1
+        }
+        let again = try TestClient(port: server.port, sourceHost: Self.flooder)
+        try again.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try again.readResponse().text == "hello")
+    }
+
+    @Test("peers in connectionLimitExemptPeers, such as trusted proxies, are not held to the per-client limit")
+    func perClientLimitExemptsProxies() throws {
+        let server = try TestServer {
+            $0.maxConnectionsPerClient = 2
+            $0.connectionLimitExemptPeers = TrustedProxies("127.0.0.1")!
+        }
+        defer { #expect(server.stop()) }
+        var proxied: [TestClient] = []
+        for _ in 0..<10 {
+            let client = try TestClient(port: server.port, sourceHost: Self.flooder)
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().text == "hello")
+            proxied.append(client)
+        }
+        var direct: [TestClient] = []
+        for _ in 0..<2 { direct.append(try TestClient(port: server.port, sourceHost: Self.otherClient)) }
+        let refused = try TestClient(port: server.port, sourceHost: Self.otherClient)
+        #expect(try refused.readResponse().problemSlug == "client-connection-limit", "a peer not listed is held to it")
+        #expect(server.server.statistics.connectionsRefusedPerClient == 1)
     }
 
     @Test("a second server on a taken port refuses to start with a clear error")

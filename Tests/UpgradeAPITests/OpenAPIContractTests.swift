@@ -4,13 +4,14 @@ import UpgradeEngine
 
 @testable import UpgradeAPI
 
-/// `Schema/openapi.yaml` and the router list the same operations, so the document clients rely on
-/// cannot drift from what the server serves.
+/// `Schema/openapi.yaml` and the server agree: the router lists the same operations, and every
+/// problem slug the server can send is documented (and nothing else), so the document clients rely
+/// on cannot drift from what the server serves.
 @Suite("OpenAPI contract")
 struct OpenAPIContractTests {
-    static let specURL = URL(fileURLWithPath: #filePath)
+    static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Schema/openapi.yaml")
+    static let specURL = root.appendingPathComponent("Schema/openapi.yaml")
 
     /// `METHOD /path` for every operation under `paths:` (two-space path keys, four-space methods).
     static func specOperations() throws -> Set<String> {
@@ -50,6 +51,95 @@ struct OpenAPIContractTests {
         #expect(
             documented.subtracting(routed).isEmpty,
             "in openapi.yaml but not routed: \(documented.subtracting(routed).sorted())"
+        )
+    }
+
+    /// The slugs the `Problem` schema's `type` pattern allows, and the `- `slug` (status): ...` items
+    /// of its description with their statuses.
+    static func documentedSlugs() throws -> (pattern: Set<String>, described: [String: Int]) {
+        let text = try String(contentsOf: specURL, encoding: .utf8)
+        var pattern = Set<String>()
+        var described: [String: Int] = [:]
+        for line in text.split(separator: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("pattern: '/("), let end = trimmed.range(of: ")$'") {
+                let start = trimmed.index(trimmed.startIndex, offsetBy: "pattern: '/(".count)
+                pattern.formUnion(trimmed[start..<end.lowerBound].split(separator: "|").map(String.init))
+            } else if trimmed.hasPrefix("- `"), let close = trimmed.dropFirst(3).firstIndex(of: "`") {
+                let slug = String(trimmed[trimmed.index(trimmed.startIndex, offsetBy: 3)..<close])
+                let status = trimmed[trimmed.index(after: close)...].dropFirst(2).prefix(3)
+                if trimmed[trimmed.index(after: close)...].hasPrefix(" ("), let code = Int(status) {
+                    described[slug] = code
+                }
+            }
+        }
+        return (pattern, described)
+    }
+
+    /// Every slug the API server can send: the HTTP server's own problems and the REST layer's.
+    static var sendableSlugs: Set<String> {
+        Set(HTTPProblem.serverProblems.map(\.slug)).union(APIProblem.titles.keys)
+    }
+
+    @Test("every problem slug the server can send is documented in openapi.yaml, with its status, and no other")
+    func problemSlugsMatchSpec() throws {
+        let (pattern, described) = try Self.documentedSlugs()
+        let sendable = Self.sendableSlugs
+        #expect(sendable.count >= 40)
+        #expect(
+            sendable.subtracting(pattern).isEmpty,
+            "sent but not in the Problem type pattern: \(sendable.subtracting(pattern).sorted())"
+        )
+        #expect(
+            sendable.subtracting(described.keys).isEmpty,
+            "sent but not described: \(sendable.subtracting(described.keys).sorted())"
+        )
+        #expect(
+            pattern.subtracting(sendable).isEmpty,
+            "documented but never sent: \(pattern.subtracting(sendable).sorted())"
+        )
+        #expect(Set(described.keys) == pattern, "the pattern and the description list different slugs")
+        for problem in HTTPProblem.serverProblems {
+            #expect(described[problem.slug] == problem.status, "\(problem.slug) is sent with \(problem.status)")
+        }
+    }
+
+    /// The string literals between `marker` and the next `,` or `)` on each line of `directory`'s
+    /// Swift files: `slug: "x",`, `slug: flag ? "x" : "y",` and `Kind("x", 400)` give their slugs.
+    static func literals(in directory: String, after marker: String) throws -> Set<String> {
+        let folder = root.appendingPathComponent(directory)
+        var found = Set<String>()
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                guard let start = line.range(of: marker)?.upperBound else { continue }
+                let argument = line[start...].prefix { $0 != "," && $0 != ")" }
+                let pieces = argument.split(separator: "\"", omittingEmptySubsequences: false)
+                // Odd pieces are the insides of string literals.
+                for (index, piece) in pieces.enumerated() where index % 2 == 1 {
+                    found.insert(String(piece))
+                }
+            }
+        }
+        return found
+    }
+
+    @Test("every slug in the HTTP and REST sources and the failure tables is registered and documented")
+    func sourceSlugsAreRegistered() throws {
+        // The Apple ID emulator's `emulator-*` problems belong to its own document, not this one.
+        let writtenInSources = try Self.literals(in: "Sources/UpgradeAPI/HTTP", after: "slug: ")
+            .union(Self.literals(in: "Sources/UpgradeAPI/REST", after: "slug: "))
+            .union(Self.literals(in: "Sources/UpgradeAPI/Serve", after: "slug: "))
+            .union(UpgradeProblems.table.values.map(\.slug))
+            .union(UpgradeProblems.signInTable.values.map(\.slug))
+        // How an upgrade ended is also shown as a slug; `apple-exchange-failed` only ever in its history.
+        let endings = UpgradeFailureReason.allCases.filter(\.endsUpgrade).map(UpgradeProblems.slug(for:))
+        let written = writtenInSources.union(endings.filter { $0 != "apple-exchange-failed" })
+        #expect(written.contains("request-timeout") && written.contains("invalid-credentials"))
+        let unregistered = written.subtracting(Self.sendableSlugs)
+        #expect(
+            unregistered.isEmpty,
+            "slugs in the code without a REST title or HTTPProblem.serverProblems entry: \(unregistered.sorted())"
         )
     }
 }

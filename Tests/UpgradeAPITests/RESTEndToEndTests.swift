@@ -217,6 +217,16 @@ struct RESTEndToEndTests {
         let server = try DevServer()
         let wrongType = try await server.send("POST", "/v1/upgrades", body: Data("{}".utf8), contentType: "text/plain")
         #expect(wrongType.status == 415)
+        let login = try JSONSerialization.data(withJSONObject: DevServer.demoLogin)
+        for charset in ["utf-16", "\"ISO-8859-1\"", "UTF-32BE"] {
+            let refused = try await server.send(
+                "POST",
+                "/v1/upgrades",
+                body: login,
+                contentType: "application/json; charset=\(charset)"
+            )
+            #expect(refused.status == 415 && refused.problem == "unsupported-media-type", "charset=\(charset)")
+        }
         let notJSON = try await server.send(
             "POST",
             "/v1/upgrades",
@@ -253,6 +263,30 @@ struct RESTEndToEndTests {
         // None of that created an upgrade or counted a failure for the demo user.
         let throttle = try server.application.store.read { try $0.throttle(usernameKey: "demo") }
         #expect(throttle == nil)
+    }
+
+    @Test("every response carries X-Request-Id: /healthz, a problem, and a request the server refuses unparsed")
+    func requestIDs() async throws {
+        let server = try DevServer()
+        let health = try await server.get("/healthz")
+        let problem = try await server.get("/v1/upgrades/upg_missing")
+        #expect(problem.status == 404)
+        var ids: [String] = []
+        for response in [health, problem] {
+            let id = try #require(response.headers["x-request-id"], "status \(response.status) has no X-Request-Id")
+            #expect(id.utf8.count == 16)
+            ids.append(id)
+        }
+        // The problem's log line names the id the client saw.
+        #expect(server.logs.lines.withLock { $0.contains { $0.contains(#""requestId":"\#(ids[1])""#) } })
+
+        let raw = try TestClient(port: server.application.server.port)
+        try raw.send("GET /healthz HTTP/1.1\r\n\r\n")
+        let malformed = try raw.readResponse()
+        #expect(malformed.status == 400 && malformed.problemSlug == "missing-host")
+        let id = try #require(malformed.requestID, "a request that could not be parsed still gets an id")
+        #expect(!ids.contains(id))
+        #expect(server.logs.lines.withLock { $0.contains { $0.contains("request \(id): answered 400 missing-host") } })
     }
 
     @Test("health, readiness and metrics; methods a client makes up are counted as OTHER")

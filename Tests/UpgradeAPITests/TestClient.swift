@@ -19,6 +19,14 @@ final class TestClient {
 
         var text: String { String(decoding: body, as: UTF8.self) }
 
+        /// `X-Request-Id` when it is the server's form, sixteen lowercase hex digits; nil otherwise.
+        var requestID: String? {
+            guard let value = header("X-Request-Id"), value.utf8.count == 16,
+                value.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+            else { return nil }
+            return value
+        }
+
         /// The `type` slug of a problem+json body (the part after the last `/`).
         var problemSlug: String? {
             guard let range = text.range(of: "\"type\":\"") else { return nil }

@@ -34,6 +34,10 @@ final class EventLog: Sendable {
     func contains(_ text: String) -> Bool {
         events.withLock { $0.contains { $0.contains(text) } }
     }
+
+    func count(containing text: String) -> Int {
+        events.withLock { $0.count { $0.contains(text) } }
+    }
 }
 
 struct TestFailure: Error {}

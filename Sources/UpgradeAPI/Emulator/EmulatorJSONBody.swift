@@ -12,15 +12,13 @@ struct EmulatorJSONBody {
             members = []
             return
         }
-        let mediaType = request.headers["Content-Type"]?.split(separator: ";").first.map {
-            $0.trimmingSpaces.lowercased()
-        }
-        guard mediaType == "application/json" else {
+        // The same rule as the REST API's bodies: JSON in UTF-8.
+        guard JSONBody.isJSON(contentType: request.headers["Content-Type"]) else {
             throw HTTPProblem(
                 status: 415,
                 slug: "emulator-unsupported-media-type",
                 title: "Emulator: JSON expected",
-                detail: "Emulator endpoints take application/json bodies."
+                detail: "Emulator endpoints take application/json bodies in UTF-8."
             )
         }
         guard let json = try? JWSJSON.parse(request.body), let members = json.members else {
@@ -66,11 +64,5 @@ struct EmulatorJSONBody {
 
     static func invalid(_ detail: String) -> HTTPProblem {
         HTTPProblem(status: 400, slug: "emulator-invalid-request", title: "Emulator: invalid request", detail: detail)
-    }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

@@ -32,15 +32,21 @@ final class Connection {
     let id: UInt64
     /// The TCP peer, for per-client limits and logs.
     let client: HTTPClientAddress?
+    /// The key this connection is counted under for `maxConnectionsPerClient`; nil when exempt.
+    let clientKey: HTTPClientAddress?
     var denseIndex: Int
     var parser: HTTPRequestParser
     var phase = Phase.open
     var pending: [PendingResponse] = []
     var nextSequence: UInt64 = 0
+    /// The id a `100 Continue` carried, kept for the final response to the same request.
+    var reservedRequestID: HTTPRequestID?
     var output: [UInt8] = []
     var outputOffset = 0
     /// The epoll events currently registered.
     var interest: UInt32
+    /// Nothing has been read from the client yet (`Configuration.firstByteTimeout` applies).
+    var awaitingFirstByte = true
     /// The client shut down its sending side (read returned 0).
     var peerClosedWrite = false
     /// The last response in `output` ends the connection.
@@ -59,6 +65,7 @@ final class Connection {
         fd: Int32,
         id: UInt64,
         client: HTTPClientAddress?,
+        clientKey: HTTPClientAddress?,
         denseIndex: Int,
         limits: HTTPRequestParser.Limits,
         interest: UInt32,
@@ -67,6 +74,7 @@ final class Connection {
         self.fd = fd
         self.id = id
         self.client = client
+        self.clientKey = clientKey
         self.denseIndex = denseIndex
         self.parser = HTTPRequestParser(limits: limits)
         self.interest = interest

@@ -41,6 +41,7 @@ extension EventLoop {
             if connection.requestStartedAt == nil {
                 connection.requestStartedAt = now
             }
+            connection.awaitingFirstByte = false
             connection.parser.append(UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
             process(connection, now: now)
             if count < scratch.count { return }
@@ -97,7 +98,9 @@ extension EventLoop {
             case .continueExpected:
                 // An interim response may only go out when nothing is queued ahead of it.
                 if connection.pending.isEmpty && !connection.hasUnsentOutput {
-                    connection.output.append(contentsOf: ResponseEncoder.continueResponse)
+                    let id = nextRequestID()
+                    connection.reservedRequestID = id
+                    ResponseEncoder.encodeContinue(requestID: id, into: &connection.output)
                 }
             case .request(let head, let body):
                 finishedRequest = true
@@ -105,18 +108,7 @@ extension EventLoop {
             case .failure(let error):
                 finishedRequest = true
                 LoopCounters.increment(counters.malformed)
-                connection.pending.append(
-                    Connection.PendingResponse(
-                        sequence: connection.nextSequence,
-                        requestID: nextRequestID(),
-                        omitBody: false,
-                        isHTTP10: false,
-                        keepAlive: false,
-                        response: HTTPProblem(error).response
-                    )
-                )
-                connection.nextSequence &+= 1
-                connection.phase = .closingAfterResponses
+                answerAndClose(connection, with: HTTPProblem(error))
             }
         }
         return false
@@ -124,7 +116,7 @@ extension EventLoop {
 
     private func dispatch(head: HTTPRequestHead, body: [UInt8], on connection: Connection) {
         LoopCounters.increment(counters.requests)
-        let id = nextRequestID()
+        let id = takeRequestID(connection)
         let keepAlive = head.keepAlive && !isDraining
         let sequence = connection.nextSequence
         connection.nextSequence &+= 1
@@ -142,6 +134,7 @@ extension EventLoop {
             } else {
                 LoopCounters.increment(counters.busy)
                 response = HTTPProblem.serverBusy.response
+                reportRejected(HTTPProblem.serverBusy, id: id, on: connection)
             }
         }
         // The result is delivered under the loop's `ownership`, which this thread holds until it has
@@ -173,7 +166,12 @@ extension EventLoop {
                 || response.headers.containsToken("close", inField: "Connection")
             ResponseEncoder.encode(
                 response,
-                framing: .init(omitBody: first.omitBody, close: close, confirmKeepAlive: first.isHTTP10 && !close),
+                framing: .init(
+                    omitBody: first.omitBody,
+                    close: close,
+                    confirmKeepAlive: first.isHTTP10 && !close,
+                    requestID: first.requestID
+                ),
                 date: currentDate(),
                 into: &connection.output
             )
@@ -193,21 +191,35 @@ extension EventLoop {
         }
     }
 
-    /// Sends a final response (after which nothing else is read) and closes once it is out.
-    func answerAndClose(_ connection: Connection, with response: HTTPResponse, now: UInt64) {
+    /// Queues the server's own final answer to a request the handler never sees (after which
+    /// nothing else is read; the connection closes once it is out), and reports it with its id.
+    func answerAndClose(_ connection: Connection, with problem: HTTPProblem) {
+        let id = takeRequestID(connection)
         connection.pending.append(
             Connection.PendingResponse(
                 sequence: connection.nextSequence,
-                requestID: nextRequestID(),
+                requestID: id,
                 omitBody: false,
                 isHTTP10: false,
                 keepAlive: false,
-                response: response
+                response: problem.response
             )
         )
         connection.nextSequence &+= 1
         connection.phase = .closingAfterResponses
-        process(connection, now: now)
+        reportRejected(problem, id: id, on: connection)
+    }
+
+    /// The id of the request being answered: the one its `100 Continue` already carried, or a new one.
+    private func takeRequestID(_ connection: Connection) -> HTTPRequestID {
+        defer { connection.reservedRequestID = nil }
+        return connection.reservedRequestID ?? nextRequestID()
+    }
+
+    private func reportRejected(_ problem: HTTPProblem, id: HTTPRequestID, on connection: Connection) {
+        context.report(
+            .requestRejected(requestID: id, status: problem.status, slug: problem.slug, client: connection.client)
+        )
     }
 
     /// Writes as much output as the socket takes. Returns false if the connection was closed.
@@ -315,6 +327,7 @@ extension EventLoop {
         Glibc.close(connection.fd)
         forget(connection)
         context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+        context.release(clientKey: connection.clientKey)
         LoopCounters.increment(counters.closed)
     }
 }

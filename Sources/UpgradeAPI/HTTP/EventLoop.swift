@@ -51,12 +51,20 @@ final class EventLoop: @unchecked Sendable {
 
     private struct Mailbox {
         var completions: [Completion] = []
-        var adopted: [(fd: Int32, client: HTTPClientAddress?)] = []
+        var adopted: [Accepted] = []
         var shutdownRequested = false
         /// A wake-up is written and not yet consumed: later posts need not write another.
         var wakePending = false
         /// The loop has exited; posts are refused so nothing is stranded here.
         var closed = false
+    }
+
+    /// A connection the acceptor has counted in and hands to a loop.
+    struct Accepted {
+        let fd: Int32
+        let client: HTTPClientAddress?
+        /// Its `Connection.clientKey`.
+        let clientKey: HTTPClientAddress?
     }
 
     private let mailbox = Mutex(Mailbox())
@@ -170,8 +178,8 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Hands an accepted descriptor to this loop; false if the loop has exited (the caller closes it).
-    func adopt(fd: Int32, client: HTTPClientAddress?) -> Bool {
-        post { $0.adopted.append((fd, client)) }
+    func adopt(_ accepted: Accepted) -> Bool {
+        post { $0.adopted.append(accepted) }
     }
 
     func requestShutdown() {
@@ -306,8 +314,8 @@ final class EventLoop: @unchecked Sendable {
             box.wakePending = false
             return taken
         }
-        for (fd, client) in box.adopted {
-            register(fd: fd, client: client, now: now)
+        for accepted in box.adopted {
+            register(accepted, now: now)
         }
         // Shutdown before completions: a response that arrives in the same batch as the shutdown
         // then says `Connection: close`, as every response after the shutdown does.
@@ -338,9 +346,8 @@ final class EventLoop: @unchecked Sendable {
             box.closed = true
             return box.adopted
         }
-        for (fd, _) in stranded {
-            Glibc.close(fd)
-            context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+        for accepted in stranded {
+            discard(accepted)
         }
         if listenFD >= 0 {
             Glibc.close(listenFD)
@@ -376,36 +383,67 @@ final class EventLoop: @unchecked Sendable {
             let open = context.openConnections.wrappingAdd(1, ordering: .relaxed).newValue
             guard open <= context.configuration.maxConnections else {
                 context.openConnections.wrappingSubtract(1, ordering: .relaxed)
-                refuse(fd: fd)
+                LoopCounters.increment(counters.refused)
+                let id = nextRequestID()
+                if !refusingConnections {
+                    refusingConnections = true
+                    context.report(.connectionLimitReached(limit: context.configuration.maxConnections, requestID: id))
+                }
+                refuse(fd: fd, with: .connectionLimit, requestID: id)
+                continue
+            }
+            let client = HTTPClientAddress(bytes: Array(address.prefix(family == 4 ? 4 : family == 6 ? 16 : 0)))
+            var clientKey: HTTPClientAddress?
+            switch context.admit(client) {
+            case .admitted(let key):
+                clientKey = key
+            case .exempt:
+                break
+            case .refused(let report):
+                context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+                LoopCounters.increment(counters.refusedPerClient)
+                let id = nextRequestID()
+                if report, let client {
+                    context.report(
+                        .clientConnectionLimitReached(
+                            limit: context.configuration.maxConnectionsPerClient,
+                            client: client,
+                            requestID: id
+                        )
+                    )
+                }
+                refuse(fd: fd, with: .clientConnectionLimit, requestID: id)
                 continue
             }
             refusingConnections = false
             LoopCounters.increment(counters.accepted)
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            let client = HTTPClientAddress(bytes: Array(address.prefix(family == 4 ? 4 : family == 6 ? 16 : 0)))
+            let accepted = Accepted(fd: fd, client: client, clientKey: clientKey)
             let target = peers[nextPeer % peers.count]
             nextPeer &+= 1
             if target === self {
-                register(fd: fd, client: client, now: now)
-            } else if !target.adopt(fd: fd, client: client) {
-                Glibc.close(fd)
-                context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+                register(accepted, now: now)
+            } else if !target.adopt(accepted) {
+                discard(accepted)
             }
         }
     }
 
-    /// Answers a connection over the cap with a 503 (best effort, never blocking) and closes it.
-    private func refuse(fd: Int32) {
-        LoopCounters.increment(counters.refused)
-        if !refusingConnections {
-            refusingConnections = true
-            context.report(.connectionLimitReached(limit: context.configuration.maxConnections))
-        }
+    /// Closes an accepted connection that never became a `Connection`, and counts it out.
+    private func discard(_ accepted: Accepted) {
+        Glibc.close(accepted.fd)
+        context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+        context.release(clientKey: accepted.clientKey)
+    }
+
+    /// Answers a connection refused at a connection limit with a 503 (best effort, never blocking)
+    /// and closes it.
+    private func refuse(fd: Int32, with problem: HTTPProblem, requestID id: HTTPRequestID) {
         var output: [UInt8] = []
         ResponseEncoder.encode(
-            HTTPProblem.connectionLimit.response,
-            framing: .init(omitBody: false, close: true, confirmKeepAlive: false),
+            problem.response,
+            framing: .init(omitBody: false, close: true, confirmKeepAlive: false, requestID: id),
             date: date.current(),
             into: &output
         )
@@ -421,26 +459,26 @@ final class EventLoop: @unchecked Sendable {
         )
     }
 
-    private func register(fd: Int32, client: HTTPClientAddress?, now: UInt64) {
+    private func register(_ accepted: Accepted, now: UInt64) {
         guard !draining else {
-            Glibc.close(fd)
-            context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+            discard(accepted)
             return
         }
+        let fd = accepted.fd
         generation &+= 1
         let id = (generation << 32) | UInt64(UInt32(bitPattern: fd))
         let connection = Connection(
             fd: fd,
             id: id,
-            client: client,
+            client: accepted.client,
+            clientKey: accepted.clientKey,
             denseIndex: active.count,
             limits: context.configuration.limits,
             interest: csystem_EPOLLIN,
             now: now
         )
         guard csystem_epoll_ctl(epollFD, csystem_EPOLL_CTL_ADD, fd, csystem_EPOLLIN | csystem_EPOLLET, id) == 0 else {
-            Glibc.close(fd)
-            context.openConnections.wrappingSubtract(1, ordering: .relaxed)
+            discard(accepted)
             return
         }
         let slot = Int(fd)
@@ -488,6 +526,14 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         guard connection.isWaitingForClient else { return }
+        if connection.awaitingFirstByte, let accepted = connection.requestStartedAt,
+            now &- accepted >= context.firstByteTimeout
+        {
+            // Connected and silent: closed without an answer, like an idle one below.
+            LoopCounters.increment(counters.closedBeforeFirstByte)
+            close(connection)
+            return
+        }
         if let started = connection.requestStartedAt {
             guard now &- started >= context.requestTimeout else { return }
             if connection.parser.isIdle {
@@ -496,7 +542,8 @@ final class EventLoop: @unchecked Sendable {
             } else {
                 LoopCounters.increment(counters.timedOut)
                 let seconds = Double(context.requestTimeout) / 1e9
-                answerAndClose(connection, with: HTTPProblem.requestTimeout(seconds).response, now: now)
+                answerAndClose(connection, with: HTTPProblem.requestTimeout(seconds))
+                process(connection, now: now)
             }
         } else if now &- connection.idleSince >= context.keepAliveTimeout {
             close(connection)

@@ -89,6 +89,17 @@ extension HTTPProblem {
         headers: ["Retry-After": "1"]
     )
 
+    /// 503: the client (TCP peer address, IPv6 /64) already has `maxConnectionsPerClient` open;
+    /// sent before closing a just-accepted connection.
+    static let clientConnectionLimit = HTTPProblem(
+        status: 503,
+        slug: "client-connection-limit",
+        title: "Too many connections from this client",
+        detail:
+            "This client has reached its limit of open connections; reuse or close them, or retry after the indicated delay.",
+        headers: ["Retry-After": "1"]
+    )
+
     /// 500: a handler failed or produced an invalid response; details go to the server's events only.
     static let internalError = HTTPProblem(
         status: 500,
@@ -96,6 +107,12 @@ extension HTTPProblem {
         title: "Internal server error",
         detail: "The server could not complete the request. It has been reported."
     )
+
+    /// Every problem the server itself sends: one per parse error, and the ones above.
+    static var serverProblems: [HTTPProblem] {
+        HTTPParseError.Code.allCases.map { HTTPProblem(HTTPParseError($0, "")) }
+            + [requestTimeout(10), serverBusy, connectionLimit, clientConnectionLimit, internalError]
+    }
 
     private static func formatSeconds(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)

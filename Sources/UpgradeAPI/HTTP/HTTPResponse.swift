@@ -1,6 +1,6 @@
-/// What a handler answers. The server adds `Date`, `Content-Length` and `Connection` itself (values
-/// a handler sets for them are replaced; `Connection: close` still ends the connection after this
-/// response), and omits the body for `HEAD`, 204 and 304.
+/// What a handler answers. The server adds `Date`, `Content-Length`, `Connection` and `X-Request-Id`
+/// (the request's `id`) itself (values a handler sets for them are replaced; `Connection: close`
+/// still ends the connection after this response), and omits the body for `HEAD`, 204 and 304.
 public struct HTTPResponse: Sendable {
     /// 200 through 599; anything else is replaced by a 500 before it reaches the wire.
     public var status: Int

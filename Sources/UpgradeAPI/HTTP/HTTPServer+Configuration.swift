@@ -22,8 +22,23 @@ extension HTTPServer {
         public var workerQueueCapacity: Int = 64
         /// Open connections across all loops; a connection beyond it gets a 503 and is closed.
         public var maxConnections: Int = 1024
+        /// Open connections from one client, so that one client cannot fill `maxConnections` and take
+        /// the server offline; one more gets a 503 (`client-connection-limit`) and is closed. A client
+        /// is the TCP peer's IPv4 address, or its IPv6 /64 (one IPv6 host is usually handed a whole
+        /// /64 and can pick any address in it), as for the per-client throttle. 64 is a sixteenth of
+        /// the default cap: a browser opens at most 6 connections to a host and an app one or two,
+        /// so a NAT with a few dozen busy users fits, while filling the table takes 16 addresses.
+        public var maxConnectionsPerClient: Int = 64
+        /// TCP peers not held to `maxConnectionsPerClient`: reverse proxies, whose one address carries
+        /// many clients (`UPGRADE_TRUSTED_PROXIES` in `serve`). They still count toward `maxConnections`.
+        public var connectionLimitExemptPeers: TrustedProxies = .none
         /// Head size (431), header field count (431) and body size (413).
         public var limits = HTTPRequestParser.Limits()
+        /// From accept until the connection's first byte. A connection that sends nothing by then is
+        /// closed without an answer (nobody is waiting for one, and a 408 could be read as the answer
+        /// to a request the client is just sending), so idle connections opened in bulk hold their
+        /// slots for this long rather than the whole `requestTimeout`.
+        public var firstByteTimeout: Duration = .seconds(5)
         /// From the first byte of a request (or from accept, for the first request) until it is fully
         /// read; then 408 and close. A total deadline, so trickling bytes cannot extend it.
         public var requestTimeout: Duration = .seconds(10)
@@ -72,11 +87,13 @@ extension HTTPServer {
             if workerCount < 1 { return "workerCount must be at least 1" }
             if workerQueueCapacity < 1 { return "workerQueueCapacity must be at least 1" }
             if maxConnections < 1 { return "maxConnections must be at least 1" }
+            if maxConnectionsPerClient < 1 { return "maxConnectionsPerClient must be at least 1" }
             if maxPipelinedRequests < 1 { return "maxPipelinedRequests must be at least 1" }
             if lingerMaxBytes < 0 { return "lingerMaxBytes must not be negative" }
             if listenBacklog < 1 { return "listenBacklog must be at least 1" }
             let durations: [(String, Duration)] = [
-                ("requestTimeout", requestTimeout), ("keepAliveTimeout", keepAliveTimeout),
+                ("firstByteTimeout", firstByteTimeout), ("requestTimeout", requestTimeout),
+                ("keepAliveTimeout", keepAliveTimeout),
                 ("writeTimeout", writeTimeout), ("lingerTimeout", lingerTimeout),
                 ("shutdownTimeout", shutdownTimeout), ("timerResolution", timerResolution),
                 ("acceptRetryDelay", acceptRetryDelay),

@@ -5,6 +5,8 @@ extension HTTPServer {
         public var connectionsOpen = 0
         /// Refused at `maxConnections`.
         public var connectionsRefused = 0
+        /// Refused at `maxConnectionsPerClient`.
+        public var connectionsRefusedPerClient = 0
         public var requestsReceived = 0
         /// Answered 503 because the worker queue was full.
         public var requestsRefusedBusy = 0
@@ -15,6 +17,8 @@ extension HTTPServer {
         public var requestsMalformed = 0
         /// Requests not fully received within `requestTimeout` (408).
         public var requestsTimedOut = 0
+        /// Connections closed for sending nothing within `firstByteTimeout`.
+        public var connectionsClosedBeforeFirstByte = 0
         /// Bytes read from clients, including bytes drained and dropped while lingering.
         public var bytesRead = 0
         /// Requests waiting for a worker at the time of reading.

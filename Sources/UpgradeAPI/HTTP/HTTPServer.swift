@@ -145,11 +145,13 @@ public final class HTTPServer: Sendable {
             let counters = loop.counters
             statistics.connectionsAccepted += counters.accepted.load(ordering: .relaxed)
             statistics.connectionsRefused += counters.refused.load(ordering: .relaxed)
+            statistics.connectionsRefusedPerClient += counters.refusedPerClient.load(ordering: .relaxed)
             statistics.requestsReceived += counters.requests.load(ordering: .relaxed)
             statistics.requestsRefusedBusy += counters.busy.load(ordering: .relaxed)
             statistics.requestsHandledByLoopThreads += counters.handledByLoopThreads.load(ordering: .relaxed)
             statistics.requestsMalformed += counters.malformed.load(ordering: .relaxed)
             statistics.requestsTimedOut += counters.timedOut.load(ordering: .relaxed)
+            statistics.connectionsClosedBeforeFirstByte += counters.closedBeforeFirstByte.load(ordering: .relaxed)
             statistics.bytesRead += counters.bytesRead.load(ordering: .relaxed)
         }
         statistics.connectionsOpen = running.loops.first?.context.openConnections.load(ordering: .relaxed) ?? 0

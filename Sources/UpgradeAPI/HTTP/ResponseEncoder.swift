@@ -9,6 +9,9 @@ enum ResponseEncoder {
         var close: Bool
         /// An HTTP/1.0 client asked for keep-alive and gets it: say so, 1.0 assumes close otherwise.
         var confirmKeepAlive: Bool
+        /// Sent as `X-Request-Id` on every response, the server's own errors included, so a client
+        /// can quote it and it can be found in the server's log line for the request.
+        var requestID: HTTPRequestID
     }
 
     /// Header names the server sets itself, recognised without comparing every name to each of them.
@@ -19,7 +22,10 @@ enum ResponseEncoder {
 
         init(_ name: String) {
             let first = name.utf8.first.map(HTTPField.lowercasedASCII)
-            guard first == UInt8(ascii: "c") || first == UInt8(ascii: "d") || first == UInt8(ascii: "t") else {
+            guard
+                first == UInt8(ascii: "c") || first == UInt8(ascii: "d") || first == UInt8(ascii: "t")
+                    || first == UInt8(ascii: "x")
+            else {
                 self = .other
                 return
             }
@@ -27,7 +33,7 @@ enum ResponseEncoder {
             if field.hasName("Content-Type") {
                 self = .contentType
             } else if field.hasName("Content-Length") || field.hasName("Connection") || field.hasName("Date")
-                || field.hasName("Transfer-Encoding")
+                || field.hasName("Transfer-Encoding") || field.hasName("X-Request-Id")
             {
                 self = .replaced
             } else {
@@ -36,7 +42,12 @@ enum ResponseEncoder {
         }
     }
 
-    static let continueResponse = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+    /// The interim response to `Expect: 100-continue`, carrying the id its final response will have.
+    static func encodeContinue(requestID: HTTPRequestID, into output: inout [UInt8]) {
+        output.append(contentsOf: "HTTP/1.1 100 Continue\r\n".utf8)
+        appendRequestID(requestID, to: &output)
+        output.append(contentsOf: "\r\n".utf8)
+    }
 
     /// Why `response` cannot be sent, or nil if it can.
     static func validationFailure(_ response: HTTPResponse) -> String? {
@@ -72,6 +83,7 @@ enum ResponseEncoder {
             output.append(contentsOf: field.value.utf8)
             output.append(contentsOf: "\r\n".utf8)
         }
+        appendRequestID(framing.requestID, to: &output)
         output.append(contentsOf: "Date: ".utf8)
         output.append(contentsOf: date)
         output.append(contentsOf: "\r\n".utf8)
@@ -94,6 +106,16 @@ enum ResponseEncoder {
         if bodyAllowed && !framing.omitBody {
             output.append(contentsOf: response.body)
         }
+    }
+
+    /// `X-Request-Id: ` and the id's sixteen hex digits, written as bytes (no string per response).
+    static func appendRequestID(_ id: HTTPRequestID, to output: inout [UInt8]) {
+        output.append(contentsOf: "X-Request-Id: ".utf8)
+        let hex: StaticString = "0123456789abcdef"
+        for index in 0..<16 {
+            output.append(hex.utf8Start[Int(id.rawValue >> UInt64(60 - 4 * index) & 0xf)])
+        }
+        output.append(contentsOf: "\r\n".utf8)
     }
 
     static func appendDecimal(_ value: Int, to output: inout [UInt8]) {

@@ -81,7 +81,8 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         return HTTPResponse(status: status, headers: headers, body: JWSJSON.object(members).serialized())
     }
 
-    /// Short, stable titles; the `detail` says what happened in this case.
+    /// Short, stable titles; the `detail` says what happened in this case. Every slug the REST layer
+    /// sends has one (a test checks it, and that each is in `Schema/openapi.yaml`).
     static let titles: [String: String] = [
         "invalid-credentials": "Invalid credentials",
         "locked": "Locked",
@@ -96,6 +97,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "not-allowed-in-state": "Not allowed in this state",
         "not-found": "Not found",
         "upgrade-in-progress": "Upgrade in progress",
+        "conversion-interrupted": "Conversion interrupted",
         "invalid-authorization-code": "Invalid authorization code",
         "apple-unavailable": "Apple unavailable",
         "validation": "Invalid request body",
@@ -106,5 +108,6 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "method-not-allowed": "Method not allowed",
         "not-ready": "Not ready",
         "invalid-notification": "Invalid notification",
+        "revoked": "Apple link ended",
     ]
 }

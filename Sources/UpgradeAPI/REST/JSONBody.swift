@@ -10,16 +10,44 @@ struct JSONBody {
     private let members: [JWSJSON.Member]
 
     /// Whether the media type (before any `;` parameters, spaces and tabs around it ignored, any
-    /// case) is `application/json`.
+    /// case) is `application/json`, and a `charset` parameter, if any, names UTF-8 (in any case,
+    /// quoted or not): the body is parsed as UTF-8, so a body announced in another charset is refused
+    /// rather than misread. Other parameters are ignored, as RFC 8259 defines none; one that is not
+    /// `name=value` is refused.
     static func isJSON(contentType: String?) -> Bool {
         guard let contentType else { return false }
-        var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
-        while let first = mediaType.first, first == 0x20 || first == 0x09 { mediaType = mediaType.dropFirst() }
-        while let last = mediaType.last, last == 0x20 || last == 0x09 { mediaType = mediaType.dropLast() }
-        // Letters compare with their lowercase bit (0x20) set on the received byte; '/' exactly.
-        return mediaType.count == 16
-            && zip(mediaType, "application/json".utf8).allSatisfy { received, expected in
-                expected == UInt8(ascii: "/") ? received == expected : received | 0x20 == expected
+        let parts = contentType.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false)
+        // Letters compare with their lowercase bit (0x20) set on the received byte; '/' and '-' exactly.
+        guard let mediaType = parts.first, equalsIgnoringCase(trimmed(mediaType), "application/json") else {
+            return false
+        }
+        for parameter in parts.dropFirst() {
+            let parameter = trimmed(parameter)
+            if parameter.isEmpty { continue }
+            guard let equals = parameter.firstIndex(of: UInt8(ascii: "=")) else { return false }
+            guard equalsIgnoringCase(parameter[..<equals], "charset") else { continue }
+            var value = parameter[parameter.index(after: equals)...]
+            if value.count >= 2, value.first == UInt8(ascii: "\""), value.last == UInt8(ascii: "\"") {
+                value = value.dropFirst().dropLast()
+            }
+            guard equalsIgnoringCase(value, "utf-8") else { return false }
+        }
+        return true
+    }
+
+    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> Substring.UTF8View.SubSequence {
+        var bytes = bytes
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+        return bytes
+    }
+
+    /// `received` equals the lowercase ASCII `expected`, letters in any case.
+    private static func equalsIgnoringCase(_ received: Substring.UTF8View.SubSequence, _ expected: String) -> Bool {
+        received.count == expected.utf8.count
+            && zip(received, expected.utf8).allSatisfy { received, expected in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(expected)
+                    ? received | 0x20 == expected : received == expected
             }
     }
 
@@ -28,7 +56,7 @@ struct JSONBody {
             throw APIProblem(
                 status: 415,
                 slug: "unsupported-media-type",
-                detail: "send the body as application/json",
+                detail: "send the body as application/json in UTF-8 (a charset parameter, if any, must be utf-8)",
                 extensions: [.init("result", .string("failure"))]
             )
         }

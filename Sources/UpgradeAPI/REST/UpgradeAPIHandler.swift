@@ -89,7 +89,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         var problemSlug: String?
         // Why an internal failure happened (a storage error's code, say): logged, never answered.
         var cause: String?
-        var response: HTTPResponse
+        let response: HTTPResponse
         do {
             switch router.match(method: request.method, path: request.path) {
             case .found(let matched, let parameters):
@@ -142,9 +142,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         if let peer = received.client, peer != request.client { fields.append(("proxy", .string(peer.description))) }
         if let problemSlug { fields.append(("problem", .string(problemSlug))) }
         if let cause { fields.append(("cause", .string(cause))) }
+        // The server sends `request.id` as the response's `X-Request-Id`, so a client report can be
+        // matched to this line.
         log.log(response.status >= 500 ? "error" : "info", "request", fields)
-        // The same id is in the log line, so a client report can be matched to it.
-        response.headers.replaceOrAppend(name: "X-Request-Id", value: "\(request.id)")
         return response
     }
 

@@ -21,8 +21,13 @@ public struct ServerSettings: Sendable {
     public var development: Bool
     /// Failed credential checks allowed per client (`UPGRADE_CLIENT_THROTTLE`); nil when `off`.
     public var clientThrottle: ClientThrottle.Policy?
-    /// Reverse proxies whose `X-Forwarded-For` is believed (`UPGRADE_TRUSTED_PROXIES`).
+    /// Reverse proxies whose `X-Forwarded-For` is believed (`UPGRADE_TRUSTED_PROXIES`); they are also
+    /// exempt from `maxConnectionsPerClient`.
     public var trustedProxies: TrustedProxies
+    /// Open connections allowed per client address (`UPGRADE_MAX_CONNECTIONS_PER_CLIENT`).
+    public var maxConnectionsPerClient: Int
+    /// A separate listener for `/healthz` and `/readyz` only (`UPGRADE_HEALTH_LISTEN`); nil for none.
+    public var healthListen: (host: String, port: Int)?
     /// `--dev` only: the emulator's loopback port (0 picks a free one).
     public var emulatorPort: Int
     /// How long a claimed conversion may take before other calls treat it as interrupted
@@ -36,6 +41,8 @@ public struct ServerSettings: Sendable {
         ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
         ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
         ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"), ("UPGRADE_TRUSTED_PROXIES", "--trusted-proxies"),
+        ("UPGRADE_MAX_CONNECTIONS_PER_CLIENT", "--max-connections-per-client"),
+        ("UPGRADE_HEALTH_LISTEN", "--health-listen"),
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
     ]
 
@@ -177,6 +184,37 @@ public struct ServerSettings: Sendable {
             }
         }
 
+        let connectionCap = HTTPServer.Configuration().maxConnections
+        var maxConnectionsPerClient = HTTPServer.Configuration().maxConnectionsPerClient
+        if let text = value("UPGRADE_MAX_CONNECTIONS_PER_CLIENT") {
+            if text.utf8.allSatisfy({ (48...57).contains($0) }), let limit = Int(text),
+                (1...connectionCap).contains(limit)
+            {
+                maxConnectionsPerClient = limit
+            } else {
+                problems.append(
+                    "UPGRADE_MAX_CONNECTIONS_PER_CLIENT: expected a whole number from 1 to \(connectionCap) (the server's connection cap), e.g. 64"
+                )
+            }
+        }
+
+        var healthListen: (host: String, port: Int)?
+        if let text = value("UPGRADE_HEALTH_LISTEN") {
+            if let (healthHost, healthPort) = parseListen(text), HTTPClientAddress(healthHost) != nil {
+                if healthHost == host && healthPort == port && port != 0 {
+                    problems.append(
+                        "UPGRADE_HEALTH_LISTEN: must differ from UPGRADE_LISTEN (\(host):\(port)); it is a second listener"
+                    )
+                } else {
+                    healthListen = (healthHost, healthPort)
+                }
+            } else {
+                problems.append(
+                    "UPGRADE_HEALTH_LISTEN: expected a numeric ADDRESS:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8081"
+                )
+            }
+        }
+
         var emulatorPort = 8081
         if let text = value("UPGRADE_DEV_EMULATOR_PORT") {
             if !development {
@@ -216,6 +254,8 @@ public struct ServerSettings: Sendable {
             development: development,
             clientThrottle: clientThrottle,
             trustedProxies: trustedProxies,
+            maxConnectionsPerClient: maxConnectionsPerClient,
+            healthListen: healthListen,
             emulatorPort: emulatorPort,
             conversionTimeout: conversionTimeout
         )

@@ -11,6 +11,8 @@ public final class UpgradeApplication: Sendable {
     public let transfers: TransferService
     public let apple: AppleConnections
     public let server: HTTPServer
+    /// The `UPGRADE_HEALTH_LISTEN` listener (`/healthz` and `/readyz` only), if configured.
+    public let healthServer: HTTPServer?
     public let development: DevelopmentEnvironment?
     public let metrics: Metrics
     /// Every routed operation as `METHOD /pattern`.
@@ -85,6 +87,9 @@ public final class UpgradeApplication: Sendable {
         var configuration = HTTPServer.Configuration()
         configuration.host = settings.host
         configuration.port = settings.port
+        configuration.maxConnectionsPerClient = settings.maxConnectionsPerClient
+        // A proxy's one address carries many clients.
+        configuration.connectionLimitExemptPeers = settings.trustedProxies
         configuration.onEvent = { event in log.log("info", "server", [("event", .string(event.description))]) }
         configureServer(&configuration)
         let statistics = StatisticsBox()
@@ -118,12 +123,70 @@ public final class UpgradeApplication: Sendable {
         operations = handler.operations
         server = HTTPServer(configuration: configuration, handler: handler)
         statistics.server = server
+        healthServer = settings.healthListen.map { listen in
+            HTTPServer(
+                configuration: Self.healthConfiguration(settings, listen, log: log),
+                handler: HealthCheckHandler(api: handler)
+            )
+        }
     }
 
-    /// Stops the API server (finishing in-flight requests), then the development emulator.
+    /// A small server of its own: a probe needs a connection or two, and the health listener keeps
+    /// its own table, so a flood on the API listener does not reach it. It takes no shutdown signals;
+    /// `stop()` ends it after the API server.
+    static func healthConfiguration(
+        _ settings: ServerSettings,
+        _ listen: (host: String, port: Int),
+        log: RequestLog
+    ) -> HTTPServer.Configuration {
+        var configuration = HTTPServer.Configuration()
+        configuration.host = listen.host
+        configuration.port = listen.port
+        configuration.eventLoopCount = 1
+        configuration.workerCount = 2
+        configuration.workerQueueCapacity = 16
+        configuration.maxConnections = 64
+        configuration.maxConnectionsPerClient = min(8, settings.maxConnectionsPerClient)
+        configuration.connectionLimitExemptPeers = settings.trustedProxies
+        configuration.onEvent = { event in log.log("info", "health-server", [("event", .string(event.description))]) }
+        return configuration
+    }
+
+    /// Starts the API server, then the health listener if there is one; if that cannot start, the
+    /// API server is stopped again. The error names the setting whose address failed.
+    public func start() throws(StartFailure) {
+        do {
+            try server.start()
+        } catch {
+            throw StartFailure(variable: "UPGRADE_LISTEN", host: settings.host, port: settings.port, error: error)
+        }
+        guard let healthServer, let listen = settings.healthListen else { return }
+        do {
+            try healthServer.start()
+        } catch {
+            server.shutdown()
+            server.wait()
+            throw StartFailure(variable: "UPGRADE_HEALTH_LISTEN", host: listen.host, port: listen.port, error: error)
+        }
+    }
+
+    /// Why `start()` failed: the listener's setting, its address and the server's error.
+    public struct StartFailure: Error, Sendable, CustomStringConvertible {
+        public let variable: String
+        public let host: String
+        public let port: Int
+        public let error: HTTPServerError
+
+        public var description: String { "\(variable): cannot listen on \(host):\(port): \(error)" }
+    }
+
+    /// Stops the API server (finishing in-flight requests), then the health listener and the
+    /// development emulator.
     public func stop() {
         server.shutdown()
         server.wait()
+        healthServer?.shutdown()
+        healthServer?.wait()
         development?.stop()
     }
 }

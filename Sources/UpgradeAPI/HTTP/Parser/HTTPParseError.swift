@@ -6,8 +6,8 @@
 public struct HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure. A struct over a private enum so that kinds can be added without breaking
     /// exhaustive switches in callers.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable {
+    public struct Code: Hashable, Sendable, CaseIterable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable, CaseIterable {
             case bareLineFeed
             case bareCarriageReturn
             case invalidRequestLine
@@ -35,6 +35,9 @@ public struct HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible
 
         private let base: Base
         private init(_ base: Base) { self.base = base }
+
+        /// Every kind, so each slug the parser can cause is known (and documented).
+        public static var allCases: [Code] { Base.allCases.map(Code.init) }
 
         /// A line ended with LF alone; HTTP/1.1 lines end with CRLF.
         public static let bareLineFeed = Code(.bareLineFeed)
