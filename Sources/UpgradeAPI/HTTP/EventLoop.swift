@@ -249,8 +249,12 @@ final class EventLoop: @unchecked Sendable {
             }
             timeout = next
             if let kept {
-                context.pool.perform(kept)
+                let response = context.pool.respond(to: kept.request)
+                // Counted out before the response is written: the client may send its next request
+                // as soon as it has this answer, and the thread that request wakes must find this one
+                // free, or it sends the request to a worker.
                 loopThreadsHandling.wrappingSubtract(1, ordering: .relaxed)
+                complete(connectionID: kept.connectionID, sequence: kept.sequence, response: response)
                 timeout = ownership.withLock { sleepTimeout(now: MonotonicClock.now()) }
             }
         }

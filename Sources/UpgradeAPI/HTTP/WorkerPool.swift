@@ -120,9 +120,8 @@ final class WorkerPool: @unchecked Sendable {
         while let job = nextJob(worker) { perform(job) }
     }
 
-    /// Runs `job` on the calling thread and delivers its result: what a worker does with a queued job,
-    /// and what an event loop thread does with a request it keeps for itself.
-    func perform(_ job: Job) {
+    /// Runs `job` and delivers its result to its loop.
+    private func perform(_ job: Job) {
         let response = respond(to: job.request)
         job.loop.complete(connectionID: job.connectionID, sequence: job.sequence, response: response)
     }
@@ -147,7 +146,9 @@ final class WorkerPool: @unchecked Sendable {
         return job
     }
 
-    private func respond(to request: HTTPRequest) -> HTTPResponse {
+    /// The handler's answer to `request`, on the calling thread: a worker's, or the event loop thread
+    /// that kept the request (`EventLoop.keepForThisThread`).
+    func respond(to request: HTTPRequest) -> HTTPResponse {
         do {
             return try handler.handle(request)
         } catch let problem as HTTPProblem {
