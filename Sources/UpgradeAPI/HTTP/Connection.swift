@@ -94,4 +94,34 @@ final class Connection {
         if case .open = phase { return pending.isEmpty && !hasUnsentOutput }
         return false
     }
+
+    /// A deadline that has passed, for `EventLoop` to act on.
+    enum Expiry: Equatable {
+        /// Lingering after a final response is over: close.
+        case lingerEnded
+        /// The client has not taken its response for `writeTimeout`: close.
+        case writeStalled
+        /// Connected and silent for `firstByteTimeout`: close without an answer.
+        case silentSinceAccept
+        /// A request begun and not finished within `requestTimeout`: 408, then close.
+        case requestIncomplete
+        /// No byte of a next request within `requestTimeout`, or idle for `keepAliveTimeout`: close.
+        case idle
+    }
+
+    /// The deadline passed at `now`, if any. A timestamp later than `now` counts as no time elapsed:
+    /// a thread holding the loop may stamp the connection with a clock read after `now` was.
+    func expiry(at now: UInt64, _ context: ServerContext) -> Expiry? {
+        func elapsed(since start: UInt64) -> UInt64 { now > start ? now - start : 0 }
+        if case .lingering(let deadline, _) = phase { return now >= deadline ? .lingerEnded : nil }
+        if let blocked = writeBlockedSince, elapsed(since: blocked) >= context.writeTimeout { return .writeStalled }
+        guard isWaitingForClient else { return nil }
+        guard let started = requestStartedAt else {
+            return elapsed(since: idleSince) >= context.keepAliveTimeout ? .idle : nil
+        }
+        if awaitingFirstByte && elapsed(since: started) >= context.firstByteTimeout { return .silentSinceAccept }
+        guard elapsed(since: started) >= context.requestTimeout else { return nil }
+        // Not a byte of a request arrived: nobody is waiting for an answer.
+        return parser.isIdle ? .idle : .requestIncomplete
+    }
 }

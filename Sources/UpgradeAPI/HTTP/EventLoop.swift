@@ -229,9 +229,11 @@ final class EventLoop: @unchecked Sendable {
                 timeout = ownership.withLock { sleepTimeout(now: MonotonicClock.now()) }
                 continue
             }
-            let now = MonotonicClock.now()
             let (kept, next): (WorkerPool.Job?, Int32?) = ownership.withLock {
                 guard !finished else { return (nil, nil) }
+                // Read under `ownership`, so it is never older than a time another holder stamped on
+                // a connection (a worker delivering, the sibling thread); see `Connection.expiry`.
+                let now = MonotonicClock.now()
                 mayKeepRequest = loopThreadsHandling.load(ordering: .relaxed) < threadCount - 1
                 for slot in 0..<Int(count) {
                     dispatch(token: tokens[slot], events: events[slot], now: now)
@@ -521,36 +523,19 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func checkDeadlines(_ connection: Connection, now: UInt64) {
-        if case .lingering(let deadline, _) = connection.phase {
-            if now >= deadline { close(connection) }
+        switch connection.expiry(at: now, context) {
+        case nil:
             return
-        }
-        if let blocked = connection.writeBlockedSince, now &- blocked >= context.writeTimeout {
+        case .lingerEnded, .writeStalled, .idle:
             close(connection)
-            return
-        }
-        guard connection.isWaitingForClient else { return }
-        if connection.awaitingFirstByte, let accepted = connection.requestStartedAt,
-            now &- accepted >= context.firstByteTimeout
-        {
-            // Connected and silent: closed without an answer, like an idle one below.
+        case .silentSinceAccept:
             LoopCounters.increment(counters.closedBeforeFirstByte)
             close(connection)
-            return
-        }
-        if let started = connection.requestStartedAt {
-            guard now &- started >= context.requestTimeout else { return }
-            if connection.parser.isIdle {
-                // Not a byte of a request arrived: nobody is waiting for an answer.
-                close(connection)
-            } else {
-                LoopCounters.increment(counters.timedOut)
-                let seconds = Double(context.requestTimeout) / 1e9
-                answerAndClose(connection, with: HTTPProblem.requestTimeout(seconds))
-                process(connection, now: now)
-            }
-        } else if now &- connection.idleSince >= context.keepAliveTimeout {
-            close(connection)
+        case .requestIncomplete:
+            LoopCounters.increment(counters.timedOut)
+            let seconds = Double(context.requestTimeout) / 1e9
+            answerAndClose(connection, with: HTTPProblem.requestTimeout(seconds))
+            process(connection, now: now)
         }
     }
 
