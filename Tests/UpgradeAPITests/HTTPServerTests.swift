@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
 import Testing
 
 @testable import UpgradeAPI
@@ -139,7 +138,7 @@ struct HTTPServerTests {
         defer { #expect(server.stop()) }
         let clients = 8
         let port = server.port
-        let failures = Mutex<[String]>([])
+        let failures = Locked<[String]>([])
         let finished = DispatchSemaphore(value: 0)
         for client in 0..<clients {
             Thread.detachNewThread {
@@ -361,7 +360,7 @@ struct HTTPServerTests {
         let total = 10 * 1024 * 1024
         try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(total)\r\n\r\n")
         // Send the body from another thread, as a client that does not wait for an answer would.
-        let sent = Mutex(0)
+        let sent = Locked(0)
         let finished = DispatchSemaphore(value: 0)
         let fd = client.fd
         DispatchQueue.global().async {

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
-import UpgradeAPI
+@testable import UpgradeAPI
 
 /// Lets a test hold handler calls inside the handler and release them when it chooses.
 final class Gate: Sendable {
@@ -25,7 +24,7 @@ final class Gate: Sendable {
 
 /// Collects server events so tests can check what was reported.
 final class EventLog: Sendable {
-    private let events = Mutex<[String]>([])
+    private let events = Locked<[String]>([])
 
     func record(_ event: HTTPServerEvent) {
         events.withLock { $0.append(event.description) }

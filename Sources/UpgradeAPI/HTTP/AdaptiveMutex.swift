@@ -47,3 +47,28 @@ final class AdaptiveMutex: @unchecked Sendable {
         return try body()
     }
 }
+
+/// A value reached only under an `AdaptiveMutex`: the server's `Synchronization.Mutex`.
+///
+/// Not `Mutex` itself: on Linux a contended `Mutex` is handed over inside the kernel
+/// (`FUTEX_LOCK_PI`), where ThreadSanitizer cannot see it, so every value behind one shows up as a
+/// race in `Scripts/test`'s ThreadSanitizer run and real races would hide among them. A pthread
+/// mutex is one ThreadSanitizer knows.
+///
+/// `@unchecked Sendable`: `value` is read and written only inside `withLock`.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let mutex = AdaptiveMutex()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return try body(&value)
+    }
+}

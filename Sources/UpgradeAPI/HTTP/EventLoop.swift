@@ -7,7 +7,7 @@ import Synchronization
 /// Thread ownership (nothing here is checked by the compiler, hence `@unchecked Sendable`):
 /// - Immutable after `init` and safe from any thread: `index`, `context`, `counters` (atomics),
 ///   `epollFD`, `wakeFD`, `threadCount`; `loopThreadsHandling` is an atomic.
-/// - `mailbox` is mutable state any thread may touch, always under its `Mutex`: workers post
+/// - `mailbox` is mutable state any thread may touch, always under its lock: workers post
 ///   results, the acceptor loop posts new connections, `HTTPServer` posts shutdown.
 /// - Every other stored property (the connections above all) is read and written only while
 ///   holding `ownership`. A loop thread holds it from the moment `epoll_wait` returns until it
@@ -43,13 +43,13 @@ final class EventLoop: @unchecked Sendable {
     /// `threadCount - 1`. Raised under `ownership`, lowered when the handler has returned.
     private let loopThreadsHandling = Atomic<Int>(0)
 
-    private struct Completion {
+    private struct Completion: Sendable {
         let connectionID: UInt64
         let sequence: UInt64
         let response: HTTPResponse
     }
 
-    private struct Mailbox {
+    private struct Mailbox: Sendable {
         var completions: [Completion] = []
         var adopted: [Accepted] = []
         var shutdownRequested = false
@@ -60,14 +60,14 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// A connection the acceptor has counted in and hands to a loop.
-    struct Accepted {
+    struct Accepted: Sendable {
         let fd: Int32
         let client: HTTPClientAddress?
         /// Its `Connection.clientKey`.
         let clientKey: HTTPClientAddress?
     }
 
-    private let mailbox = Mutex(Mailbox())
+    private let mailbox = Locked(Mailbox())
     /// Held by whoever touches the loop's state: see the type's comment.
     private let ownership = AdaptiveMutex()
     /// Set under `ownership` when the loop has exited: a late result is then dropped, as a post to

@@ -24,7 +24,7 @@ import UpgradeEngine
 public final class HTTPServer: Sendable {
     public let configuration: Configuration
     private let handler: any HTTPHandler
-    private let state = Mutex(State.idle)
+    private let state = Locked(State.idle)
     private let boundPort = Atomic<Int>(0)
 
     private enum State: Sendable {

@@ -15,9 +15,9 @@ final class ServerContext: Sendable {
     /// `maxConnectionsPerClient`. The acceptor counts a connection in, whichever loop closes it
     /// counts it out; an entry goes when its count reaches zero, so there are never more entries
     /// than open connections.
-    private let clientConnections = Mutex<[HTTPClientAddress: ClientConnections]>([:])
+    private let clientConnections = Locked<[HTTPClientAddress: ClientConnections]>([:])
 
-    private struct ClientConnections {
+    private struct ClientConnections: Sendable {
         var open: Int
         /// A refusal was reported since the client last had no connection: one event per client
         /// until then, however fast it reconnects.
