@@ -26,16 +26,20 @@ func report(_ name: String, _ rate: Double, relativeTo base: (name: String, rate
     print(line)
 }
 
-// `Benchmarks upgrade-cpu [COUNT] [CLIENTS]`: server CPU per completed upgrade, in separate
-// processes, with CLIENTS devices upgrading at once (1 by default).
+// `Benchmarks upgrade-cpu [COUNT] [CLIENTS] [--production-hash]`: server CPU per completed upgrade,
+// in separate processes, with CLIENTS devices upgrading at once (1 by default); the accounts' hashes
+// are cheap unless --production-hash gives them the parameters `PasswordHasher()` uses.
 if CommandLine.arguments.dropFirst().first == "upgrade-cpu" {
-    let count = CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 300
-    let clients = CommandLine.arguments.dropFirst(3).first.flatMap { Int($0) } ?? 1
-    guard count > 0, (1...64).contains(clients) else {
-        print("usage: Benchmarks upgrade-cpu [COUNT > 0] [CLIENTS 1...64]")
+    let options = CommandLine.arguments.dropFirst(2)
+    let productionHash = options.contains("--production-hash")
+    let numbers = options.filter { $0 != "--production-hash" }
+    let count = numbers.first.flatMap { Int($0) } ?? 300
+    let clients = numbers.dropFirst().first.flatMap { Int($0) } ?? 1
+    guard count > 0, (1...64).contains(clients), numbers.count <= 2, numbers.allSatisfy({ Int($0) != nil }) else {
+        print("usage: Benchmarks upgrade-cpu [COUNT > 0] [CLIENTS 1...64] [--production-hash]")
         exit(2)
     }
-    try runUpgradeCPUBenchmark(count: count, clients: clients)
+    try runUpgradeCPUBenchmark(count: count, clients: clients, productionHash: productionHash)
     exit(0)
 }
 
