@@ -127,12 +127,17 @@ struct HTTPServerTests {
         #expect(server.server.statistics.requestsReceived == 30)
     }
 
-    @Test("with many clients pipelining, resetting and reconnecting, each response reaches its own request, in order")
-    func concurrentDelivery() throws {
+    @Test(
+        "with many clients pipelining, resetting and reconnecting, each response reaches its own request, in order",
+        arguments: [1, 2]
+    )
+    func concurrentDelivery(threadsPerEventLoop: Int) throws {
         // Workers deliver directly while a loop sleeps and through the mailbox while it is busy;
-        // both paths run here, many times, on two loops.
+        // both paths run here, many times, on two loops; with two threads per loop, loop threads
+        // also run requests and deliver their own results.
         let server = try TestServer {
             $0.eventLoopCount = 2
+            $0.threadsPerEventLoop = threadsPerEventLoop
             $0.workerCount = 3
         }
         defer { #expect(server.stop()) }

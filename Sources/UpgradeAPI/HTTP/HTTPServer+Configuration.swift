@@ -10,12 +10,21 @@ extension HTTPServer {
         public var port: Int = 8080
         /// Event loop threads; each owns its connections. One per core by default.
         public var eventLoopCount: Int = HTTPServer.Configuration.coreCount
-        /// Threads waiting on each event loop's epoll instance. With two or more, the thread a request
-        /// wakes runs its handler itself while another one stays on watch, so the request needs no
-        /// second thread woken; with one, every handler runs on a worker. A thread runs a handler only
-        /// while at least one other thread of its loop does not, so each loop always has a thread
-        /// reading, writing and enforcing deadlines.
-        public var threadsPerEventLoop: Int = 2
+        /// Threads waiting on each event loop's epoll instance. With one (the default) the loop's
+        /// thread reads, writes and enforces deadlines, and every handler runs on a worker. With two or
+        /// more, the thread a request wakes runs its handler itself while another stays on watch: a
+        /// quiet server then wakes one thread per request instead of two, a small saving beside the
+        /// password hash, but at saturation the loop's threads take turns at its lock and throughput
+        /// drops (measured in `Benchmarks/README.md`).
+        /// What holds with any count:
+        /// - a loop's connections are touched only under its ownership lock: by one of its threads, or
+        ///   by a worker writing its response while the loop sleeps;
+        /// - connections are edge-triggered, so an event wakes one thread of the loop;
+        /// - a thread runs a handler only while another thread of its loop does not, so each loop
+        ///   always has a thread in `epoll_wait`, and it counts itself out before that handler's
+        ///   response is written (the client's next request must find it free);
+        /// - timestamps on a connection come from clocks read under the ownership lock.
+        public var threadsPerEventLoop: Int = 1
         /// Threads that run `HTTPHandler.handle`; handlers may block, so twice the cores by default.
         public var workerCount: Int = max(2, HTTPServer.Configuration.coreCount * 2)
         /// Requests waiting for a worker; one more is answered 503 with `Retry-After: 1`.

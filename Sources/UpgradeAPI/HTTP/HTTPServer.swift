@@ -17,8 +17,8 @@ import UpgradeEngine
 ///
 /// Threads: `threadsPerEventLoop` per event loop (`http-loop-N`, `http-loop-N.M`), `workerCount`
 /// workers (`http-worker-N`). Loop 0 also accepts and hands new connections to the loops round-robin.
-/// A loop thread woken by a request runs its handler itself while another thread of the loop stays
-/// in `epoll_wait` (see `Configuration.threadsPerEventLoop`); otherwise the request goes to a worker.
+/// Handlers run on the workers; with more than one thread per loop, a loop thread woken by a request
+/// may run it itself while another stays in `epoll_wait` (see `Configuration.threadsPerEventLoop`).
 /// Call `shutdown()` and `wait()` before dropping a started server: its threads keep running until
 /// then.
 public final class HTTPServer: Sendable {
