@@ -188,11 +188,10 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int, productionHash: Bool) thro
             hashMilliseconds
         )
     )
+    // The target is for the server's own work, measured beside cheap hashes.
     print(
-        String(
-            format: "  excluding the password hash %7.3f ms   (target ≤ 0.75 ms)",
-            perUpgrade - serverHashMilliseconds
-        )
+        String(format: "  excluding the password hash %7.3f ms", perUpgrade - serverHashMilliseconds)
+            + (productionHash ? "" : "   (target ≤ 0.75 ms)")
     )
     print(
         String(
