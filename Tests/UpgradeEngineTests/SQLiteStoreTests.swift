@@ -362,7 +362,7 @@ struct SQLiteStoreTests {
                 throw Boom()
             }
         }
-        #expect(try db.store.read { try $0.account(username: "carol") } == nil)
+        #expect(try db.store.read { try $0.account(username: Username("carol")) } == nil)
     }
 
     @Test("a read transaction refuses a write and changes nothing; the connection still writes afterwards")
@@ -376,10 +376,10 @@ struct SQLiteStoreTests {
         } catch let error as StorageError {
             #expect(error.message.contains("read transaction"))
         }
-        #expect(try store.read { try $0.account(username: "mallory") } == nil)
+        #expect(try store.read { try $0.account(username: Username("mallory")) } == nil)
         // The same statement, now cached, runs in a write transaction.
         try store.write { try $0.insertAccount(account("mallory")) }
-        #expect(try store.read { try $0.account(username: "mallory") } != nil)
+        #expect(try store.read { try $0.account(username: Username("mallory")) } != nil)
     }
 
     @Test("migration 4 keeps every audit row and its id, keeps the trail append-only, and ids keep rising")
@@ -416,11 +416,11 @@ struct SQLiteStoreTests {
         #expect(autoincrement.first?.first.flatMap(\.string)?.contains("AUTOINCREMENT") == false)
     }
 
-    @Test("usernames match case-insensitively and trimmed")
+    @Test("usernames are stored and found in their enforced form, case-insensitively and trimmed")
     func usernameNormalisation() throws {
         let db = try TemporaryDatabase()
         try db.store.write { try $0.insertAccount(account(" Alice ")) }
-        #expect(try db.store.read { try $0.account(username: "ALICE") }?.username == "alice")
+        #expect(try db.store.read { try $0.account(username: Username("ALICE")) }?.username == "alice")
     }
 
     @Test("a password check's snapshot, read in one statement, equals the four single-row reads")
@@ -447,11 +447,12 @@ struct SQLiteStoreTests {
             _ = try tx.recordFailure(usernameKey: "nobody", now: 6)
             _ = try tx.recordFailure(usernameKey: "nobody", now: 8)
         }
-        for key in ["plain", "two-factor", "Two-Factor", "converted", "nobody", "never-seen", ""] {
-            let snapshot = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: key) }
+        for key in ["plain", "two-factor", "Two-Factor", "converted", "nobody", "never-seen"] {
+            let username = try Username(key)
+            let snapshot = try db.store.read { try $0.passwordCheckSnapshot(username: username) }
             let expected = try db.store.read { tx in
-                var expected = PasswordCheckSnapshot(throttle: try tx.throttle(usernameKey: key))
-                expected.account = try tx.account(username: key)
+                var expected = PasswordCheckSnapshot(throttle: try tx.throttle(usernameKey: username.value))
+                expected.account = try tx.account(username: username)
                 if let account = expected.account {
                     expected.credential = try tx.passwordCredential(accountID: account.id)
                     expected.hasSecondFactor = try tx.totpEnrollment(accountID: account.id) != nil
@@ -460,11 +461,11 @@ struct SQLiteStoreTests {
             }
             #expect(snapshot == expected, "\(key)")
         }
-        let twoFactor = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "two-factor") }
+        let twoFactor = try db.store.read { try $0.passwordCheckSnapshot(username: Username("two-factor")) }
         #expect(twoFactor.hasSecondFactor && twoFactor.credential?.hash == "h-\(withTOTP.id)")
-        let nobody = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "nobody") }
+        let nobody = try db.store.read { try $0.passwordCheckSnapshot(username: Username("nobody")) }
         #expect(nobody.account == nil && nobody.throttle?.failures == 2 && nobody.throttle?.lastFailureAt == 8)
-        #expect(try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "converted") }.credential == nil)
+        #expect(try db.store.read { try $0.passwordCheckSnapshot(username: Username("converted")) }.credential == nil)
     }
 
     @Test("the audit trail is append-only")

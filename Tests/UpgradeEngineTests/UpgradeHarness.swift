@@ -102,7 +102,9 @@ final class UpgradeHarness: Sendable {
         return JWSCompact.sign(header: header, payload: payload.serialized()) { appleKey.signRS256($0) }
     }
 
-    func account(_ username: String) throws -> AccountRecord? { try store.read { try $0.account(username: username) } }
+    func account(_ username: String) throws -> AccountRecord? {
+        try store.read { try $0.account(username: Username(username)) }
+    }
 }
 
 /// Apple's token endpoint as a test controls it: counts exchanges, answers with fresh tokens (and an

@@ -34,6 +34,8 @@ struct SQLiteTransaction: StoreTransaction {
     private static let accountColumns = "id, username, credential_kind, created_at, updated_at, version"
     private static let selectAccountByID = "SELECT \(Self.accountColumns) FROM accounts WHERE id = ?"
     private static let selectAccountByUsername = "SELECT \(Self.accountColumns) FROM accounts WHERE username = ?"
+    private static let selectAccountsAfterID =
+        "SELECT \(Self.accountColumns) FROM accounts WHERE id > ? ORDER BY id LIMIT ?"
 
     private static func account(_ row: [SQLValue]) -> AccountRecord {
         AccountRecord(
@@ -47,10 +49,16 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func insertAccount(_ account: AccountRecord) throws(StorageError) {
+        let username: Username
+        do {
+            username = try Username(account.username)
+        } catch {
+            throw StorageError(.constraint, "accounts.username is not a valid username (\(error.code))")
+        }
         try rows(
             "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                .text(account.id), .text(AccountRecord.normalize(username: account.username)),
+                .text(account.id), .text(username.value),
                 .text(account.credentialKind.rawValue),
                 .integer(account.createdAt), .integer(account.updatedAt), .integer(account.version),
             ]
@@ -61,11 +69,25 @@ struct SQLiteTransaction: StoreTransaction {
         try rows(Self.selectAccountByID, [.text(id)]).first.map(Self.account)
     }
 
-    func account(username: String) throws(StorageError) -> AccountRecord? {
-        try rows(
-            Self.selectAccountByUsername,
-            [.text(AccountRecord.normalize(username: username))]
-        ).first.map(Self.account)
+    func account(username: Username) throws(StorageError) -> AccountRecord? {
+        try rows(Self.selectAccountByUsername, [.text(username.value)]).first.map(Self.account)
+    }
+
+    func accounts(afterID: String?, limit: Int) throws(StorageError) -> [AccountRecord] {
+        try rows(Self.selectAccountsAfterID, [.text(afterID ?? ""), .integer(Int64(limit))]).map(Self.account)
+    }
+
+    func updateAccountUsername(
+        id: String,
+        username: Username,
+        expectedVersion: Int64,
+        now: Int64
+    ) throws(StorageError) {
+        try versionedUpdate(
+            "UPDATE accounts SET username = ?, updated_at = ?, version = version + 1 WHERE id = ? AND version = ?",
+            [.text(username.value), .integer(now), .text(id), .integer(expectedVersion)],
+            what: "account"
+        )
     }
 
     func updateAccountCredentialKind(
@@ -188,10 +210,9 @@ struct SQLiteTransaction: StoreTransaction {
     // MARK: Throttling
 
     /// One statement instead of four: a start request's reads cost about a third as much.
-    func passwordCheckSnapshot(usernameKey: String) throws(StorageError) -> PasswordCheckSnapshot {
-        // The throttle row is keyed by the key as given, the account by its normalized username,
-        // as `throttle(usernameKey:)` and `account(username:)` look them up.
-        let username = AccountRecord.normalize(username: usernameKey)
+    func passwordCheckSnapshot(username: Username) throws(StorageError) -> PasswordCheckSnapshot {
+        // The throttle row and the account are both keyed by the username's enforced form.
+        let usernameKey = username.value
         guard
             let row = try rows(
                 """
@@ -199,12 +220,12 @@ struct SQLiteTransaction: StoreTransaction {
                     a.id, a.username, a.credential_kind, a.created_at, a.updated_at, a.version,
                     p.account_id, p.hash, p.format, p.updated_at,
                     EXISTS (SELECT 1 FROM totp_enrollments e WHERE e.account_id = a.id)
-                FROM (SELECT ? AS throttle_key, ? AS username) AS q
-                LEFT JOIN login_throttle t ON t.username_key = q.throttle_key
+                FROM (SELECT ? AS username) AS q
+                LEFT JOIN login_throttle t ON t.username_key = q.username
                 LEFT JOIN accounts a ON a.username = q.username
                 LEFT JOIN password_credentials p ON p.account_id = a.id
                 """,
-                [.text(usernameKey), .text(username)]
+                [.text(usernameKey)]
             ).first
         else { return PasswordCheckSnapshot() }
         var snapshot = PasswordCheckSnapshot()

@@ -20,9 +20,16 @@ public protocol UpgradeStore: Sendable {
 /// row changed since it was read; the row's version then increases by one.
 public protocol StoreTransaction {
     // Accounts and credentials
+    /// Stores the account under `Username(account.username).value`; a username the profile refuses
+    /// fails with `.constraint`, one already taken with `.uniqueViolation` on `accounts.username`.
     func insertAccount(_ account: AccountRecord) throws(StorageError)
     func account(id: String) throws(StorageError) -> AccountRecord?
-    func account(username: String) throws(StorageError) -> AccountRecord?
+    /// The account stored under exactly this username.
+    func account(username: Username) throws(StorageError) -> AccountRecord?
+    /// Accounts in id order after `afterID`, for checks that read them all a page at a time.
+    func accounts(afterID: String?, limit: Int) throws(StorageError) -> [AccountRecord]
+    /// Re-keys an account whose stored username predates the username profile.
+    func updateAccountUsername(id: String, username: Username, expectedVersion: Int64, now: Int64) throws(StorageError)
     func updateAccountCredentialKind(
         id: String,
         kind: CredentialKind,
@@ -46,9 +53,9 @@ public protocol StoreTransaction {
     func consumeRecoveryCode(accountID: String, codeHash: String, now: Int64) throws(StorageError) -> Bool
     func unusedRecoveryCodeCount(accountID: String) throws(StorageError) -> Int
 
-    /// What a password check needs, read at once: the username's failures, its account, that
-    /// account's password and whether it has a second factor.
-    func passwordCheckSnapshot(usernameKey: String) throws(StorageError) -> PasswordCheckSnapshot
+    /// What a password check needs, read at once: the username's failures (keyed by `username.value`),
+    /// its account, that account's password and whether it has a second factor.
+    func passwordCheckSnapshot(username: Username) throws(StorageError) -> PasswordCheckSnapshot
 
     // Throttling
     func throttle(usernameKey: String) throws(StorageError) -> ThrottleRecord?
@@ -143,9 +150,9 @@ public struct PasswordCheckSnapshot: Sendable, Equatable {
 
 extension StoreTransaction {
     /// The snapshot from the single-row reads; a backend may read it in one statement instead.
-    public func passwordCheckSnapshot(usernameKey: String) throws(StorageError) -> PasswordCheckSnapshot {
-        var snapshot = PasswordCheckSnapshot(throttle: try throttle(usernameKey: usernameKey))
-        snapshot.account = try account(username: usernameKey)
+    public func passwordCheckSnapshot(username: Username) throws(StorageError) -> PasswordCheckSnapshot {
+        var snapshot = PasswordCheckSnapshot(throttle: try throttle(usernameKey: username.value))
+        snapshot.account = try account(username: username)
         if let account = snapshot.account {
             snapshot.credential = try passwordCredential(accountID: account.id)
             snapshot.hasSecondFactor = try totpEnrollment(accountID: account.id) != nil

@@ -2,7 +2,10 @@ extension UpgradeService {
     /// `POST /v1/upgrades`: evaluates the existing password. Synchronous on purpose: the password hash
     /// is CPU-bound work for the caller's (worker) thread, not for Swift's small cooperative pool. Answers `success` with a state and nonce,
     /// `twoFactorAuthRequired`, or throws a failure. A wrong password and an unknown username cost the
-    /// same and look the same; both count against the username as typed.
+    /// same and look the same; both count against the username's enforced form (`Username`), so
+    /// look-alike spellings share one lockout. A string the username profile refuses is a
+    /// `validation` failure naming the code point and rule: that depends on the string alone, so it
+    /// reveals nothing about which accounts exist, and no account can be stored under such a name.
     public func start(
         username: String,
         password: String,
@@ -12,12 +15,20 @@ extension UpgradeService {
         try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
         try Self.require(password, "password", maxBytes: Self.maxPasswordBytes)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
-        let usernameKey = AccountRecord.normalize(username: username)
-        guard !usernameKey.isEmpty else { throw UpgradeFailure(.validation, "username is required") }
+        let prepared: Username
+        do {
+            prepared = try Username(username)
+        } catch {
+            throw UpgradeFailure(
+                .validation,
+                error.code == .empty ? "username is required" : "username: \(error.message)"
+            )
+        }
+        let usernameKey = prepared.value
 
         let snapshot: PasswordCheckSnapshot
         do {
-            snapshot = try store.read { tx in try tx.passwordCheckSnapshot(usernameKey: usernameKey) }
+            snapshot = try store.read { tx in try tx.passwordCheckSnapshot(username: prepared) }
         } catch {
             throw Self.storageFailure(error)
         }
