@@ -19,7 +19,11 @@ final class UpgradeHarness: Sendable {
     let apple: ScriptedAppleEndpoint
     let service: UpgradeService
 
-    init(apple: ScriptedAppleEndpoint = ScriptedAppleEndpoint(), policy: UpgradePolicy = .default) throws {
+    init(
+        apple: ScriptedAppleEndpoint = ScriptedAppleEndpoint(),
+        policy: UpgradePolicy = .default,
+        onEffect: @escaping @Sendable (UpgradeEffect, String) -> Void = { _, _ in }
+    ) throws {
         database = try TemporaryDatabase()
         self.apple = apple
         let verifier = IdentityTokenVerifier(
@@ -32,7 +36,11 @@ final class UpgradeHarness: Sendable {
             secrets: secrets,
             identityTokens: verifier,
             apple: apple,
-            configuration: UpgradeServiceConfiguration(policy: policy, appleTeamID: Self.teamID)
+            configuration: {
+                var configuration = UpgradeServiceConfiguration(policy: policy, appleTeamID: Self.teamID)
+                configuration.onEffect = onEffect
+                return configuration
+            }()
         )
     }
 

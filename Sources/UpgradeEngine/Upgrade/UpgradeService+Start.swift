@@ -84,29 +84,26 @@ extension UpgradeService {
             throw UpgradeFailure(.internalError, "the upgrade could not start")
         }
 
-        var issued: (state: String, nonce: String)?
-        if transition.effects.contains(.issueStateAndNonce) {
-            issued = (Self.newOneTimeValue(), Self.newOneTimeValue())
-        }
         let id = Self.newUpgradeID()
         let accountID = snapshot.account?.id
-        let record = UpgradeSessionRecord(
+        var record = UpgradeSessionRecord(
             id: id,
             accountID: accountID,
             usernameKey: usernameKey,
             serviceIdentifier: serviceIdentifier,
             status: machine.status.rawValue,
             machine: Self.encode(machine),
-            stateHash: issued.map { Self.hashOneTimeValue($0.state) },
-            nonceHash: issued.map { Self.hashOneTimeValue($0.nonce) },
+            stateHash: nil,
+            nonceHash: nil,
             linkedSub: nil,
             createdAt: now,
             expiresAt: machine.deadline ?? now,
             updatedAt: now
         )
         auditDetail["serviceIdentifier"] = serviceIdentifier
+        let issued: EffectOutputs
         do {
-            try store.write { tx in
+            issued = try store.write { tx in
                 switch outcome {
                 case .accepted:
                     // Most sign-ins follow no failure: then there is no throttle row to clear.
@@ -116,8 +113,16 @@ extension UpgradeService {
                     _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
                 case .rejected: break
                 }
+                let outputs = try performInTransaction(
+                    transition.effects,
+                    record: &record,
+                    inputs: EffectInputs(),
+                    in: tx,
+                    now: now
+                )
                 try tx.insertUpgradeSession(record)
                 try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: auditDetail))
+                return outputs
             }
         } catch {
             throw Self.storageFailure(error)
@@ -129,8 +134,8 @@ extension UpgradeService {
             throw failure
         }
         var answer = self.answer(machine, id: id)
-        answer.state = issued?.state
-        answer.nonce = issued?.nonce
+        answer.state = issued.state
+        answer.nonce = issued.nonce
         return answer
     }
 
