@@ -73,13 +73,14 @@ extension UpgradeService {
             throw try commitRejection(event, detail: detail, record: record, machine: &machine, now: now)
         case .verified(let verified):
             claims = verified
-        case .undecided:
+        case .undecided(let why):
             // A transient outage on Apple's side must not fail the user's upgrade: answer and keep it open.
             throw UpgradeFailure(
                 .appleUnavailable,
                 "Apple's signing keys could not be fetched to check the identity token; retry shortly",
                 upgradeID: id,
-                status: machine.status
+                status: machine.status,
+                cause: why
             )
         }
 
@@ -139,7 +140,8 @@ extension UpgradeService {
                 kind,
                 error.message + "; start a new upgrade",
                 upgradeID: claim.id,
-                status: ended.status == .converting ? .converting : .failed
+                status: ended.status == .converting ? .converting : .failed,
+                cause: "apple \(error.appleCode?.rawValue ?? "-"): \(error)"
             )
         }
     }
