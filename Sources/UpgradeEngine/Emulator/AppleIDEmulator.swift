@@ -268,7 +268,7 @@ public final class AppleIDEmulator: Sendable {
         }
     }
 
-    /// Claims in the order Apple's tokens show them (facts §1.2).
+    /// Claims in the order Apple's tokens show them (docs/apple-protocol.md §1.2).
     func identityTokenClaims(
         _ state: inout EmulatorState,
         userID: String,

@@ -2,7 +2,7 @@
 /// file.
 ///
 /// It holds the account id, transfer statuses, an outcome and a reason slug, and nothing else: no
-/// Apple `sub` (the sender team must never export its ids, facts §3.1), no `transfer_sub`, no email
+/// Apple `sub` (the sender team must never export its ids, docs/apple-protocol.md §3.1), no `transfer_sub`, no email
 /// address, no token. Apple ids stay in the database, where `accounts show` can reach them.
 public struct TransferRowReport: Sendable, Equatable {
     public enum Step: String, Sendable, Equatable, CaseIterable {

@@ -1,14 +1,14 @@
 import Foundation
 
 extension TransferService {
-    /// Sender side (facts §3.2 steps 1–2): obtains the `transfer_sub` of every Apple-linked account
+    /// Sender side (docs/apple-protocol.md §3.2 steps 1–2): obtains the `transfer_sub` of every Apple-linked account
     /// of our team for `targetTeamID`, with one team access token for the whole batch. Accounts not
     /// yet prepared, and those whose preparation failed, are tried; the rest are reported as done
     /// or skipped. `windowEndsAt` is the end of the 60-day window once the transfer was accepted,
     /// nil before (preparing may start before the transfer, TN3159).
     ///
     /// Refuses a target that is not a team id, or that is our own team: transfer identifiers made
-    /// for the sender itself can never be exchanged (facts §3.6).
+    /// for the sender itself can never be exchanged (docs/apple-protocol.md §3.6).
     public func prepare(
         targetTeamID: String,
         clientID: String,
@@ -40,7 +40,7 @@ extension TransferService {
         return await run(plan, options: options)
     }
 
-    /// Recipient side (facts §3.2 step 5): exchanges each stored `transfer_sub` for the recipient
+    /// Recipient side (docs/apple-protocol.md §3.2 step 5): exchanges each stored `transfer_sub` for the recipient
     /// team's `sub` (and relay email) and re-keys the account's Apple link in the transaction that
     /// records `transferred`. Our configuration must now be the recipient team's: a record prepared
     /// for another team stops the batch before any call.
