@@ -1,4 +1,4 @@
-/// Why a transfer step failed for one user. The raw value is a stable slug for the per-row report
+/// Why a transfer step failed for one user. The raw value is a stable code for the per-row report
 /// and the audit trail.
 public enum TransferFailureReason: String, Sendable, Hashable, CaseIterable, Codable {
     /// The step was started after the 60-day migration window (docs/apple-protocol.md §3.2). Recovery needs the

@@ -1,4 +1,4 @@
-/// One row of the append-only audit trail. `detail` holds non-secret facts only (reason slugs, formats,
+/// One row of the append-only audit trail. `detail` holds non-secret facts only (reason codes, formats,
 /// counts); the type offers no place for a password, code, token or nonce.
 public struct AuditEvent: Sendable, Equatable {
     public var id: Int64?

@@ -24,7 +24,7 @@ public struct TransferBatchSummary: Sendable, Equatable {
             /// The store could not list the accounts.
             public static let storage = Code(.storage)
 
-            public var slug: String { base.rawValue }
+            public var name: String { base.rawValue }
             public var description: String { base.rawValue }
         }
 
@@ -36,14 +36,14 @@ public struct TransferBatchSummary: Sendable, Equatable {
             self.message = message
         }
 
-        public var description: String { "\(code.slug): \(message)" }
+        public var description: String { "\(code.name): \(message)" }
     }
 
     public var step: TransferRowReport.Step
     public var dryRun: Bool
     /// Reported rows per outcome (every outcome present, zero when none).
     public var outcomes: [TransferRowReport.Outcome: Int]
-    /// Rows per failure reason slug, for the summary line.
+    /// Rows per failure reason, for the summary line.
     public var reasons: [String: Int]
     public var stop: Stop?
     /// The row limit was reached; accounts after it were not visited.

@@ -208,14 +208,14 @@ extension TransferService {
             }
             snapshot = found
         } catch {
-            return report(.linked, .linked, .error, error.code.slug)
+            return report(.linked, .linked, .error, error.code.name)
         }
         let status = snapshot.machine.status
         if let decision = triage(snapshot, plan: plan, control: context.control) {
             return report(status, status, decision.outcome, decision.reason)
         }
 
-        if let stop = context.control.stop { return report(status, status, .stopped, stop.code.slug) }
+        if let stop = context.control.stop { return report(status, status, .stopped, stop.code.name) }
         if Task.isCancelled { return report(status, status, .stopped, "interrupted") }
         guard context.control.takePermit() else { return nil }
 
@@ -229,7 +229,7 @@ extension TransferService {
         do {
             started = try trial.apply(begin, now: plan.now)
         } catch {
-            return report(status, status, .skipped, error.code.slug)
+            return report(status, status, .skipped, error.code.name)
         }
         if started.stateChanged {
             // The window has closed: recorded as a failed step, retryable with a new window.
@@ -260,7 +260,7 @@ extension TransferService {
                     "Apple refused our client credentials (\(error.code)): \(error.message); every row would fail alike, so the batch stopped. Check the team id, key id, private key and client id, then re-run"
                 )
             )
-            return report(status, status, .stopped, Self.slug(error.code))
+            return report(status, status, .stopped, Self.reasonName(error.code))
         case .unavailable:
             return report(status, status, .unavailable, "apple-unavailable")
         case .interrupted:
@@ -344,7 +344,7 @@ extension TransferService {
             committed = try self.commit(accountID: accountID, commit, now: context.plan.now)
         } catch {
             let outcome: TransferRowReport.Outcome = error.code == .conflict ? .conflict : .error
-            return report(status, status, outcome, error.code == .conflict ? "link-changed" : error.code.slug)
+            return report(status, status, outcome, error.code == .conflict ? "link-changed" : error.code.name)
         }
         let from = committed.from
         switch committed.result {
@@ -454,8 +454,8 @@ extension TransferService {
         message: "Apple's migration answer is missing its identifier"
     )
 
-    /// Apple's error code as a report slug (`invalid_client` → `invalid-client`).
-    static func slug(_ code: AppleEndpointError.Code) -> String {
+    /// Apple's error code as a report reason (`invalid_client` → `invalid-client`).
+    static func reasonName(_ code: AppleEndpointError.Code) -> String {
         code.rawValue.replacingOccurrences(of: "_", with: "-")
     }
 }
