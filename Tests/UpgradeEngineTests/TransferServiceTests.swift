@@ -3,7 +3,7 @@ import Testing
 
 @testable import UpgradeEngine
 
-/// The `prepare` and `complete` batches against the Apple ID emulator (design §4–§5, docs/apple-protocol.md §3).
+/// The `prepare` and `complete` batches against the Apple ID emulator (docs/architecture.md §6, docs/apple-protocol.md §3).
 @Suite("Transfer service batches")
 struct TransferServiceTests {
     @Test("prepare then complete: subs re-keyed, relay email updated, old id transferred, new id authorized")

@@ -1,4 +1,4 @@
-/// The team-transfer migration of one Apple-linked account (design §4, docs/apple-protocol.md §3).
+/// The team-transfer migration of one Apple-linked account (docs/architecture.md §6, docs/apple-protocol.md §3).
 ///
 /// ```
 /// linked(subA) --transferIdentifierObtained--> transferPrepared(transferSub)

@@ -1,4 +1,4 @@
-/// One upgrade session: a password account becoming a Sign in with Apple account (design §4).
+/// One upgrade session: a password account becoming a Sign in with Apple account (docs/architecture.md §4).
 ///
 /// ```
 /// started --password ok, no 2FA--> awaitingAppleCredential   [issueStateAndNonce]

@@ -61,7 +61,7 @@ public struct TransferBatchSummary: Sendable, Equatable {
     public var rows: Int { outcomes.values.reduce(0, +) }
     public var failedRows: Int { outcomes.filter { $0.key.isFailure }.map(\.value).reduce(0, +) }
 
-    /// The batch commands' exit status (design §5): 2 when the configuration was refused (nothing
+    /// The batch commands' exit status (README, Command line): 2 when the configuration was refused (nothing
     /// more can succeed until it is fixed), 1 when rows failed or the batch stopped early for another
     /// reason, 0 when every row is fine.
     public var exitStatus: Int32 {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Drives ``TransferStateMachine`` for every Apple-linked account when the app moves between
-/// developer teams (design §4, docs/apple-protocol.md §3): the sender team's `prepare` batch, the recipient team's
+/// developer teams (docs/architecture.md §6, docs/apple-protocol.md §3): the sender team's `prepare` batch, the recipient team's
 /// `complete` batch, sign-ins that carry `transfer_sub`, credential-state answers, and Apple's
 /// server-to-server notifications.
 ///
