@@ -120,7 +120,7 @@ struct SQLiteStoreTests {
             Issue.record("second link was accepted")
         } catch let error as StorageError {
             #expect(error.code == .uniqueViolation)
-            #expect(error.constraint == "apple_links.sub")
+            #expect(error.constraint == .appleLinksSub)
         }
         #expect(try db.store.read { try $0.appleLink(accountID: second.id) } == nil)
     }
@@ -168,7 +168,7 @@ struct SQLiteStoreTests {
             try db.store.write { try $0.updateAppleLink(next, expectedVersion: 3) }
             Issue.record("a sub linked to another account was accepted")
         } catch let error as StorageError {
-            #expect(error.code == .uniqueViolation && error.constraint == "apple_links.sub")
+            #expect(error.code == .uniqueViolation && error.constraint == .appleLinksSub)
         }
         stored = try #require(try db.store.read { try $0.appleLink(accountID: alice.id) })
         #expect(stored.sub == "001.alice.2" && stored.email == "alice@privaterelay.appleid.com" && stored.version == 3)
@@ -261,7 +261,7 @@ struct SQLiteStoreTests {
             try db.store.write { try $0.upsertTransferRecord(other, expectedVersion: nil) }
             Issue.record("two accounts share an old sub")
         } catch let error as StorageError {
-            #expect(error.code == .uniqueViolation && error.constraint == "transfer_records.old_sub", "\(error)")
+            #expect(error.code == .uniqueViolation && error.constraint == .transferRecordsOldSub, "\(error)")
         }
         #expect(try db.store.read { try $0.transferRecords(status: nil, limit: 10) }.map(\.accountID) == [alice.id])
     }

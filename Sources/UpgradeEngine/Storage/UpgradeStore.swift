@@ -1,7 +1,7 @@
 /// The engine's storage, designed for two backends (SQLite embedded, PostgreSQL for many stateless
 /// instances). Nothing here assumes SQLite: transactions are closures that either commit as a whole or
 /// roll back, optimistic concurrency is expressed by `expectedVersion` arguments, and uniqueness
-/// failures surface as `StorageError.uniqueViolation` naming the column.
+/// failures surface as `StorageError.uniqueViolation` with the typed constraint that refused them.
 public protocol UpgradeStore: Sendable {
     /// Applies pending schema migrations in order; returns the ones applied now.
     func migrate(now: Int64) throws(StorageError) -> [MigrationStatus]
@@ -21,7 +21,7 @@ public protocol UpgradeStore: Sendable {
 public protocol StoreTransaction {
     // Accounts and credentials
     /// Stores the account under `Username(account.username).value`; a username the profile refuses
-    /// fails with `.constraint`, one already taken with `.uniqueViolation` on `accounts.username`.
+    /// fails with `.constraint`, one already taken with `.uniqueViolation` on `.accountsUsername`.
     func insertAccount(_ account: AccountRecord) throws(StorageError)
     func account(id: String) throws(StorageError) -> AccountRecord?
     /// The account stored under exactly this username.
@@ -67,7 +67,7 @@ public protocol StoreTransaction {
     func appleLink(accountID: String) throws(StorageError) -> AppleLinkRecord?
     func appleLink(sub: String) throws(StorageError) -> AppleLinkRecord?
     /// Stores every field of the link (the account id names it). A `sub` another link has fails
-    /// with `.uniqueViolation` on `apple_links.sub`.
+    /// with `.uniqueViolation` on `.appleLinksSub`.
     func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError)
 
     // Upgrade sessions
