@@ -1,6 +1,6 @@
 /// Accounts and their credentials: passwords, TOTP enrollments, recovery codes, the login
 /// throttle, and the password check that reads them together.
-extension SQLiteTransaction {
+extension SQLiteTransaction: AccountStore {
     private static let accountColumns = "id, username, credential_kind, created_at, updated_at, version"
     private static let selectAccountByID = "SELECT \(Self.accountColumns) FROM accounts WHERE id = ?"
     private static let selectAccountByUsername = "SELECT \(Self.accountColumns) FROM accounts WHERE username = ?"

@@ -1,5 +1,5 @@
 /// Apple links: the Apple `sub` each converted account signs in with.
-extension SQLiteTransaction {
+extension SQLiteTransaction: AppleLinkStore {
     private static let linkColumns =
         "account_id, sub, team_id, client_id, email, is_private_email, refresh_token_ciphertext, status, linked_at, updated_at, version, email_forwarding_enabled, email_forwarding_at"
     private static let insertLink =

@@ -1,5 +1,5 @@
 /// The append-only audit trail.
-extension SQLiteTransaction {
+extension SQLiteTransaction: AuditStore {
     func appendAudit(_ event: AuditEvent) throws(StorageError) {
         let detail = JWSJSON.object(
             event.detail.sorted { $0.key < $1.key }.map { JWSJSON.Member($0.key, .string($0.value)) }

@@ -1,5 +1,5 @@
 /// Apple's server-to-server notifications already processed, and sign-in nonces already used.
-extension SQLiteTransaction {
+extension SQLiteTransaction: NotificationStore {
     func recordNotification(jti: String, type: String, now: Int64) throws(StorageError) -> Bool {
         try rows(
             "INSERT INTO apple_notifications (jti, type, received_at) VALUES (?, ?, ?) ON CONFLICT (jti) DO NOTHING",

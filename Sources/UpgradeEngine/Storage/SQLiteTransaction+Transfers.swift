@@ -1,5 +1,5 @@
 /// Team transfer: one record per Apple-linked account being moved to another team.
-extension SQLiteTransaction {
+extension SQLiteTransaction: TransferStore {
     private static let transferColumns =
         "account_id, status, machine, old_sub, transfer_sub, new_sub, target_team_id, failure_reason, attempts, window_ends_at, updated_at, version"
     /// SQLite checks an upsert's target first, so a record another request inserted meanwhile is

@@ -1,5 +1,5 @@
 /// Upgrade sessions: one row per upgrade attempt, updated by each transition.
-extension SQLiteTransaction {
+extension SQLiteTransaction: UpgradeSessionStore {
     private static let sessionColumns =
         "id, account_id, username_key, service_identifier, status, machine, state_hash, nonce_hash, linked_sub, created_at, expires_at, updated_at, version"
     private static let insertSession =

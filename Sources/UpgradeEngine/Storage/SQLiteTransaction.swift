@@ -1,10 +1,11 @@
 /// `StoreTransaction` over one SQLite connection inside an open transaction.
 ///
 /// Statements are written once, as literals or `static let`s, never built per call: the
-/// connection's statement cache finds them again by their text. The queries live with their
-/// aggregate, one extension per file (`SQLiteTransaction+Accounts.swift`, `+AppleLinks`,
-/// `+UpgradeSessions`, `+Transfers`, `+Notifications`, `+Audit`); this file holds what they share.
-struct SQLiteTransaction: StoreTransaction {
+/// connection's statement cache finds them again by their text. Each aggregate's protocol is
+/// conformed to in its own file (`SQLiteTransaction+Accounts.swift` for `AccountStore`,
+/// `+AppleLinks`, `+UpgradeSessions`, `+Transfers`, `+Notifications`, `+Audit`); this file holds
+/// what their queries share.
+struct SQLiteTransaction {
     let connection: SQLiteConnection
 
     @discardableResult
@@ -29,3 +30,5 @@ struct SQLiteTransaction: StoreTransaction {
         try rows(sql, [value, .text(key)])
     }
 }
+
+extension SQLiteTransaction: StoreTransaction {}
