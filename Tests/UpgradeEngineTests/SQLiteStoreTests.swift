@@ -423,6 +423,24 @@ struct SQLiteStoreTests {
         #expect(try db.store.read { try $0.account(username: Username("ALICE")) }?.username == "alice")
     }
 
+    @Test("the backend stores and compares a username byte for byte; enforcing it is the engine's step")
+    func usernameRowIsStoredAsGiven() throws {
+        let db = try TemporaryDatabase()
+        let nfd = "jose\u{301}"
+        try db.store.write { tx in
+            try tx.insertAccountRow(account("Alice"))
+            try tx.insertAccountRow(account(nfd))
+        }
+        let stored = try db.store.read { try $0.accounts(afterID: nil, limit: 10) }.map(\.username)
+        #expect(stored.contains { $0.utf8.elementsEqual("Alice".utf8) })
+        #expect(stored.contains { $0.utf8.elementsEqual(nfd.utf8) })
+        #expect(try db.store.read { try $0.account(username: Username("alice")) } == nil)
+        #expect(try db.store.read { try $0.account(username: Username(nfd)) } == nil)
+        // `insertAccount` enforces first: "ALICE" is stored, and found, as "alice".
+        try db.store.write { try $0.insertAccount(account("ALICE")) }
+        #expect(try db.store.read { try $0.account(username: Username("alice")) } != nil)
+    }
+
     @Test("a password check's snapshot, read in one statement, equals the four single-row reads")
     func passwordCheckSnapshot() throws {
         let db = try TemporaryDatabase()

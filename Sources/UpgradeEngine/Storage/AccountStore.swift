@@ -1,9 +1,10 @@
 /// Accounts and their credentials inside a transaction: the account, its password, its second
 /// factor (TOTP and recovery codes), and the throttle on failed password attempts.
 public protocol AccountStore {
-    /// Stores the account under `Username(account.username).value`; a username the profile refuses
-    /// fails with `.constraint`, one already taken with `.uniqueViolation` on `.accountsUsername`.
-    func insertAccount(_ account: AccountRecord) throws(StorageError)
+    /// Stores the account exactly as given; a username already taken fails with `.uniqueViolation`
+    /// on `.accountsUsername`. Callers use `insertAccount`, which puts the username in its enforced
+    /// form first: what a username is belongs to the engine, not to a backend.
+    func insertAccountRow(_ account: AccountRecord) throws(StorageError)
     func account(id: String) throws(StorageError) -> AccountRecord?
     /// The account stored under exactly this username.
     func account(username: Username) throws(StorageError) -> AccountRecord?
@@ -65,6 +66,18 @@ public struct PasswordCheckSnapshot: Sendable, Equatable {
 }
 
 extension AccountStore {
+    /// Stores the account under `Username(account.username).value`; a username the profile refuses
+    /// fails with `.constraint`, one already taken with `.uniqueViolation` on `.accountsUsername`.
+    public func insertAccount(_ account: AccountRecord) throws(StorageError) {
+        var enforced = account
+        do {
+            enforced.username = try Username(account.username).value
+        } catch {
+            throw StorageError(.constraint, "accounts.username is not a valid username (\(error.code))")
+        }
+        try insertAccountRow(enforced)
+    }
+
     /// The snapshot from the single-row reads; a backend may read it in one statement instead.
     public func passwordCheckSnapshot(username: Username) throws(StorageError) -> PasswordCheckSnapshot {
         var snapshot = PasswordCheckSnapshot(throttle: try throttle(usernameKey: username.value))

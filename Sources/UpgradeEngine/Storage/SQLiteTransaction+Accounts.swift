@@ -18,17 +18,11 @@ extension SQLiteTransaction: AccountStore {
         )
     }
 
-    func insertAccount(_ account: AccountRecord) throws(StorageError) {
-        let username: Username
-        do {
-            username = try Username(account.username)
-        } catch {
-            throw StorageError(.constraint, "accounts.username is not a valid username (\(error.code))")
-        }
+    func insertAccountRow(_ account: AccountRecord) throws(StorageError) {
         try rows(
             "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                .text(account.id), .text(username.value),
+                .text(account.id), .text(account.username),
                 .text(account.credentialKind.rawValue),
                 .integer(account.createdAt), .integer(account.updatedAt), .integer(account.version),
             ]
