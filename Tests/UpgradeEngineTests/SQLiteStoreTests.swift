@@ -507,6 +507,28 @@ struct SQLiteStoreTests {
         #expect(trail.first?.detail == ["k": "v"])
     }
 
+    @Test("the audit detail is the engine's JSON: the store keeps its text, and reading skips what is not a string")
+    func auditDetailJSON() throws {
+        let event = AuditEvent(
+            at: Self.now,
+            accountID: "a",
+            upgradeID: nil,
+            event: "t",
+            detail: ["b": "x\"y", "a": "1"]
+        )
+        #expect(event.detailJSON == #"{"a":"1","b":"x\"y"}"#)
+        let db = try TemporaryDatabase()
+        try db.store.write { try $0.appendAudit(event) }
+        let stored = try db.store.read { tx in
+            try (tx as! SQLiteTransaction).connection.query("SELECT detail FROM audit_events").first?.first
+        }
+        #expect(stored == .text(event.detailJSON))
+        #expect(try db.store.read { try $0.auditTrail(accountID: "a", limit: 1) }.first?.detail == event.detail)
+        #expect(AuditEvent.detail(json: #"{"a":"1","n":2,"o":{"k":"v"}}"#) == ["a": "1"])
+        #expect(AuditEvent.detail(json: "not JSON").isEmpty)
+        #expect(AuditEvent.detail(json: #"["a"]"#).isEmpty)
+    }
+
     @Test("a TOTP step and a recovery code can each be used once")
     func singleUseSecondFactor() throws {
         let db = try TemporaryDatabase()
