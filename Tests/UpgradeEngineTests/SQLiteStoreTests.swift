@@ -352,6 +352,35 @@ struct SQLiteStoreTests {
         #expect(stored.updatedAt == Self.now + 1)
         #expect(stored.version == 2)
     }
+    @Test("an account's open upgrades are exactly those whose status is not terminal, oldest first")
+    func openUpgradeSessions() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            for (offset, status) in UpgradeStatus.allCases.enumerated() {
+                try tx.insertUpgradeSession(
+                    UpgradeSessionRecord(
+                        id: "upg_\(status.rawValue)",
+                        accountID: alice.id,
+                        usernameKey: "alice",
+                        serviceIdentifier: "example.com",
+                        status: status.rawValue,
+                        machine: "{}",
+                        stateHash: nil,
+                        nonceHash: nil,
+                        linkedSub: nil,
+                        createdAt: Self.now - Int64(offset),
+                        expiresAt: Self.now + 600,
+                        updatedAt: Self.now
+                    )
+                )
+            }
+        }
+        let open = try db.store.read { try $0.openUpgradeSessions(accountID: alice.id, limit: 100) }
+        #expect(open.map(\.status) == UpgradeStatus.allCases.filter { !$0.isTerminal }.reversed().map(\.rawValue))
+    }
+
     @Test("a throwing transaction rolls back everything it wrote")
     func rollback() throws {
         struct Boom: Error {}

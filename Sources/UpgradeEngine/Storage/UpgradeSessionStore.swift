@@ -6,7 +6,8 @@ public protocol UpgradeSessionStore {
     /// update time. The id, account, username key, service identifier and creation time are fixed
     /// when the upgrade is inserted and are left as they are.
     func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError)
-    /// The account's upgrades in an open state or `converting`, oldest first, at most `limit`.
+    /// The account's upgrades whose status is not terminal (`UpgradeStatus.isTerminal`; `converting`
+    /// included), oldest first, at most `limit`.
     func openUpgradeSessions(accountID: String, limit: Int) throws(StorageError) -> [UpgradeSessionRecord]
     /// Upgrades in `converting` whose claim ends at or before `time`, earliest first, at most `limit`.
     func conversions(expiringBy time: Int64, limit: Int) throws(StorageError) -> [UpgradeSessionRecord]
