@@ -97,7 +97,7 @@ struct AccountsAddCommand: CLICommand {
                     AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: "account.created", detail: detail)
                 )
             }
-        } catch let error as StorageError where error.code == .uniqueViolation {
+        } catch let error as StorageError where error.constraint == .accountsUsername {
             throw CommandFailure("an account named '\(normalized)' already exists", exitCode: ExitCode.failure)
         }
         Console.out(

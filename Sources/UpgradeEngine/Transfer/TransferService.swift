@@ -158,16 +158,14 @@ public final class TransferService: Sendable {
             } catch let error as StorageError where error.code == .versionConflict {
                 continue  // another request changed the record, or created it first
             } catch let error as StorageError where error.code == .uniqueViolation {
-                switch error.constraint {
-                case "apple_links.sub":
-                    try auditSubConflict(accountID: accountID, status: from, commit: commit, now: now)
-                    return (from, .subConflict(snapshot.machine.state))
-                default:
+                guard error.constraint == .appleLinksSub else {
                     throw TransferFailure(
                         .internalError,
-                        "account \(accountID): the store refused the transfer record (\(error.constraint ?? "unique"))"
+                        "account \(accountID): the store refused the transfer record (\(error.constraint?.description ?? "unique"))"
                     )
                 }
+                try auditSubConflict(accountID: accountID, status: from, commit: commit, now: now)
+                return (from, .subConflict(snapshot.machine.state))
             } catch {
                 throw Self.storageFailure(error)
             }

@@ -249,7 +249,7 @@ extension UpgradeService {
                 // interrupted: nothing was linked; answer with what is stored.
                 let current = try load(claimed.id)
                 throw failure(for: try restore(current), id: claimed.id, problem: nil)
-            } else if let storage = error as? StorageError, storage.code == .uniqueViolation {
+            } else if let storage = error as? StorageError, storage.constraint == .appleLinksSub {
                 reason = .subConflict
             } else if let failure = error as? UpgradeFailure, failure.kind == .notEligible {
                 reason = .notEligible

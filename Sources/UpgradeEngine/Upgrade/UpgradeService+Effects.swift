@@ -45,8 +45,8 @@ extension UpgradeService {
         return outputs
     }
 
-    /// `convertAccount`: the account must still be a password account; its `sub` is linked (a
-    /// `uniqueViolation` if another account has it), its password deleted, its kind `appleOnly`,
+    /// `convertAccount`: the account must still be a password account; its `sub` is linked (refused
+    /// on `.appleLinksSub` if another account has it), its password deleted, its kind `appleOnly`,
     /// the refresh token sealed on the link, with an audit row.
     private func convertAccount(
         _ record: UpgradeSessionRecord,
