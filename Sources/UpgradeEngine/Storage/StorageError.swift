@@ -46,6 +46,15 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         private let name: Name
         public var description: String { name.rawValue }
 
+        private init(name: Name) { self.name = name }
+
+        /// The constraint a backend names as `table.column` (the description), or nil for one the
+        /// schema does not have.
+        public init?(described text: String) {
+            guard let name = Name(rawValue: text) else { return nil }
+            self.name = name
+        }
+
         /// Two accounts with one id.
         public static let accountsID = Constraint(name: .accountsID)
         /// A username another account has (compared in its enforced form, `Username.value`).
