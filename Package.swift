@@ -37,9 +37,15 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
         ),
+        // PostgreSQL's client library; Debian keeps its headers in /usr/include/postgresql.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
         .target(
             name: "UpgradeEngine",
-            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CSystem"]
+            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CLibPQ", "CSystem"]
         ),
         // epoll, eventfd, accept4, getrandom, futex and a signal forwarder: what Glibc does not expose to Swift.
         .target(name: "CSystem"),

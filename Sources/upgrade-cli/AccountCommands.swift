@@ -33,8 +33,12 @@ struct AccountsAddCommand: CLICommand {
             throw UsageError("give --totp-uri or --totp-uri-file, not both")
         }
         guard (0...20).contains(recoveryCount) else { throw UsageError("--recovery-codes must be between 0 and 20") }
-        let normalized = AccountRecord.normalize(username: username)
-        guard !normalized.isEmpty, normalized.utf8.count <= 256 else { throw UsageError("USER must be 1 to 256 bytes") }
+        let normalized: String
+        do {
+            normalized = try Username(username).value
+        } catch {
+            throw CommandFailure("USER: \(error.message)", exitCode: ExitCode.usage)
+        }
 
         // Everything is validated before the database is opened, so bad input changes nothing.
         var totp: OTPAuthURI?
@@ -93,7 +97,7 @@ struct AccountsAddCommand: CLICommand {
                     AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: "account.created", detail: detail)
                 )
             }
-        } catch let error as StorageError where error.code == .uniqueViolation {
+        } catch let error as StorageError where error.constraint == .accountsUsername {
             throw CommandFailure("an account named '\(normalized)' already exists", exitCode: ExitCode.failure)
         }
         Console.out(
@@ -121,8 +125,14 @@ struct AccountsShowCommand: CLICommand {
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)
-        let username = try arguments.positional("USER")
+        let typed = try arguments.positional("USER")
         try arguments.finish()
+        let username: Username
+        do {
+            username = try Username(typed)
+        } catch {
+            throw CommandFailure("USER: \(error.message)", exitCode: ExitCode.usage)
+        }
         let store = try StoreOption.openMigrated(location)
 
         struct Snapshot {
@@ -147,7 +157,7 @@ struct AccountsShowCommand: CLICommand {
             )
         }
         guard let snapshot = found else {
-            throw CommandFailure("no account named '\(AccountRecord.normalize(username: username))'")
+            throw CommandFailure("no account named '\(username)'")
         }
         let time = ISO8601DateFormatter()
         func when(_ seconds: Int64) -> String { time.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) }

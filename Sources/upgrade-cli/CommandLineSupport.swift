@@ -1,6 +1,6 @@
 import Foundation
 
-/// Exit codes shared by every command (design §5).
+/// Exit codes shared by every command (README, Command line).
 enum ExitCode {
     static let success: Int32 = 0
     /// Some rows or checks failed; the reason was printed.

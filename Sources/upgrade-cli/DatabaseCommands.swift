@@ -63,7 +63,52 @@ struct DatabaseMigrateCommand: CLICommand {
                 ? "schema is up to date (\(total) migrations)"
                 : "schema is up to date (\(total) migrations, \(applied.count) applied now)"
         )
+        // Migration 7 re-keyed what it could; what it must leave to an operator is said here too.
+        let usernames = try store.read { tx in try UsernameCheck.run(tx) }
+        if !usernames.collisions.isEmpty || !usernames.refusals.isEmpty {
+            Console.out(
+                "note: \(usernames.collisions.count) username collision group(s) and \(usernames.refusals.count) refused username(s) need an operator; run 'upgrade-cli db check'"
+            )
+        }
         return ExitCode.success
+    }
+}
+
+struct DatabaseCheckCommand: CLICommand {
+    static let path = ["db", "check"]
+    static let summary = "list stored usernames that collide, are refused or would change under the username rule"
+    static let usage = "upgrade-cli db check [--db sqlite:PATH]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let location = try StoreOption.location(&arguments)
+        try arguments.finish()
+        let store = try StoreOption.open(location)
+        // Read-only, and useful before `db migrate` too: it shows what migration 7 would re-key.
+        guard try store.migrationStatus().first?.appliedAt != nil else {
+            throw UsageError("the database has no schema yet; run 'upgrade-cli db migrate' first")
+        }
+        let check = try store.read { tx in try UsernameCheck.run(tx) }
+        func name(_ username: String) -> String { UsernameCheck.escaped(username) }
+        for collision in check.collisions {
+            Console.out("collision: \(collision.accounts.count) accounts are all '\(name(collision.username))':")
+            for account in collision.accounts {
+                Console.out("  account \(account.id) stored as '\(name(account.username))'")
+            }
+        }
+        for refusal in check.refusals {
+            Console.out(
+                "refused: account \(refusal.account.id) stored as '\(name(refusal.account.username))': \(refusal.reason)"
+            )
+        }
+        for change in check.changes {
+            Console.out(
+                "change: account \(change.account.id) stored as '\(name(change.account.username))' becomes '\(name(change.username))' (applied by 'upgrade-cli db migrate')"
+            )
+        }
+        Console.out(
+            "\(check.accounts) account(s) checked against PRECIS UsernameCaseMapped (RFC 8265): \(check.collisions.count) collision group(s), \(check.refusals.count) refused, \(check.changes.count) to re-key"
+        )
+        return check.isClean ? ExitCode.success : ExitCode.failure
     }
 }
 

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import UpgradeEngine
 
-/// `token verify`: checks an identity token the way the server does (design §5) and prints its
+/// `token verify`: checks an identity token the way the server does (docs/apple-protocol.md §1.4) and prints its
 /// claims, so support staff can tell why a sign-in was refused.
 struct TokenVerifyCommand: CLICommand {
     static let path = ["token", "verify"]

@@ -4,7 +4,7 @@ import Synchronization
 import UpgradeEngine
 
 /// What `transfer prepare` and `transfer complete` share: the batch options, the `--report` file,
-/// progress, the summary and the exit code (design §5: 0 all rows fine, 1 some rows failed, 2 usage
+/// progress, the summary and the exit code (README, Command line: 0 all rows fine, 1 some rows failed, 2 usage
 /// or configuration error).
 enum TransferBatchCommand {
     struct Options {

@@ -2,7 +2,7 @@ import Foundation
 import UpgradeAPI
 import UpgradeEngine
 
-/// The Apple configuration the transfer batches read from the environment (design §5). Every
+/// The Apple configuration the transfer batches read from the environment (README, Configuration). Every
 /// problem is one line naming the variable; nothing read here is ever printed except ids.
 struct TransferCommandConfiguration {
     /// `APPLE_TEAM_ID`: the sender team while preparing, the recipient team when completing.

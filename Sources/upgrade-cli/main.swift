@@ -7,6 +7,7 @@ enum CommandRegistry {
             HelpCommand.self,
             DatabaseMigrateCommand.self,
             DatabaseStatusCommand.self,
+            DatabaseCheckCommand.self,
             TokenVerifyCommand.self,
             PasswordVerifyCommand.self,
             AccountsAddCommand.self,

@@ -70,13 +70,7 @@ struct AppleClientKeySourceTests {
         }
 
         func token(nonce: String = "n-1") throws -> String {
-            try world.emulator.authorize(
-                userID: world.user,
-                clientID: EmulatorHTTPWorld.app,
-                nonce: nonce,
-                state: nil,
-                emailMode: .shared
-            ).identityToken
+            try world.authorize(nonce: nonce).identityToken
         }
 
         @discardableResult

@@ -91,6 +91,11 @@ final class EmulatorHTTPWorld {
     let privateKeyB = P256PrivateKey()
     let user: String
 
+    /// The world's user signs in to its app on a device (shared email, no state).
+    func authorize(nonce: String? = nil) throws -> AppleAuthorization {
+        try emulator.authorize(userID: user, clientID: Self.app, nonce: nonce, state: nil, emailMode: .shared)
+    }
+
     init(
         configure: (inout AppleIDEmulatorHandler.Configuration) -> Void = { _ in },
         wrap: (any HTTPHandler) -> any HTTPHandler = { $0 }
@@ -188,13 +193,7 @@ struct AppleClientTests {
     func reusedCode() async throws {
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
-        let code = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        ).authorizationCode
+        let code = try world.authorize().authorizationCode
         let client = try world.client()
         _ = try await client.exchangeAuthorizationCode(code, clientID: EmulatorHTTPWorld.app)
         let error = try #require(
@@ -215,13 +214,7 @@ struct AppleClientTests {
     func wrongKey() async throws {
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
-        let code = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        ).authorizationCode
+        let code = try world.authorize().authorizationCode
         let client = try world.client(key: P256PrivateKey())
         let error = try #require(
             await appleError { () async throws(AppleEndpointError) in
@@ -237,13 +230,7 @@ struct AppleClientTests {
     func refresh() async throws {
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
-        let code = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        ).authorizationCode
+        let code = try world.authorize().authorizationCode
         let client = try world.client()
         let first = try await client.exchangeAuthorizationCode(code, clientID: EmulatorHTTPWorld.app)
         let refreshed = try await client.refresh(try #require(first.refreshToken), clientID: EmulatorHTTPWorld.app)
@@ -261,13 +248,7 @@ struct AppleClientTests {
     func revoke() async throws {
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
-        let code = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        ).authorizationCode
+        let code = try world.authorize().authorizationCode
         let client = try world.client()
         let refreshToken = try #require(
             try await client.exchangeAuthorizationCode(code, clientID: EmulatorHTTPWorld.app).refreshToken

@@ -280,7 +280,7 @@ struct AuthorizationCodeBindingHTTPTests {
             )
         }
         let accounts = try server.application.store.read { tx in
-            try ["with-hash", "without-hash"].map { try tx.account(username: $0) }
+            try ["with-hash", "without-hash"].map { try tx.account(username: Username($0)) }
         }
         #expect(accounts.allSatisfy { $0?.credentialKind == .password })
     }

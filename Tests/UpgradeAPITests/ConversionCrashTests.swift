@@ -226,7 +226,9 @@ struct ConversionCrashTests {
         let unclaimed = ids.filter { !claimed.contains($0) }
         #expect(try Self.statuses(store, claimed).allSatisfy { $0 == "converting" })
         #expect(try Self.statuses(store, unclaimed).allSatisfy { $0 == "awaitingAppleCredential" })
-        let accounts = try store.read { tx in try (0..<count).compactMap { try tx.account(username: "user\($0)") } }
+        let accounts = try store.read { tx in
+            try (0..<count).compactMap { try tx.account(username: Username("user\($0)")) }
+        }
         #expect(accounts.count == count && accounts.allSatisfy { $0.credentialKind == .password })
         #expect(try store.read { tx in try accounts.allSatisfy { try tx.appleLink(accountID: $0.id) == nil } })
 

@@ -461,13 +461,7 @@ struct EmulatorHTTPTests {
     func clockAdvance() async throws {
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
-        let code = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        ).authorizationCode
+        let code = try world.authorize().authorizationCode
         let before = world.clock.now
         let advanced = try emulatorCall(world.server.port, "POST", "/emulator/clock/advance", #"{"seconds":301}"#)
         #expect((advanced.json?["now"]?.int64Value ?? 0) >= before + 301)
@@ -485,13 +479,7 @@ struct EmulatorHTTPTests {
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
         let port = world.server.port
-        let sub = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        ).user
+        let sub = try world.authorize().user
         let query = "/emulator/credential-state?user=\(sub)&clientId=\(EmulatorHTTPWorld.app)"
         #expect(try emulatorCall(port, "GET", query).json?["state"]?.stringValue == "authorized")
         let moved = try emulatorCall(
@@ -539,13 +527,7 @@ struct EmulatorHTTPTests {
         let receiver = try Receiver()
         defer { receiver.server.stop() }
         let port = world.server.port
-        _ = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        )
+        _ = try world.authorize()
         let revoked = try emulatorCall(
             port,
             "POST",
@@ -592,13 +574,7 @@ struct EmulatorHTTPTests {
         defer { world.stop() }
         let receiver = try Receiver(status: 503)
         defer { receiver.server.stop() }
-        _ = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        )
+        _ = try world.authorize()
         _ = try emulatorCall(world.server.port, "DELETE", "/emulator/users/\(world.user)")
         let attempt = try emulatorCall(
             world.server.port,

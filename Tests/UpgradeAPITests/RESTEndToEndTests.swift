@@ -62,6 +62,26 @@ struct RESTEndToEndTests {
         #expect(retried.body == completed.body)
     }
 
+    @Test("a look-alike username signs in over HTTP; one the username profile refuses is a 422 naming the code point")
+    func lookAlikeUsernames() async throws {
+        let server = try DevServer()
+        try server.addAccount("plain", password: "pw-plain")
+        let fullwidth = try await server.post(
+            "/v1/upgrades",
+            ["username": "\u{FF30}\u{FF4C}\u{FF41}\u{FF49}\u{FF4E}", "password": "pw-plain", "serviceIdentifier": "s"]
+        )
+        #expect(fullwidth.status == 201)
+        #expect(fullwidth["status"] == "awaitingAppleCredential")
+        let hidden = try await server.post(
+            "/v1/upgrades",
+            ["username": "pl\u{AD}ain", "password": "pw-plain", "serviceIdentifier": "s"]
+        )
+        #expect(hidden.status == 422)
+        #expect(hidden.problem == "validation")
+        #expect(hidden["result"] == "failure")
+        #expect(hidden["detail"]?.contains("U+00AD SOFT HYPHEN") == true, "\(hidden.body)")
+    }
+
     enum Branch: String, CaseIterable, Sendable {
         case wrongPassword, locked, wrongCode, replayedCode, stateMismatch, nonceMismatch, expired, otherAudience,
             subLinked, cancelled

@@ -31,13 +31,7 @@ struct TokenVerifyJWKSURLTests {
     func fetchesFromLoopback() throws {
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
-        let authorization = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        )
+        let authorization = try world.authorize()
         let url = world.baseURL + "/auth/keys"
         let now = String(world.clock.now)
         let valid = try Self.run([
@@ -58,13 +52,7 @@ struct TokenVerifyJWKSURLTests {
     func unusableSources() throws {
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
-        let authorization = try world.emulator.authorize(
-            userID: world.user,
-            clientID: EmulatorHTTPWorld.app,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        )
+        let authorization = try world.authorize()
         let cases: [(url: String, reason: String)] = [
             // Nothing listens on port 1 of the loopback address.
             ("http://127.0.0.1:1/auth/keys", "could not connect"),

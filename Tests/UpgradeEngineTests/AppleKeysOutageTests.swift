@@ -56,6 +56,7 @@ struct AppleKeysOutageTests {
             Issue.record("verified without keys")
         } catch {
             #expect(error.kind == .appleUnavailable)
+            #expect(error.cause?.isEmpty == false, "the log line learns why the keys were unavailable")
             #expect(error.status == .awaitingAppleCredential)
         }
         #expect(try service.view(id: started.id, now: now + 1).status == .awaitingAppleCredential)

@@ -130,13 +130,7 @@ struct AuthorizationCodeBindingTests {
         let alice = try world.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: world.now)
         let bob = try world.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: world.now)
         let aliceSheet = try world.authorize(alice)
-        let bobSheet = try world.emulator.authorize(
-            userID: bobUser,
-            clientID: UpgradeEmulatorTests.clientID,
-            nonce: bob.nonce,
-            state: bob.state,
-            emailMode: .shared
-        )
+        let bobSheet = try world.sheet(user: bobUser, nonce: bob.nonce, state: bob.state, emailMode: .shared)
         var mixed = aliceSheet
         mixed.authorizationCode = bobSheet.authorizationCode
         do {
@@ -165,21 +159,8 @@ struct AuthorizationCodeBindingTests {
         try world.harness.addAccount("alice", password: "pw")
         let bobUser = try world.emulator.createUser(email: "bob@example.com")
         let alice = try world.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: world.now)
-        let aliceSheet = try world.emulator.authorize(
-            userID: world.userID,
-            clientID: UpgradeEmulatorTests.clientID,
-            nonce: alice.nonce,
-            state: alice.state,
-            emailMode: .hidden,
-            codeHashInToken: false
-        )
-        let bobSheet = try world.emulator.authorize(
-            userID: bobUser,
-            clientID: UpgradeEmulatorTests.clientID,
-            nonce: nil,
-            state: nil,
-            emailMode: .shared
-        )
+        let aliceSheet = try world.sheet(nonce: alice.nonce, state: alice.state, codeHash: false)
+        let bobSheet = try world.sheet(user: bobUser, nonce: nil, state: nil, emailMode: .shared)
         #expect(
             world.emulator.credentialState(forUserID: bobSheet.user, clientID: UpgradeEmulatorTests.clientID)
                 == .authorized
@@ -213,14 +194,7 @@ struct AuthorizationCodeBindingTests {
         let world = try UpgradeEmulatorTests.World()
         try world.harness.addAccount("alice", password: "pw")
         let alice = try world.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: world.now)
-        let sheet = try world.emulator.authorize(
-            userID: world.userID,
-            clientID: UpgradeEmulatorTests.clientID,
-            nonce: alice.nonce,
-            state: alice.state,
-            emailMode: .hidden,
-            codeHashInToken: false
-        )
+        let sheet = try world.sheet(nonce: alice.nonce, state: alice.state, codeHash: false)
         let done = try await world.service.submitAppleCredential(
             id: alice.id,
             .init(

@@ -33,7 +33,7 @@ struct ClientSecretTests {
         )
     }
 
-    @Test("header and claims are exactly facts §2.1, and the signature verifies as raw R‖S")
+    @Test("header and claims are exactly docs/apple-protocol.md §2.1, and the signature verifies as raw R‖S")
     func claims() throws {
         let signer = try Self.signer()
         let secret = try signer.make(now: Self.now, lifetime: 3600)

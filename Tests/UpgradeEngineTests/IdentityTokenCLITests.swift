@@ -3,7 +3,7 @@ import Testing
 
 @testable import UpgradeEngine
 
-/// Runs the built `upgrade-cli token verify` against the minted fixtures (design §5 exit codes).
+/// Runs the built `upgrade-cli token verify` against the minted fixtures (exit codes as the README documents them).
 @Suite("upgrade-cli token verify")
 struct IdentityTokenCLITests {
     /// The executable sits next to the test bundle in the build directory.

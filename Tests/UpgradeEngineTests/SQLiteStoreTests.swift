@@ -120,7 +120,7 @@ struct SQLiteStoreTests {
             Issue.record("second link was accepted")
         } catch let error as StorageError {
             #expect(error.code == .uniqueViolation)
-            #expect(error.constraint == "apple_links.sub")
+            #expect(error.constraint == .appleLinksSub)
         }
         #expect(try db.store.read { try $0.appleLink(accountID: second.id) } == nil)
     }
@@ -168,7 +168,7 @@ struct SQLiteStoreTests {
             try db.store.write { try $0.updateAppleLink(next, expectedVersion: 3) }
             Issue.record("a sub linked to another account was accepted")
         } catch let error as StorageError {
-            #expect(error.code == .uniqueViolation && error.constraint == "apple_links.sub")
+            #expect(error.code == .uniqueViolation && error.constraint == .appleLinksSub)
         }
         stored = try #require(try db.store.read { try $0.appleLink(accountID: alice.id) })
         #expect(stored.sub == "001.alice.2" && stored.email == "alice@privaterelay.appleid.com" && stored.version == 3)
@@ -261,7 +261,7 @@ struct SQLiteStoreTests {
             try db.store.write { try $0.upsertTransferRecord(other, expectedVersion: nil) }
             Issue.record("two accounts share an old sub")
         } catch let error as StorageError {
-            #expect(error.code == .uniqueViolation && error.constraint == "transfer_records.old_sub", "\(error)")
+            #expect(error.code == .uniqueViolation && error.constraint == .transferRecordsOldSub, "\(error)")
         }
         #expect(try db.store.read { try $0.transferRecords(status: nil, limit: 10) }.map(\.accountID) == [alice.id])
     }
@@ -352,6 +352,35 @@ struct SQLiteStoreTests {
         #expect(stored.updatedAt == Self.now + 1)
         #expect(stored.version == 2)
     }
+    @Test("an account's open upgrades are exactly those whose status is not terminal, oldest first")
+    func openUpgradeSessions() throws {
+        let db = try TemporaryDatabase()
+        let alice = account("alice")
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            for (offset, status) in UpgradeStatus.allCases.enumerated() {
+                try tx.insertUpgradeSession(
+                    UpgradeSessionRecord(
+                        id: "upg_\(status.rawValue)",
+                        accountID: alice.id,
+                        usernameKey: "alice",
+                        serviceIdentifier: "example.com",
+                        status: status.rawValue,
+                        machine: "{}",
+                        stateHash: nil,
+                        nonceHash: nil,
+                        linkedSub: nil,
+                        createdAt: Self.now - Int64(offset),
+                        expiresAt: Self.now + 600,
+                        updatedAt: Self.now
+                    )
+                )
+            }
+        }
+        let open = try db.store.read { try $0.openUpgradeSessions(accountID: alice.id, limit: 100) }
+        #expect(open.map(\.status) == UpgradeStatus.allCases.filter { !$0.isTerminal }.reversed().map(\.rawValue))
+    }
+
     @Test("a throwing transaction rolls back everything it wrote")
     func rollback() throws {
         struct Boom: Error {}
@@ -362,7 +391,7 @@ struct SQLiteStoreTests {
                 throw Boom()
             }
         }
-        #expect(try db.store.read { try $0.account(username: "carol") } == nil)
+        #expect(try db.store.read { try $0.account(username: Username("carol")) } == nil)
     }
 
     @Test("a read transaction refuses a write and changes nothing; the connection still writes afterwards")
@@ -376,10 +405,10 @@ struct SQLiteStoreTests {
         } catch let error as StorageError {
             #expect(error.message.contains("read transaction"))
         }
-        #expect(try store.read { try $0.account(username: "mallory") } == nil)
+        #expect(try store.read { try $0.account(username: Username("mallory")) } == nil)
         // The same statement, now cached, runs in a write transaction.
         try store.write { try $0.insertAccount(account("mallory")) }
-        #expect(try store.read { try $0.account(username: "mallory") } != nil)
+        #expect(try store.read { try $0.account(username: Username("mallory")) } != nil)
     }
 
     @Test("migration 4 keeps every audit row and its id, keeps the trail append-only, and ids keep rising")
@@ -416,11 +445,29 @@ struct SQLiteStoreTests {
         #expect(autoincrement.first?.first.flatMap(\.string)?.contains("AUTOINCREMENT") == false)
     }
 
-    @Test("usernames match case-insensitively and trimmed")
+    @Test("usernames are stored and found in their enforced form, case-insensitively and trimmed")
     func usernameNormalisation() throws {
         let db = try TemporaryDatabase()
         try db.store.write { try $0.insertAccount(account(" Alice ")) }
-        #expect(try db.store.read { try $0.account(username: "ALICE") }?.username == "alice")
+        #expect(try db.store.read { try $0.account(username: Username("ALICE")) }?.username == "alice")
+    }
+
+    @Test("the backend stores and compares a username byte for byte; enforcing it is the engine's step")
+    func usernameRowIsStoredAsGiven() throws {
+        let db = try TemporaryDatabase()
+        let nfd = "jose\u{301}"
+        try db.store.write { tx in
+            try tx.insertAccountRow(account("Alice"))
+            try tx.insertAccountRow(account(nfd))
+        }
+        let stored = try db.store.read { try $0.accounts(afterID: nil, limit: 10) }.map(\.username)
+        #expect(stored.contains { $0.utf8.elementsEqual("Alice".utf8) })
+        #expect(stored.contains { $0.utf8.elementsEqual(nfd.utf8) })
+        #expect(try db.store.read { try $0.account(username: Username("alice")) } == nil)
+        #expect(try db.store.read { try $0.account(username: Username(nfd)) } == nil)
+        // `insertAccount` enforces first: "ALICE" is stored, and found, as "alice".
+        try db.store.write { try $0.insertAccount(account("ALICE")) }
+        #expect(try db.store.read { try $0.account(username: Username("alice")) } != nil)
     }
 
     @Test("a password check's snapshot, read in one statement, equals the four single-row reads")
@@ -447,11 +494,12 @@ struct SQLiteStoreTests {
             _ = try tx.recordFailure(usernameKey: "nobody", now: 6)
             _ = try tx.recordFailure(usernameKey: "nobody", now: 8)
         }
-        for key in ["plain", "two-factor", "Two-Factor", "converted", "nobody", "never-seen", ""] {
-            let snapshot = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: key) }
+        for key in ["plain", "two-factor", "Two-Factor", "converted", "nobody", "never-seen"] {
+            let username = try Username(key)
+            let snapshot = try db.store.read { try $0.passwordCheckSnapshot(username: username) }
             let expected = try db.store.read { tx in
-                var expected = PasswordCheckSnapshot(throttle: try tx.throttle(usernameKey: key))
-                expected.account = try tx.account(username: key)
+                var expected = PasswordCheckSnapshot(throttle: try tx.throttle(usernameKey: username.value))
+                expected.account = try tx.account(username: username)
                 if let account = expected.account {
                     expected.credential = try tx.passwordCredential(accountID: account.id)
                     expected.hasSecondFactor = try tx.totpEnrollment(accountID: account.id) != nil
@@ -460,11 +508,11 @@ struct SQLiteStoreTests {
             }
             #expect(snapshot == expected, "\(key)")
         }
-        let twoFactor = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "two-factor") }
+        let twoFactor = try db.store.read { try $0.passwordCheckSnapshot(username: Username("two-factor")) }
         #expect(twoFactor.hasSecondFactor && twoFactor.credential?.hash == "h-\(withTOTP.id)")
-        let nobody = try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "nobody") }
+        let nobody = try db.store.read { try $0.passwordCheckSnapshot(username: Username("nobody")) }
         #expect(nobody.account == nil && nobody.throttle?.failures == 2 && nobody.throttle?.lastFailureAt == 8)
-        #expect(try db.store.read { try $0.passwordCheckSnapshot(usernameKey: "converted") }.credential == nil)
+        #expect(try db.store.read { try $0.passwordCheckSnapshot(username: Username("converted")) }.credential == nil)
     }
 
     @Test("the audit trail is append-only")
@@ -486,6 +534,28 @@ struct SQLiteStoreTests {
         let trail = try db.store.read { try $0.auditTrail(accountID: "a", limit: 10) }
         #expect(trail.map(\.event) == ["test"])
         #expect(trail.first?.detail == ["k": "v"])
+    }
+
+    @Test("the audit detail is the engine's JSON: the store keeps its text, and reading skips what is not a string")
+    func auditDetailJSON() throws {
+        let event = AuditEvent(
+            at: Self.now,
+            accountID: "a",
+            upgradeID: nil,
+            event: "t",
+            detail: ["b": "x\"y", "a": "1"]
+        )
+        #expect(event.detailJSON == #"{"a":"1","b":"x\"y"}"#)
+        let db = try TemporaryDatabase()
+        try db.store.write { try $0.appendAudit(event) }
+        let stored = try db.store.read { tx in
+            try (tx as! SQLiteTransaction).connection.query("SELECT detail FROM audit_events").first?.first
+        }
+        #expect(stored == .text(event.detailJSON))
+        #expect(try db.store.read { try $0.auditTrail(accountID: "a", limit: 1) }.first?.detail == event.detail)
+        #expect(AuditEvent.detail(json: #"{"a":"1","n":2,"o":{"k":"v"}}"#) == ["a": "1"])
+        #expect(AuditEvent.detail(json: "not JSON").isEmpty)
+        #expect(AuditEvent.detail(json: #"["a"]"#).isEmpty)
     }
 
     @Test("a TOTP step and a recovery code can each be used once")

@@ -4,7 +4,7 @@ import Testing
 @testable import UpgradeEngine
 
 /// Sign-in with `transfer_sub`, credential state and Apple's server-to-server notifications
-/// (facts §3.5, §4) against the Apple ID emulator.
+/// (docs/apple-protocol.md §3.5, §4) against the Apple ID emulator.
 @Suite("Transfer service sign-in, credential state and notifications")
 struct TransferServiceSignInTests {
     @Test("a sign-in carrying transfer_sub during the window migrates that account, once")
@@ -175,7 +175,7 @@ struct TransferServiceSignInTests {
         )
         #expect(try lateForwarding.outcome == .unchanged && world.link(alice)?.emailForwardingEnabled == false)
 
-        // The older spelling (facts §4).
+        // The older spelling (docs/apple-protocol.md §4).
         let older = try world.sender.handleNotification(
             type: "account-delete",
             sub: bob.subA,

@@ -3,7 +3,7 @@ import Testing
 
 @testable import UpgradeEngine
 
-/// The `prepare` and `complete` batches against the Apple ID emulator (design §4–§5, facts §3).
+/// The `prepare` and `complete` batches against the Apple ID emulator (docs/architecture.md §6, docs/apple-protocol.md §3).
 @Suite("Transfer service batches")
 struct TransferServiceTests {
     @Test("prepare then complete: subs re-keyed, relay email updated, old id transferred, new id authorized")
@@ -70,7 +70,7 @@ struct TransferServiceTests {
         #expect(status.windowEndsAt == windowEndsAt)
         #expect(status.windowSecondsLeft == windowEndsAt - world.now)
 
-        // No report row carries an Apple id, a transfer identifier or an address (facts §3.1).
+        // No report row carries an Apple id, a transfer identifier or an address (docs/apple-protocol.md §3.1).
         var secrets: [String] = []
         for user in users {
             secrets.append(user.subA)
@@ -419,7 +419,7 @@ struct TransferServiceTests {
         #expect(summary.outcomes[.notPrepared] == 2 && summary.failedRows == 2, "\(summary.line)")
         #expect(rows.row(alice.accountID)?.reason == "never-prepared")
 
-        // The sender may still prepare during the window (facts §3.2); then team C's
+        // The sender may still prepare during the window (docs/apple-protocol.md §3.2); then team C's
         // configuration must not complete transfers made for team B.
         _ = try await world.prepare()
         let teamC = TransferService(

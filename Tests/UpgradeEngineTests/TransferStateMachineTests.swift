@@ -220,7 +220,7 @@ struct TransferStateMachineTests {
         }
     }
 
-    /// What `getCredentialState` answers for each id against each state (facts §3.5).
+    /// What `getCredentialState` answers for each id against each state (docs/apple-protocol.md §3.5).
     @Test("credential state of each known id in each state", arguments: Sample.allCases)
     func credentialState(sample: Sample) {
         let expected: [String: AppleCredentialState]

@@ -57,6 +57,24 @@ struct UpgradeEmulatorTests {
         var now: Int64 { clock.value.withLock { $0 } }
         func advance(_ seconds: Int64) { clock.value.withLock { $0 += seconds } }
 
+        /// Apple's sheet for `user` (the world's by default) with a given nonce and state.
+        func sheet(
+            user: String? = nil,
+            nonce: String?,
+            state: String?,
+            emailMode: AppleEmailMode = .hidden,
+            codeHash: Bool = true
+        ) throws -> AppleAuthorization {
+            try emulator.authorize(
+                userID: user ?? userID,
+                clientID: UpgradeEmulatorTests.clientID,
+                nonce: nonce,
+                state: state,
+                emailMode: emailMode,
+                codeHashInToken: codeHash
+            )
+        }
+
         /// What the device does between our two calls: Apple's sheet with our state and nonce.
         func authorize(
             _ answer: UpgradeAnswer,

@@ -19,7 +19,11 @@ final class UpgradeHarness: Sendable {
     let apple: ScriptedAppleEndpoint
     let service: UpgradeService
 
-    init(apple: ScriptedAppleEndpoint = ScriptedAppleEndpoint(), policy: UpgradePolicy = .default) throws {
+    init(
+        apple: ScriptedAppleEndpoint = ScriptedAppleEndpoint(),
+        policy: UpgradePolicy = .default,
+        onEffect: @escaping @Sendable (UpgradeEffect, String) -> Void = { _, _ in }
+    ) throws {
         database = try TemporaryDatabase()
         self.apple = apple
         let verifier = IdentityTokenVerifier(
@@ -32,7 +36,11 @@ final class UpgradeHarness: Sendable {
             secrets: secrets,
             identityTokens: verifier,
             apple: apple,
-            configuration: UpgradeServiceConfiguration(policy: policy, appleTeamID: Self.teamID)
+            configuration: {
+                var configuration = UpgradeServiceConfiguration(policy: policy, appleTeamID: Self.teamID)
+                configuration.onEffect = onEffect
+                return configuration
+            }()
         )
     }
 
@@ -102,7 +110,9 @@ final class UpgradeHarness: Sendable {
         return JWSCompact.sign(header: header, payload: payload.serialized()) { appleKey.signRS256($0) }
     }
 
-    func account(_ username: String) throws -> AccountRecord? { try store.read { try $0.account(username: username) } }
+    func account(_ username: String) throws -> AccountRecord? {
+        try store.read { try $0.account(username: Username(username)) }
+    }
 }
 
 /// Apple's token endpoint as a test controls it: counts exchanges, answers with fresh tokens (and an

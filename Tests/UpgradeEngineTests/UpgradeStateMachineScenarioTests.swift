@@ -86,7 +86,7 @@ struct UpgradeStateMachineScenarioTests {
             try machine.apply(.stepUpEvaluated(.accepted), now: t0 + 4)
         }
         #expect(error?.code == .notAllowed, "a right code after the limit changes nothing")
-        #expect(error?.code.slug == "not-allowed-in-state")
+        #expect(error?.code.name == "not-allowed-in-state")
     }
 
     @Test("a lowered limit applies to a session already in flight")
@@ -237,7 +237,7 @@ struct UpgradeStateMachineScenarioTests {
             try machine.apply(.appleCredentialEvaluated(.verified(sub: "sub-B")), now: t0 + 22)
         }
         #expect(other?.code == .conflict)
-        #expect(other?.code.slug == "conflict")
+        #expect(other?.code.name == "conflict")
         let rejected = #expect(throws: TransitionError.self) {
             try machine.apply(.appleCredentialEvaluated(.rejected(reason: .invalidIdentityToken)), now: t0 + 22)
         }

@@ -238,6 +238,31 @@ struct UpgradeStateMachineTests {
         }
     }
 
+    @Test("admission agrees with apply for each pair", arguments: Sample.allCases, Input.allCases)
+    func admissionAgrees(sample: Sample, input: Input) {
+        let machine = UpgradeStateMachine(state: sample.state)
+        let admission = machine.admission(of: input.event.kind, now: Self.now)
+        switch Self.expected(sample, input) {
+        case .moves:
+            #expect(admission == .proceed)
+        case .replay:
+            #expect(admission == .replay)
+        case .refused(let code):
+            if sample == .completed && input.event.kind == .appleCredentialEvaluated {
+                // By its kind the credential call is a replay; its outcome (another `sub`, a rejection)
+                // is what apply refuses, and the driver checks the call's identity (the `state`) itself.
+                #expect(admission == .replay)
+            } else if sample == .converting && input.event.kind == .appleCredentialEvaluated {
+                #expect(admission == .inProgress, "a second credential waits for the conversion")
+            } else if case .refused(let error) = admission {
+                #expect(error.code == code)
+                #expect(error.event == input.event.name)
+            } else {
+                Issue.record("\(sample) + \(input): apply refuses, admission says \(admission)")
+            }
+        }
+    }
+
     static let openSamples: [Sample] = [.started, .stepUpFresh, .stepUpLastTry, .awaiting]
 
     @Test("any event at or after an open state's deadline expires the upgrade", arguments: openSamples, Input.allCases)
@@ -261,6 +286,15 @@ struct UpgradeStateMachineTests {
         #expect(transition.effects == [])
         #expect(transition.problem == .conversionInterrupted)
         #expect(!transition.isReplay)
+    }
+
+    @Test("admission at or after an open state's deadline is lapsed", arguments: openSamples + [.converting])
+    func admissionLapsed(sample: Sample) throws {
+        let deadline = try #require(sample.state.deadline)
+        let machine = UpgradeStateMachine(state: sample.state)
+        for kind in UpgradeEvent.Kind.allCases {
+            #expect(machine.admission(of: kind, now: deadline) == .lapsed, "\(kind)")
+        }
     }
 
     @Test("terminal states refuse late events as they refuse early ones", arguments: [Sample.failed, .expired])

@@ -1,6 +1,6 @@
 import UpgradeEngine
 
-/// Apple's REST endpoints (facts §2), at Apple's paths, with Apple's validation and answers.
+/// Apple's REST endpoints (docs/apple-protocol.md §2), at Apple's paths, with Apple's validation and answers.
 extension AppleIDEmulatorHandler {
     func appleEndpoint(_ request: HTTPRequest, path: String) -> HTTPResponse {
         switch path {

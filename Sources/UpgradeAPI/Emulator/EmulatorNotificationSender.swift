@@ -7,7 +7,7 @@ import UpgradeEngine
 import FoundationNetworking
 #endif
 
-/// Delivers a server-to-server notification as Apple does (facts §4): `POST` with the JSON body
+/// Delivers a server-to-server notification as Apple does (docs/apple-protocol.md §4): `POST` with the JSON body
 /// `{"payload": "<JWS>"}`. Only loopback URLs are allowed unless the emulator was started with a
 /// flag that permits others, and redirects are not followed (one could lead off the machine).
 enum EmulatorNotificationSender {

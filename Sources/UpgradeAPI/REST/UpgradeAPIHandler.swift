@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import UpgradeEngine
 
-/// The REST API of design §5 on top of `HTTPServer`: routing, strict JSON bodies, problem+json
+/// The REST API (Schema/openapi.yaml) on top of `HTTPServer`: routing, strict JSON bodies, problem+json
 /// errors, metrics and one log line per request.
 public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {

@@ -74,7 +74,7 @@ public final class DevelopmentEnvironment: Sendable {
     public static func ensureDemoAccount(store: any UpgradeStore, secrets: SecretBox, now: Int64) throws -> Bool {
         let hash = try PasswordHasher().hash(password: demoPassword)
         return try store.write { tx in
-            guard try tx.account(username: demoUsername) == nil else { return false }
+            guard try tx.account(username: Username(demoUsername)) == nil else { return false }
             let account = AccountRecord(
                 id: UUID().uuidString.lowercased(),
                 username: demoUsername,

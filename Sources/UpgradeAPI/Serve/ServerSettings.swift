@@ -1,7 +1,7 @@
 import Foundation
 import UpgradeEngine
 
-/// `upgrade-cli serve`'s configuration (design §5): environment variables, each overridable by a
+/// `upgrade-cli serve`'s configuration (README, Configuration): environment variables, each overridable by a
 /// `--flag`. `load` validates everything before anything is opened and reports every problem at
 /// once, one line each, naming the variable and how to fix it.
 public struct ServerSettings: Sendable {

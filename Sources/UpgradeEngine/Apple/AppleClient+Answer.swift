@@ -39,7 +39,7 @@ extension AppleClient {
             return AppleEndpointError(code: code, httpStatus: response.status, message: message)
         }
 
-        /// The usual causes of each of Apple's codes (facts §2.3, TN3107), so a log line says
+        /// The usual causes of each of Apple's codes (docs/apple-protocol.md §2.3, TN3107), so a log line says
         /// where to look.
         static func explanation(_ code: AppleEndpointError.Code) -> String {
             switch code {

@@ -1,4 +1,4 @@
-/// Apple's Sign in with Apple REST endpoints over HTTPS (facts §2, §3.3–3.4): `/auth/token` for
+/// Apple's Sign in with Apple REST endpoints over HTTPS (docs/apple-protocol.md §2, §3.3–3.4): `/auth/token` for
 /// the three grants, `/auth/revoke`, `/auth/usermigrationinfo` in both directions and
 /// `/auth/keys`, over libcurl (`AppleClientTransport`). Point `configuration.baseURL` at the emulator to run the same code locally.
 ///
@@ -101,7 +101,7 @@ public final class AppleClient: AppleTokenExchanging, AppleKeySetFetching {
 
     // MARK: /auth/usermigrationinfo
 
-    /// Sender team: the `transfer_sub` of `sub` for the recipient team `target` (facts §3.3).
+    /// Sender team: the `transfer_sub` of `sub` for the recipient team `target` (docs/apple-protocol.md §3.3).
     /// `target` is the *recipient's* team id: a wrong one yields ids nobody can exchange.
     public func transferSub(
         forSub sub: String,
@@ -139,7 +139,7 @@ public final class AppleClient: AppleTokenExchanging, AppleKeySetFetching {
     }
 
     /// Recipient team: the new `sub` (and, for users who hid their email, the new relay address)
-    /// for a `transfer_sub` (facts §3.4).
+    /// for a `transfer_sub` (docs/apple-protocol.md §3.4).
     public func migrate(
         transferSub: String,
         clientID: String,

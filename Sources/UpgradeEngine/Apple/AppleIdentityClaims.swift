@@ -1,4 +1,4 @@
-/// The claims of a verified Sign in with Apple identity token (facts §1.2).
+/// The claims of a verified Sign in with Apple identity token (docs/apple-protocol.md §1.2).
 ///
 /// Only produced by `IdentityTokenVerifier` after the signature, issuer, audience, times, subject
 /// and nonce have been checked. The nonce is kept only in `checkedNonce`, for recording its single
@@ -18,7 +18,7 @@ public struct AppleIdentityClaims: Sendable, Equatable {
     /// `email`: real or private-relay address; may be absent on later sign-ins. Never an identifier.
     public var email: String?
     /// `email_verified`: true only for JSON `true` or the string `"true"` (Apple has sent both);
-    /// absent or anything else is not verified (facts §1.3).
+    /// absent or anything else is not verified (docs/apple-protocol.md §1.3).
     public var emailVerified: Bool
     /// `is_private_email`, read like `email_verified`; nil when absent (Apple omits it for real addresses).
     public var isPrivateEmail: Bool?
@@ -27,7 +27,7 @@ public struct AppleIdentityClaims: Sendable, Equatable {
     /// `real_user_status`: 0 unsupported, 1 unknown, 2 likely real; first sign-in on recent OS only.
     public var realUserStatus: Int?
     /// `transfer_sub`: present during the 60 days after an app transfer; links the new `sub` to
-    /// the sender team's user (facts §3.5).
+    /// the sender team's user (docs/apple-protocol.md §3.5).
     public var transferSub: String?
     /// `org_id`, managed Apple Accounts only.
     public var organizationID: String?

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Verifies identity tokens with Apple's current keys, fetched from `/auth/keys` and cached
-/// (facts §1.1): the set is kept for its `Cache-Control: max-age` (bounded), and a token whose
+/// (docs/apple-protocol.md §1.1): the set is kept for its `Cache-Control: max-age` (bounded), and a token whose
 /// `kid` is not in it causes one refetch — Apple rotates keys without notice — at most once per
 /// `refetchInterval`, so tokens with made-up `kid`s cannot make us hammer Apple. Callers that need
 /// a fetch at the same time share one. When a refetch fails, the keys already held keep being

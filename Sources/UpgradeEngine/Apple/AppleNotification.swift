@@ -1,4 +1,4 @@
-/// A verified server-to-server notification from Apple (facts §4): `{"payload": "<JWS>"}` whose JWS
+/// A verified server-to-server notification from Apple (docs/apple-protocol.md §4): `{"payload": "<JWS>"}` whose JWS
 /// is signed with the same keys as identity tokens, with `iss`, `aud`, `iat`, `jti` and one event.
 public struct AppleNotification: Sendable, Equatable {
     public enum EventType: Sendable, Equatable {

@@ -1,4 +1,4 @@
-/// Apple's `/auth/token` answer (facts §2.2). `refreshToken` is absent for `refresh_token` and
+/// Apple's `/auth/token` answer (docs/apple-protocol.md §2.2). `refreshToken` is absent for `refresh_token` and
 /// `client_credentials` grants; `idToken` is absent for `client_credentials`.
 public struct AppleTokenResponse: Sendable, Equatable {
     public var accessToken: String
@@ -16,7 +16,7 @@ public struct AppleTokenResponse: Sendable, Equatable {
     }
 }
 
-/// Apple's answer to `/auth/usermigrationinfo` from the recipient team (facts §3.4).
+/// Apple's answer to `/auth/usermigrationinfo` from the recipient team (docs/apple-protocol.md §3.4).
 public struct AppleMigratedUser: Sendable, Equatable {
     public var sub: String
     public var email: String?
@@ -29,7 +29,7 @@ public struct AppleMigratedUser: Sendable, Equatable {
     }
 }
 
-/// An error answer from one of Apple's endpoints: HTTP 400 with `{"error": "..."}` (facts §2.3),
+/// An error answer from one of Apple's endpoints: HTTP 400 with `{"error": "..."}` (docs/apple-protocol.md §2.3),
 /// or a transport-level failure. Carries no token or secret.
 public struct AppleEndpointError: Error, Sendable, Equatable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-/// The calls a team transfer makes to Apple (facts §3): a team access token, then
+/// The calls a team transfer makes to Apple (docs/apple-protocol.md §3): a team access token, then
 /// `/auth/usermigrationinfo` from the sender team (`sub` → `transfer_sub`) or from the recipient
 /// team (`transfer_sub` → new `sub`). The real HTTPS client and the in-process emulator both
 /// conform, so the transfer service runs unchanged against either.
@@ -10,7 +10,7 @@ public protocol AppleUserMigrating: Sendable {
     /// 3600) for `/auth/usermigrationinfo`, signed with this team's client secret for `clientID`.
     func teamAccessToken(clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse
 
-    /// Sender team: the user's `transfer_sub` for the recipient team `target` (facts §3.3).
+    /// Sender team: the user's `transfer_sub` for the recipient team `target` (docs/apple-protocol.md §3.3).
     func transferSub(
         forSub sub: String,
         target: String,
@@ -19,7 +19,7 @@ public protocol AppleUserMigrating: Sendable {
     ) async throws(AppleEndpointError) -> String
 
     /// Recipient team: the user's new team-scoped `sub`, and a new relay address for users who hid
-    /// their email (facts §3.4).
+    /// their email (docs/apple-protocol.md §3.4).
     func migrate(
         transferSub: String,
         clientID: String,

@@ -1,4 +1,4 @@
-/// Makes the `client_secret` JWT that authenticates us to Apple's REST endpoints (facts §2.1):
+/// Makes the `client_secret` JWT that authenticates us to Apple's REST endpoints (docs/apple-protocol.md §2.1):
 /// header `{"alg":"ES256","kid":keyID}`, claims `iss` = team id, `iat` = now, `exp` = now +
 /// lifetime, `aud` = `https://appleid.apple.com`, `sub` = client id, signed with the team's P-256
 /// key as raw `R‖S` (a DER signature is one of Apple's `invalid_client` causes).

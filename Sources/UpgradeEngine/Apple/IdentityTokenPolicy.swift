@@ -1,4 +1,4 @@
-/// What an identity token must satisfy beyond its signature (facts §1.4). Built from server-side
+/// What an identity token must satisfy beyond its signature (docs/apple-protocol.md §1.4). Built from server-side
 /// configuration only: the audience list is never taken from a request.
 public struct IdentityTokenPolicy: Sendable, Equatable {
     public static let appleIssuer = "https://appleid.apple.com"
@@ -15,7 +15,7 @@ public struct IdentityTokenPolicy: Sendable, Equatable {
 
     public let issuer: String
     /// Client ids accepted as `aud`: the app's bundle id(s) for native sign-in and Services id(s)
-    /// for web sign-in (facts §6).
+    /// for web sign-in (docs/apple-protocol.md §6).
     public let allowedAudiences: Set<String>
     public let leeway: Int64
     public let maxTokenLength: Int

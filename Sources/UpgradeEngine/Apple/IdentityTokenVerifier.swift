@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Verifies Sign in with Apple identity tokens (facts §1.4).
+/// Verifies Sign in with Apple identity tokens (docs/apple-protocol.md §1.4).
 ///
 /// The order is fixed and every step can only reject:
 /// 1. the token is at most `policy.maxTokenLength` bytes and splits into three non-empty,
@@ -230,7 +230,7 @@ public struct IdentityTokenVerifier: Sendable {
 ///
 /// Claims that identify the user or bound the token (`iss`, `aud`, `sub`, `exp`, `iat`, `nbf`,
 /// `nonce`, `transfer_sub`, `email`) must have their documented JSON type, or the token is
-/// rejected. The boolean claims follow facts §1.3. Informational claims (`auth_time`,
+/// rejected. The boolean claims follow docs/apple-protocol.md §1.3. Informational claims (`auth_time`,
 /// `real_user_status`, `org_id`, `c_hash`, `at_hash`) of an unexpected type are dropped rather
 /// than failing a sign-in. A known claim appearing twice is rejected.
 private struct RawClaims {

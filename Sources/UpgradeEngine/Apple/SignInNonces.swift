@@ -1,5 +1,5 @@
 /// Server-issued nonces for Sign in with Apple outside an upgrade (`POST /v1/apple/sign-in`), so a
-/// captured or leaked identity token cannot be replayed to sign in (facts §1.4, §6).
+/// captured or leaked identity token cannot be replayed to sign in (docs/apple-protocol.md §1.4, §6).
 ///
 /// Issuing writes nothing: a nonce is
 /// `base64url(0x01 ‖ expiresAt (8 bytes, big-endian) ‖ 16 random bytes ‖ HMAC-SHA256 tag)`, the tag

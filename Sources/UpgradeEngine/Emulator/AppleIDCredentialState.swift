@@ -1,5 +1,5 @@
 /// What `ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)` answers on the device
-/// (facts §3.5; raw values as AuthenticationServices defines them). Apple has no REST API for
+/// (docs/apple-protocol.md §3.5; raw values as AuthenticationServices defines them). Apple has no REST API for
 /// it; the emulator exposes it so the device side can be played in tests and demos.
 public enum AppleIDCredentialState: Int, Sendable, Equatable {
     case revoked = 0

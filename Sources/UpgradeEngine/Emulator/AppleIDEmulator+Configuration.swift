@@ -1,5 +1,5 @@
 extension AppleIDEmulator {
-    /// The knobs where Apple's behaviour is undocumented or has changed over time (facts §7), so
+    /// The knobs where Apple's behaviour is undocumented or has changed over time (docs/apple-protocol.md §7), so
     /// tests can play each variant.
     public struct Configuration: Sendable {
         /// How `email_verified` / `is_private_email` are written: JSON booleans (tokens since early

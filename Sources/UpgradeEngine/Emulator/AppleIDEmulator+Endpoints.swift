@@ -1,4 +1,4 @@
-/// Apple's REST endpoints (facts §2, §3), taking the already percent-decoded form parameters
+/// Apple's REST endpoints (docs/apple-protocol.md §2, §3), taking the already percent-decoded form parameters
 /// and answering as Apple does: a value, or an `AppleEndpointError` with HTTP 400 and one of
 /// Apple's error codes. Messages explain the refusal for our logs; Apple's own body carries only
 /// the code (`AppleEndpointError.json`).
@@ -186,7 +186,7 @@ extension AppleIDEmulator {
     /// Sender team: `sub` + `target` → the user's `transfer_sub` for the target team (before the
     /// transfer, or within 60 days after it). Recipient team: `transfer_sub` → the user's new
     /// `sub` (and relay email), once the transfer is complete and for 60 days. A user who revoked
-    /// consent or deleted their account cannot be migrated (`invalid_request`, facts §3.6);
+    /// consent or deleted their account cannot be migrated (`invalid_request`, docs/apple-protocol.md §3.6);
     /// expired, revoked or already used per-user access tokens answer `invalid_grant` (DTS).
     public func userMigrationInfo(
         form pairs: [(name: String, value: String)],
@@ -273,7 +273,7 @@ extension AppleIDEmulator {
 
     // MARK: Client authentication
 
-    /// Checks `client_secret` as facts §2.1 and TN3107 describe and returns the team it
+    /// Checks `client_secret` as docs/apple-protocol.md §2.1 and TN3107 describe and returns the team it
     /// authenticates. Every failure is `invalid_client`.
     func authenticate(
         _ state: EmulatorState,

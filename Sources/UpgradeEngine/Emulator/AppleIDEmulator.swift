@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// An in-process model of Apple's Sign in with Apple service, built from the fact sheet: teams
+/// An in-process model of Apple's Sign in with Apple service, built from docs/apple-protocol.md: teams
 /// and their registered client-secret keys, apps (bundle ids and Services ids) owned by teams,
 /// Apple users with team-scoped ids and private relay addresses, RS256 signing keys with
 /// rotation, device authorizations, the REST endpoints (`/auth/keys`, `/auth/token`,
@@ -268,7 +268,7 @@ public final class AppleIDEmulator: Sendable {
         }
     }
 
-    /// Claims in the order Apple's tokens show them (facts §1.2).
+    /// Claims in the order Apple's tokens show them (docs/apple-protocol.md §1.2).
     func identityTokenClaims(
         _ state: inout EmulatorState,
         userID: String,

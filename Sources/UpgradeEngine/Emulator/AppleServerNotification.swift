@@ -1,4 +1,4 @@
-/// A server-to-server notification the emulator has signed and queued for delivery (facts §4):
+/// A server-to-server notification the emulator has signed and queued for delivery (docs/apple-protocol.md §4):
 /// POST `{"payload": "<JWS>"}` to the endpoint configured for the app's primary App ID.
 public struct AppleServerNotification: Sendable, Equatable {
     public struct EventType: Hashable, Sendable, CustomStringConvertible {

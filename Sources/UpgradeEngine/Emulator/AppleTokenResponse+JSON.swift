@@ -1,5 +1,5 @@
 extension AppleTokenResponse {
-    /// The `/auth/token` response body as Apple sends it (facts §2.2); absent tokens are left out.
+    /// The `/auth/token` response body as Apple sends it (docs/apple-protocol.md §2.2); absent tokens are left out.
     public var json: JWSJSON {
         .object([
             "access_token": .string(accessToken), "token_type": .string(tokenType),

@@ -68,7 +68,7 @@ struct EmulatorState: Sendable {
         /// nil for a team token (`client_credentials`).
         var userID: String?
         var expiresAt: Int64
-        /// Per-user tokens are single-use at `/auth/usermigrationinfo` (DTS, facts §2.3).
+        /// Per-user tokens are single-use at `/auth/usermigrationinfo` (DTS, docs/apple-protocol.md §2.3).
         var consumed = false
         var revoked = false
     }

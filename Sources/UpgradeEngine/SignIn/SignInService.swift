@@ -82,7 +82,8 @@ public final class SignInService: Sendable {
             } catch {
                 throw SignInFailure(
                     error.code == .appleUnavailable ? .appleUnavailable : .invalidAuthorizationCode,
-                    error.message
+                    error.message,
+                    cause: "apple \(error.appleCode?.rawValue ?? "-"): \(error)"
                 )
             }
             if let refresh = tokens.refreshToken {
@@ -115,7 +116,11 @@ public final class SignInService: Sendable {
                 "the identity token's nonce was not issued by this server or has expired; get a new one from POST /v1/apple/sign-in/nonce"
             )
         } catch  where error.code == .keysUnavailable {
-            throw SignInFailure(.appleUnavailable, "Apple's signing keys could not be fetched; retry shortly")
+            throw SignInFailure(
+                .appleUnavailable,
+                "Apple's signing keys could not be fetched; retry shortly",
+                cause: error.message
+            )
         } catch {
             throw SignInFailure(.invalidIdentityToken, "the identity token was rejected (\(error.code))")
         }

@@ -1,5 +1,5 @@
 /// What `ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)` answers, with Apple's raw
-/// values (facts §3.5), for `GET /v1/apple/credential-state`.
+/// values (docs/apple-protocol.md §3.5), for `GET /v1/apple/credential-state`.
 public enum AppleCredentialState: Int, Sendable, Hashable, CaseIterable, Codable {
     case revoked = 0
     case authorized = 1

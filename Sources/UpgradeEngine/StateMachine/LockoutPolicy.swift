@@ -1,5 +1,6 @@
 /// Per-account throttling of failed credential checks (passwords and step-up codes), counted by
-/// the username as typed so that unknown usernames are throttled exactly like known ones.
+/// the username's enforced form (`Username`), known or not, so that unknown usernames are throttled
+/// exactly like known ones and look-alike spellings share one count.
 ///
 /// Defaults: the first 3 consecutive failures cost nothing; from the 3rd on, the next attempt
 /// waits 1 s after the latest failure, doubling with each further failure up to 60 s; from the

@@ -1,5 +1,5 @@
 /// A stored state record that does not describe a state the machine can be in: an unknown status
-/// or slug, a field missing for its status, or a field present that the status does not have.
+/// or stored code, a field missing for its status, or a field present that the status does not have.
 /// Restoring refuses it rather than guessing, because a guessed identity-link state is worse than
 /// an error an operator can investigate.
 public struct PersistedStateError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,10 +1,10 @@
 /// Work the driver performs for a transfer transition.
 public enum TransferEffect: Sendable, Hashable {
-    /// Sender team: `POST /auth/usermigrationinfo` with `sub` and the target team (facts §3.3),
+    /// Sender team: `POST /auth/usermigrationinfo` with `sub` and the target team (docs/apple-protocol.md §3.3),
     /// then apply `transferIdentifierObtained` or `stepFailed`. 429 and 5xx are retried by the
     /// driver with backoff and are not a per-user failure.
     case requestTransferIdentifier(sub: String)
-    /// Recipient team: `POST /auth/usermigrationinfo` with `transfer_sub` (facts §3.4), then
+    /// Recipient team: `POST /auth/usermigrationinfo` with `transfer_sub` (docs/apple-protocol.md §3.4), then
     /// apply `newSubObtained` or `stepFailed`.
     case exchangeTransferIdentifier(transferSub: String)
     /// In the transaction that persists `transferred`: re-key the account's Apple link from the

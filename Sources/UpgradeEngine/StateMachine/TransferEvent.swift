@@ -14,7 +14,7 @@ public enum TransferEvent: Sendable, Hashable {
     /// Apple exchanged the `transfer_sub` for the recipient team's `sub` (and relay email).
     case newSubObtained(sub: String, email: String?)
     /// The user signed in with an identity token carrying both the recipient team's `sub` and
-    /// `transfer_sub` (facts §3.5).
+    /// `transfer_sub` (docs/apple-protocol.md §3.5).
     case signedInWithTransferSub(transferSub: String, sub: String, email: String?)
     /// Apple answered the current step with a 4xx for this user.
     case stepFailed(reason: TransferFailureReason)

@@ -12,7 +12,7 @@ extension TransferState {
         public var transferSub: String?
         /// `transferFailed` only: `prepare` or `complete`.
         public var retryStep: String?
-        /// `transferFailed` only: a ``TransferFailureReason`` slug.
+        /// `transferFailed` only: a ``TransferFailureReason`` stored code.
         public var failureReason: String?
         /// `transferFailed` only.
         public var failures: Int?
@@ -95,9 +95,9 @@ extension TransferState {
                 retryStep = .complete(transferSub: try fields.requireIdentifier(record.transferSub, "transferSub"))
             default: throw fields.error("'\(step)' is not a transfer step (prepare or complete)")
             }
-            let slug = try fields.require(record.failureReason, "failureReason")
-            guard let reason = TransferFailureReason(rawValue: slug) else {
-                throw fields.error("'\(slug)' is not a transfer failure reason")
+            let code = try fields.require(record.failureReason, "failureReason")
+            guard let reason = TransferFailureReason(rawValue: code) else {
+                throw fields.error("'\(code)' is not a transfer failure reason")
             }
             let failures = try fields.require(record.failures, "failures")
             guard failures >= 1 else {

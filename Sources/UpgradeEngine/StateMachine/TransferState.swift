@@ -1,4 +1,4 @@
-/// Where one Apple-linked account stands with respect to a team transfer (design §4). Every state
+/// Where one Apple-linked account stands with respect to a team transfer (docs/architecture.md §6). Every state
 /// keeps the Apple ids it knows, so the credential state of any of them can be answered.
 public enum TransferState: Sendable, Hashable {
     /// Linked to `sub` of the team that currently owns the app.

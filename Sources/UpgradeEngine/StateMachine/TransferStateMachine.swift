@@ -1,4 +1,4 @@
-/// The team-transfer migration of one Apple-linked account (design §4, facts §3).
+/// The team-transfer migration of one Apple-linked account (docs/architecture.md §6, docs/apple-protocol.md §3).
 ///
 /// ```
 /// linked(subA) --transferIdentifierObtained--> transferPrepared(transferSub)
@@ -14,7 +14,7 @@
 /// already recorded is a replay; repeating it with different ids is a conflict.
 public struct TransferStateMachine: Sendable, Hashable {
     /// How long after the transfer is accepted both teams may still generate and exchange
-    /// transfer identifiers: 60 days (facts §3.2).
+    /// transfer identifiers: 60 days (docs/apple-protocol.md §3.2).
     public static let windowLength: Int64 = 60 * 86_400
 
     public private(set) var state: TransferState

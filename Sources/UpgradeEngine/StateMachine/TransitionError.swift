@@ -25,8 +25,8 @@ public struct TransitionError: Error, Sendable, Hashable, CustomStringConvertibl
         /// stale clock or a stale record.
         public static let deadlineNotReached = Code(.deadlineNotReached)
 
-        /// Stable slug, used as the last segment of a problem `type` URI.
-        public var slug: String { base.rawValue }
+        /// Stable name.
+        public var name: String { base.rawValue }
         public var description: String { base.rawValue }
     }
 

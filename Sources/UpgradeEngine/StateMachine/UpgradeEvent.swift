@@ -71,19 +71,28 @@ public enum UpgradeEvent: Sendable, Hashable {
         case codeMismatch
     }
 
-    /// Stable name for errors and the audit trail.
-    public var name: String {
+    /// An event without its outcome: what a driver asks the machine about before it does the work
+    /// that produces the outcome (``UpgradeStateMachine/admission(of:now:)``).
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        case passwordEvaluated, stepUpEvaluated, appleCredentialEvaluated, authorizationCodeExchanged
+        case conversionFailed, cancel, superseded, deadlinePassed
+    }
+
+    public var kind: Kind {
         switch self {
-        case .passwordEvaluated: "passwordEvaluated"
-        case .stepUpEvaluated: "stepUpEvaluated"
-        case .appleCredentialEvaluated: "appleCredentialEvaluated"
-        case .authorizationCodeExchanged: "authorizationCodeExchanged"
-        case .conversionFailed: "conversionFailed"
-        case .cancel: "cancel"
-        case .superseded: "superseded"
-        case .deadlinePassed: "deadlinePassed"
+        case .passwordEvaluated: .passwordEvaluated
+        case .stepUpEvaluated: .stepUpEvaluated
+        case .appleCredentialEvaluated: .appleCredentialEvaluated
+        case .authorizationCodeExchanged: .authorizationCodeExchanged
+        case .conversionFailed: .conversionFailed
+        case .cancel: .cancel
+        case .superseded: .superseded
+        case .deadlinePassed: .deadlinePassed
         }
     }
+
+    /// Stable name for errors and the audit trail.
+    public var name: String { kind.rawValue }
 }
 
 extension UpgradeEvent.PasswordRejection {

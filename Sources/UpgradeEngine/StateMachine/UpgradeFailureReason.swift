@@ -5,7 +5,7 @@
 public enum UpgradeFailureReason: String, Sendable, Hashable, CaseIterable, Codable {
     /// Wrong password or unknown user; the two must look the same.
     case invalidCredentials = "invalid-credentials"
-    /// The account (or the username as typed) is locked by the lockout policy.
+    /// The account (or the username, known or not) is locked by the lockout policy.
     case locked = "locked"
     /// The account cannot be upgraded (already Apple-only, disabled, or changed meanwhile).
     case notEligible = "not-eligible"

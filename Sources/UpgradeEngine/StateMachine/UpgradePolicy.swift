@@ -8,7 +8,7 @@ public struct UpgradePolicy: Sendable, Hashable {
     public let stepUpLifetime: Int64
     /// Also the lifetime of the issued `state` and `nonce`.
     public let appleCredentialLifetime: Int64
-    /// Apple's authorization code is valid for 5 minutes (facts §2.2), so an exchange cannot
+    /// Apple's authorization code is valid for 5 minutes (docs/apple-protocol.md §2.2), so an exchange cannot
     /// usefully take longer than that anyway.
     public let conversionLifetime: Int64
     /// Wrong TOTP or recovery codes allowed per session; the one that reaches it fails the upgrade.

@@ -11,7 +11,7 @@ extension UpgradeState {
         public var failedAttempts: Int?
         /// `converting` and `completed`.
         public var sub: String?
-        /// `failed` only: an ``UpgradeFailureReason`` slug.
+        /// `failed` only: an ``UpgradeFailureReason`` stored code.
         public var failureReason: String?
         /// `cancelled` only: an ``ASExtensionErrorCode`` raw value.
         public var cancelCode: Int?
@@ -90,9 +90,9 @@ extension UpgradeState {
         case .completed:
             self = .completed(.init(sub: try fields.requireIdentifier(record.sub, "sub")))
         case .failed:
-            let slug = try fields.require(record.failureReason, "failureReason")
-            guard let reason = UpgradeFailureReason(rawValue: slug), reason.endsUpgrade else {
-                throw fields.error("'\(slug)' is not a reason an upgrade can fail with")
+            let code = try fields.require(record.failureReason, "failureReason")
+            guard let reason = UpgradeFailureReason(rawValue: code), reason.endsUpgrade else {
+                throw fields.error("'\(code)' is not a reason an upgrade can fail with")
             }
             self = .failed(.init(reason: reason))
         case .cancelled:

@@ -109,7 +109,7 @@ public enum UpgradeState: Sendable, Hashable {
         }
     }
 
-    /// What an answer from this state tells the extension (design §5). `nil` for `started` and
+    /// What an answer from this state tells the extension (docs/architecture.md §4.1). `nil` for `started` and
     /// `converting`: they are passed through inside one request and are never the state a client
     /// call ends in, so there is no outcome to report yet.
     public var result: UpgradeResult? {

@@ -1,4 +1,4 @@
-/// One upgrade session: a password account becoming a Sign in with Apple account (design §4).
+/// One upgrade session: a password account becoming a Sign in with Apple account (docs/architecture.md §4).
 ///
 /// ```
 /// started --password ok, no 2FA--> awaitingAppleCredential   [issueStateAndNonce]
@@ -62,6 +62,59 @@ public struct UpgradeStateMachine: Sendable, Hashable {
     public func conversionInterrupted(now: Int64) -> Bool {
         guard case .converting = state else { return false }
         return hasExpired(now: now)
+    }
+
+    /// What applying an event of `kind` at `now` would do, without applying it. A driver asks this
+    /// before the work that produces the event's outcome (hashing a password, verifying a token,
+    /// calling Apple), so that work is never done for a call the machine would refuse. It agrees with
+    /// ``apply(_:now:)`` for every state and event (tested pair by pair).
+    public func admission(of kind: UpgradeEvent.Kind, now: Int64) -> Admission {
+        switch (state, kind) {
+        case (.completed, .appleCredentialEvaluated), (.cancelled, .cancel):
+            return .replay
+        case (.completed, _), (.cancelled, _), (.failed, _), (.expired, _):
+            return .refused(.notAllowed(state: status.rawValue, event: kind.rawValue))
+        default:
+            break
+        }
+        if hasExpired(now: now) { return .lapsed }
+        switch (state, kind) {
+        case (_, .deadlinePassed):
+            return .refused(
+                TransitionError(
+                    code: .deadlineNotReached,
+                    state: status.rawValue,
+                    event: kind.rawValue,
+                    message: "the '\(status.rawValue)' state runs until \(state.deadline ?? now); expire it only after"
+                )
+            )
+        case (.started, .passwordEvaluated), (.stepUpRequired, .stepUpEvaluated),
+            (.awaitingAppleCredential, .appleCredentialEvaluated), (.converting, .authorizationCodeExchanged),
+            (.converting, .conversionFailed):
+            return .proceed
+        case (.started, .cancel), (.stepUpRequired, .cancel), (.awaitingAppleCredential, .cancel),
+            (.started, .superseded), (.stepUpRequired, .superseded), (.awaitingAppleCredential, .superseded):
+            return .proceed
+        case (.converting, .appleCredentialEvaluated):
+            return .inProgress
+        default:
+            return .refused(.notAllowed(state: status.rawValue, event: kind.rawValue))
+        }
+    }
+
+    /// The machine's answer to ``admission(of:now:)``.
+    public enum Admission: Sendable, Hashable {
+        /// The event changes the state: do the work and apply its outcome.
+        case proceed
+        /// The call that ended the upgrade, repeated: answer what is stored, change nothing. (The
+        /// identity of the call, e.g. the same `state`, is the driver's to check.)
+        case replay
+        /// Another request's transition is under way (a conversion): its outcome is the answer.
+        case inProgress
+        /// The state's deadline has passed: apply ``UpgradeEvent/deadlinePassed`` instead.
+        case lapsed
+        /// Not allowed in this state; nothing to do or store.
+        case refused(TransitionError)
     }
 
     /// Applies `event` at `now` and returns what happened. Every (state, event) pair is either a

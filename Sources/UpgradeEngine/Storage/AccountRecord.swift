@@ -8,6 +8,8 @@ public enum CredentialKind: String, Sendable, Codable {
 
 public struct AccountRecord: Sendable, Equatable {
     public var id: String
+    /// The username as stored: `Username.value` for every account created since usernames follow
+    /// the PRECIS profile; an older row may still hold its earlier form until `db migrate` re-keys it.
     public var username: String
     public var credentialKind: CredentialKind
     public var createdAt: Int64
@@ -28,18 +30,5 @@ public struct AccountRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.version = version
-    }
-
-    /// Usernames are matched case-insensitively after trimming, so `Alice` and `alice ` are one account
-    /// and one throttling key.
-    public static func normalize(username: String) -> String {
-        // The common case, a name that starts and ends with a visible ASCII character, needs no
-        // trimming; anything else is trimmed by Foundation's Unicode-aware rules.
-        if let first = username.utf8.first, let last = username.utf8.last, (0x21...0x7e).contains(first),
-            (0x21...0x7e).contains(last)
-        {
-            return username.lowercased()
-        }
-        return username.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     }
 }

@@ -1,4 +1,4 @@
-/// One row of the append-only audit trail. `detail` holds non-secret facts only (reason slugs, formats,
+/// One row of the append-only audit trail. `detail` holds non-secret facts only (reason codes, formats,
 /// counts); the type offers no place for a password, code, token or nonce.
 public struct AuditEvent: Sendable, Equatable {
     public var id: Int64?
@@ -28,5 +28,24 @@ public struct AuditEvent: Sendable, Equatable {
         self.fromStatus = fromStatus
         self.toStatus = toStatus
         self.detail = detail
+    }
+}
+
+extension AuditEvent {
+    /// `detail` as the audit trail stores it: a JSON object of strings, keys in order, so equal
+    /// details are equal text. The format is the engine's; a backend keeps the text it is given.
+    var detailJSON: String {
+        JWSJSON.object(detail.sorted { $0.key < $1.key }.map { JWSJSON.Member($0.key, .string($0.value)) })
+            .serializedString
+    }
+
+    /// The detail that stored `json` holds. A member whose value is not a string, or text that is
+    /// not a JSON object, holds none: a trail is still read when one row is damaged.
+    static func detail(json: String) -> [String: String] {
+        var detail: [String: String] = [:]
+        for member in (try? JWSJSON.parse(Array(json.utf8)))?.members ?? [] {
+            if let value = member.value.stringValue { detail[member.key] = value }
+        }
+        return detail
     }
 }

@@ -1,12 +1,13 @@
 /// Where `UPGRADE_DB` points: `sqlite:PATH` (the default, `sqlite:upgrade.db`) or `postgres://...`.
 public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
     case sqlite(path: String)
-    case postgres(url: String)
+    case postgres(PostgresConfiguration)
 
     public static let defaultValue = "sqlite:upgrade.db"
 
     /// Messages here do not name the setting: the caller knows whether the value came from
-    /// `UPGRADE_DB` or a `--db` flag, and prefixes it.
+    /// `UPGRADE_DB` or a `--db` flag, and prefixes it. A postgres URL is validated in full
+    /// (`PostgresConfiguration.init(url:)`); messages never quote its password.
     public static func parse(_ text: String) throws(StorageError) -> DatabaseLocation {
         if text.hasPrefix("sqlite:") {
             let path = String(text.dropFirst("sqlite:".count))
@@ -16,13 +17,13 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
             return .sqlite(path: path)
         }
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
-            return .postgres(url: text)
+            return .postgres(try PostgresConfiguration(url: text))
         }
         throw StorageError(.configuration, "expected sqlite:PATH or postgres://..., got a value with neither prefix")
     }
 
     /// Refuses a backend this build does not have, so that it is reported with the other settings
-    /// before anything is opened. PostgreSQL is part of the design but not built yet.
+    /// before anything is opened. The PostgreSQL store is not built yet (its connection and pool are).
     public func requireAvailable() throws(StorageError) {
         if case .postgres = self { throw Self.postgresUnavailable }
     }
@@ -39,11 +40,11 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
         "the PostgreSQL backend is not available in this build; use sqlite:PATH"
     )
 
-    /// Printable without credentials (a postgres URL may carry a password).
+    /// Printable without credentials: a postgres URL shows `(redacted)` for its password.
     public var description: String {
         switch self {
         case .sqlite(let path): return "sqlite:\(path)"
-        case .postgres: return "postgres://(redacted)"
+        case .postgres(let configuration): return configuration.description
         }
     }
 }

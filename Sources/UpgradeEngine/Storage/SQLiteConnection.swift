@@ -123,12 +123,32 @@ final class SQLiteConnection {
         }
     }
 
+    /// Each UNIQUE and PRIMARY KEY constraint of `Schema/sqlite`, by the columns SQLite's message names.
+    static let uniqueConstraints: [String: StorageError.Constraint] = [
+        "accounts.id": .accountsID,
+        "accounts.username": .accountsUsername,
+        "password_credentials.account_id": .passwordCredentialsAccount,
+        "totp_enrollments.account_id": .totpEnrollmentsAccount,
+        "recovery_codes.account_id, recovery_codes.code_hash": .recoveryCodesCode,
+        "login_throttle.username_key": .loginThrottleUsernameKey,
+        "apple_links.account_id": .appleLinksAccount,
+        "apple_links.sub": .appleLinksSub,
+        "upgrade_sessions.id": .upgradeSessionsID,
+        "transfer_records.account_id": .transferRecordsAccount,
+        "transfer_records.old_sub": .transferRecordsOldSub,
+        "transfer_records.transfer_sub": .transferRecordsTransferSub,
+        "audit_events.id": .auditEventsID,
+        "apple_notifications.jti": .appleNotificationsJTI,
+        "used_sign_in_nonces.nonce_hash": .usedSignInNoncesHash,
+    ]
+
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {
         switch code {
         case csqlite_constraint_unique, csqlite_constraint_primarykey:
-            // SQLite names the columns: "UNIQUE constraint failed: apple_links.sub".
-            let columns = message.components(separatedBy: "failed: ").last
-            return StorageError(.uniqueViolation, message, constraint: columns)
+            // SQLite names a constraint only by its columns, in the message:
+            // "UNIQUE constraint failed: apple_links.sub".
+            let columns = message.components(separatedBy: "failed: ").last ?? ""
+            return StorageError(.uniqueViolation, message, constraint: uniqueConstraints[columns])
         case _ where code & 0xff == SQLITE_CONSTRAINT:
             return StorageError(.constraint, message)
         case _ where code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED:

@@ -113,6 +113,10 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
                     where applied[migration.version] == nil && migration.version <= (version ?? .max) {
                         do {
                             try connection.execute(migration.sql)
+                            // The one data step no SQL can do: re-keying usernames needs the username profile.
+                            if migration.version == UsernameCheck.migrationVersion {
+                                _ = try UsernameCheck.rekey(SQLiteTransaction(connection: connection), now: now)
+                            }
                         } catch {
                             throw StorageError(
                                 .migration,

@@ -7,7 +7,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         private let kind: Kind
         public var description: String { kind.rawValue }
 
-        /// A UNIQUE or PRIMARY KEY constraint refused the write (for example an Apple `sub` linked twice).
+        /// A UNIQUE or PRIMARY KEY constraint refused the write (for example an Apple `sub` linked twice);
+        /// `StorageError.constraint` says which.
         public static let uniqueViolation = Code(kind: .uniqueViolation)
         /// An optimistic-concurrency update found a newer version than the one it read.
         public static let versionConflict = Code(kind: .versionConflict)
@@ -21,12 +22,71 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let constraint = Code(kind: .constraint)
     }
 
-    public let code: Code
-    public let message: String
-    /// For unique violations, the column(s) named by the database, e.g. `apple_links.sub`.
-    public let constraint: String?
+    /// A uniqueness rule of the schema, one per UNIQUE or PRIMARY KEY constraint, named as
+    /// `table.column`. Every backend has the same tables and reports its own constraint names as
+    /// these values, so callers switch on them and never read a database's message.
+    public struct Constraint: Hashable, Sendable, CustomStringConvertible {
+        private enum Name: String {
+            case accountsID = "accounts.id"
+            case accountsUsername = "accounts.username"
+            case passwordCredentialsAccount = "password_credentials.account_id"
+            case totpEnrollmentsAccount = "totp_enrollments.account_id"
+            case recoveryCodesCode = "recovery_codes.(account_id, code_hash)"
+            case loginThrottleUsernameKey = "login_throttle.username_key"
+            case appleLinksAccount = "apple_links.account_id"
+            case appleLinksSub = "apple_links.sub"
+            case upgradeSessionsID = "upgrade_sessions.id"
+            case transferRecordsAccount = "transfer_records.account_id"
+            case transferRecordsOldSub = "transfer_records.old_sub"
+            case transferRecordsTransferSub = "transfer_records.transfer_sub"
+            case auditEventsID = "audit_events.id"
+            case appleNotificationsJTI = "apple_notifications.jti"
+            case usedSignInNoncesHash = "used_sign_in_nonces.nonce_hash"
+        }
+        private let name: Name
+        public var description: String { name.rawValue }
 
-    public init(_ code: Code, _ message: String, constraint: String? = nil) {
+        private init(name: Name) { self.name = name }
+
+        /// The constraint a backend names as `table.column` (the description), or nil for one the
+        /// schema does not have.
+        public init?(described text: String) {
+            guard let name = Name(rawValue: text) else { return nil }
+            self.name = name
+        }
+
+        /// Two accounts with one id.
+        public static let accountsID = Constraint(name: .accountsID)
+        /// A username another account has (compared in its enforced form, `Username.value`).
+        public static let accountsUsername = Constraint(name: .accountsUsername)
+        public static let passwordCredentialsAccount = Constraint(name: .passwordCredentialsAccount)
+        public static let totpEnrollmentsAccount = Constraint(name: .totpEnrollmentsAccount)
+        /// A recovery code hash the account already has.
+        public static let recoveryCodesCode = Constraint(name: .recoveryCodesCode)
+        public static let loginThrottleUsernameKey = Constraint(name: .loginThrottleUsernameKey)
+        /// A second Apple link for one account.
+        public static let appleLinksAccount = Constraint(name: .appleLinksAccount)
+        /// An Apple `sub` another account is linked to.
+        public static let appleLinksSub = Constraint(name: .appleLinksSub)
+        public static let upgradeSessionsID = Constraint(name: .upgradeSessionsID)
+        public static let transferRecordsAccount = Constraint(name: .transferRecordsAccount)
+        /// An old `sub` another account's transfer record began with.
+        public static let transferRecordsOldSub = Constraint(name: .transferRecordsOldSub)
+        /// A transfer `sub` another account's transfer record holds.
+        public static let transferRecordsTransferSub = Constraint(name: .transferRecordsTransferSub)
+        public static let auditEventsID = Constraint(name: .auditEventsID)
+        public static let appleNotificationsJTI = Constraint(name: .appleNotificationsJTI)
+        public static let usedSignInNoncesHash = Constraint(name: .usedSignInNoncesHash)
+    }
+
+    public let code: Code
+    /// For people reading logs; code that decides reads `code` and `constraint`.
+    public let message: String
+    /// For `uniqueViolation`, the rule that refused the write; nil when the backend could not tell
+    /// which (its message still names it).
+    public let constraint: Constraint?
+
+    public init(_ code: Code, _ message: String, constraint: Constraint? = nil) {
         self.code = code
         self.message = message
         self.constraint = constraint

@@ -1,4 +1,4 @@
-/// Failed password attempts for one username key (the username as typed, normalised).
+/// Failed password attempts for one username key: `Username.value`, whether or not an account has it.
 public struct ThrottleRecord: Sendable, Equatable {
     public var usernameKey: String
     public var failures: Int

@@ -1,7 +1,38 @@
-/// The engine's storage, designed for two backends (SQLite embedded, PostgreSQL for many stateless
-/// instances). Nothing here assumes SQLite: transactions are closures that either commit as a whole or
-/// roll back, optimistic concurrency is expressed by `expectedVersion` arguments, and uniqueness
-/// failures surface as `StorageError.uniqueViolation` naming the column.
+/// The engine's storage: SQLite embedded (`SQLiteStore`), PostgreSQL next for many stateless
+/// instances. The engine reaches a database only through these protocols, so a backend is a type
+/// that conforms to `UpgradeStore` and a transaction type that conforms to `StoreTransaction`, one
+/// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
+/// `NotificationStore`, `AuditStore`). Nothing above these protocols knows SQL or a backend's codes.
+///
+/// What every backend guarantees:
+/// - **Transactions.** `write` commits everything `body` wrote if it returns and nothing if it
+///   throws, and rethrows the first error unchanged. The engine never catches a storage error inside
+///   a transaction to carry on, so a backend may abort the transaction at its first failed statement
+///   (PostgreSQL does). `read` sees one consistent snapshot of committed data and refuses writes.
+/// - **Concurrency.** The engine relies on three things only, never on a row it read staying as it
+///   was until commit: each method is atomic by itself (a conditional write such as
+///   `advanceTOTPStep`, `consumeRecoveryCode`, `useSignInNonce` or `recordNotification` returns true
+///   to one of two concurrent callers at most), the version guards below, and the unique constraints.
+///   SQLite gets this by serialising writers; READ COMMITTED with single-statement conditional
+///   writes and unique indexes is enough elsewhere.
+/// - **Version guards.** An insert stores the record's `version` as given. An update that takes
+///   `expectedVersion` changes the row only if its stored version is that one, in the same statement
+///   that sets it one higher; otherwise, or if the row is missing, it changes nothing and throws
+///   `.versionConflict`.
+/// - **Typed errors.** Every method throws `StorageError` only: `.versionConflict` as above;
+///   `.uniqueViolation` with `constraint` set to the `StorageError.Constraint` the write broke (the
+///   backend maps its own constraint names to these once); `.constraint` for any other rule of the
+///   schema (CHECK, foreign key, NOT NULL, the append-only audit trail); `.busy` when a lock was not
+///   granted in time (the caller may retry); `.io` for the rest. Messages name tables, columns,
+///   constraints and the backend's codes, never a bound value: values may be secrets.
+/// - **Values.** Text is stored and compared byte for byte, with no case folding, collation or
+///   Unicode normalisation: usernames arrive in their enforced form (`Username`) and the engine
+///   alone decides what is equal. Orders by id are byte orders. Integers are 64-bit; blobs come back
+///   exactly as stored. What a column holds (a state machine's JSON, the audit detail's JSON) is the
+///   engine's format, kept as the text it is given.
+/// - **Migrations.** Numbered, each applied once, in order, in a transaction, with its checksum
+///   recorded; a database with a migration the binary does not know, or an applied one that was
+///   edited, is refused.
 public protocol UpgradeStore: Sendable {
     /// Applies pending schema migrations in order; returns the ones applied now.
     func migrate(now: Int64) throws(StorageError) -> [MigrationStatus]
@@ -16,95 +47,11 @@ public protocol UpgradeStore: Sendable {
     func ping() throws(StorageError)
 }
 
-/// What a transaction can do. Updates that take `expectedVersion` fail with `.versionConflict` when the
-/// row changed since it was read; the row's version then increases by one.
-public protocol StoreTransaction {
-    // Accounts and credentials
-    func insertAccount(_ account: AccountRecord) throws(StorageError)
-    func account(id: String) throws(StorageError) -> AccountRecord?
-    func account(username: String) throws(StorageError) -> AccountRecord?
-    func updateAccountCredentialKind(
-        id: String,
-        kind: CredentialKind,
-        expectedVersion: Int64,
-        now: Int64
-    ) throws(StorageError)
-    func upsertPasswordCredential(_ credential: PasswordCredentialRecord) throws(StorageError)
-    func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord?
-    /// Returns whether a row was deleted.
-    @discardableResult
-    func deletePasswordCredential(accountID: String) throws(StorageError) -> Bool
-
-    // Second factor
-    func upsertTOTPEnrollment(_ enrollment: TOTPEnrollmentRecord) throws(StorageError)
-    func totpEnrollment(accountID: String) throws(StorageError) -> TOTPEnrollmentRecord?
-    /// Records an accepted step only if it is newer than the stored one; returns false if another request
-    /// already accepted this step or a later one (so a code can never be used twice, even concurrently).
-    func advanceTOTPStep(accountID: String, step: Int64) throws(StorageError) -> Bool
-    func insertRecoveryCodes(accountID: String, codeHashes: [String]) throws(StorageError)
-    /// Marks an unused code as used; returns false if it does not exist or was already used.
-    func consumeRecoveryCode(accountID: String, codeHash: String, now: Int64) throws(StorageError) -> Bool
-    func unusedRecoveryCodeCount(accountID: String) throws(StorageError) -> Int
-
-    /// What a password check needs, read at once: the username's failures, its account, that
-    /// account's password and whether it has a second factor.
-    func passwordCheckSnapshot(usernameKey: String) throws(StorageError) -> PasswordCheckSnapshot
-
-    // Throttling
-    func throttle(usernameKey: String) throws(StorageError) -> ThrottleRecord?
-    func recordFailure(usernameKey: String, now: Int64) throws(StorageError) -> ThrottleRecord
-    func clearFailures(usernameKey: String) throws(StorageError)
-
-    // Apple links
-    func insertAppleLink(_ link: AppleLinkRecord) throws(StorageError)
-    func appleLink(accountID: String) throws(StorageError) -> AppleLinkRecord?
-    func appleLink(sub: String) throws(StorageError) -> AppleLinkRecord?
-    /// Stores every field of the link (the account id names it). A `sub` another link has fails
-    /// with `.uniqueViolation` on `apple_links.sub`.
-    func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError)
-
-    // Upgrade sessions
-    func insertUpgradeSession(_ session: UpgradeSessionRecord) throws(StorageError)
-    func upgradeSession(id: String) throws(StorageError) -> UpgradeSessionRecord?
-    /// Stores what a transition changes: status, machine, state and nonce hashes, linked `sub`, expiry,
-    /// update time. The id, account, username key, service identifier and creation time are fixed
-    /// when the upgrade is inserted and are left as they are.
-    func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError)
-    /// The account's upgrades in an open state or `converting`, oldest first, at most `limit`.
-    func openUpgradeSessions(accountID: String, limit: Int) throws(StorageError) -> [UpgradeSessionRecord]
-    /// Upgrades in `converting` whose claim ends at or before `time`, earliest first, at most `limit`.
-    func conversions(expiringBy time: Int64, limit: Int) throws(StorageError) -> [UpgradeSessionRecord]
-
-    // Team transfer
-    /// Inserts the record (`expectedVersion` nil) or updates it. `oldSub`, the Apple id the account
-    /// had when its transfer began, is fixed by the insert; an update leaves it as it is. Either
-    /// fails with `.versionConflict` when the record changed, or was created, since it was read.
-    func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError)
-    func transferRecord(accountID: String) throws(StorageError) -> TransferRecord?
-    func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord?
-    /// The record of the account that had the Apple id `oldSub` when its transfer began (the sender
-    /// team's id), for the credential state of an id that was transferred away.
-    func transferRecord(oldSub: String) throws(StorageError) -> TransferRecord?
-    /// Counts for `transfer status`.
-    func transferProgress() throws(StorageError) -> TransferProgress
-    func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord]
-    func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String]
-
-    // Apple notifications
-    /// Records a processed notification; returns false if its `jti` was already recorded.
-    func recordNotification(jti: String, type: String, now: Int64) throws(StorageError) -> Bool
-    func notificationSeen(jti: String) throws(StorageError) -> Bool
-
-    // Sign-in nonces
-    /// Records a sign-in nonce as used until `expiresAt`, first forgetting those expired by `now`;
-    /// returns false if it was already used.
-    func useSignInNonce(hash: String, expiresAt: Int64, now: Int64) throws(StorageError) -> Bool
-
-    // Audit
-    func appendAudit(_ event: AuditEvent) throws(StorageError)
-    func auditTrail(accountID: String, limit: Int) throws(StorageError) -> [AuditEvent]
-    func auditTrail(upgradeID: String, limit: Int) throws(StorageError) -> [AuditEvent]
-}
+/// What a transaction can do: every aggregate's reads and writes. Each aggregate is its own
+/// protocol, in its own file, so a backend implements (and a reader finds) one at a time.
+public protocol StoreTransaction:
+    AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore
+{}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.
 public struct MigrationStatus: Sendable, Equatable {
@@ -118,38 +65,5 @@ public struct MigrationStatus: Sendable, Equatable {
         self.name = name
         self.checksum = checksum
         self.appliedAt = appliedAt
-    }
-}
-
-/// The rows a password check reads (`StoreTransaction.passwordCheckSnapshot`).
-public struct PasswordCheckSnapshot: Sendable, Equatable {
-    public var throttle: ThrottleRecord?
-    public var account: AccountRecord?
-    public var credential: PasswordCredentialRecord?
-    public var hasSecondFactor: Bool
-
-    public init(
-        throttle: ThrottleRecord? = nil,
-        account: AccountRecord? = nil,
-        credential: PasswordCredentialRecord? = nil,
-        hasSecondFactor: Bool = false
-    ) {
-        self.throttle = throttle
-        self.account = account
-        self.credential = credential
-        self.hasSecondFactor = hasSecondFactor
-    }
-}
-
-extension StoreTransaction {
-    /// The snapshot from the single-row reads; a backend may read it in one statement instead.
-    public func passwordCheckSnapshot(usernameKey: String) throws(StorageError) -> PasswordCheckSnapshot {
-        var snapshot = PasswordCheckSnapshot(throttle: try throttle(usernameKey: usernameKey))
-        snapshot.account = try account(username: usernameKey)
-        if let account = snapshot.account {
-            snapshot.credential = try passwordCredential(accountID: account.id)
-            snapshot.hasSecondFactor = try totpEnrollment(accountID: account.id) != nil
-        }
-        return snapshot
     }
 }

@@ -1,5 +1,5 @@
 /// One team access token (`client_credentials`, `scope=user.migration`) shared by every row of a
-/// batch (facts §2.2: valid 3600 s). Fetched once, again shortly before it expires, and again when
+/// batch (docs/apple-protocol.md §2.2: valid 3600 s). Fetched once, again shortly before it expires, and again when
 /// Apple answers a row with `invalid_grant` (consumed or expired). Concurrent rows that all find
 /// it missing wait for one fetch instead of each asking Apple.
 ///

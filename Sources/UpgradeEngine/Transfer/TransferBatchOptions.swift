@@ -1,4 +1,4 @@
-/// How a `prepare` or `complete` batch runs (design §5).
+/// How a `prepare` or `complete` batch runs (docs/architecture.md §6.3).
 public struct TransferBatchOptions: Sendable {
     /// Report what each row would do without any write and without any per-user Apple call. One team
     /// access token is still requested, because that changes nothing at Apple and is how a wrong

@@ -24,7 +24,7 @@ public struct TransferBatchSummary: Sendable, Equatable {
             /// The store could not list the accounts.
             public static let storage = Code(.storage)
 
-            public var slug: String { base.rawValue }
+            public var name: String { base.rawValue }
             public var description: String { base.rawValue }
         }
 
@@ -36,14 +36,14 @@ public struct TransferBatchSummary: Sendable, Equatable {
             self.message = message
         }
 
-        public var description: String { "\(code.slug): \(message)" }
+        public var description: String { "\(code.name): \(message)" }
     }
 
     public var step: TransferRowReport.Step
     public var dryRun: Bool
     /// Reported rows per outcome (every outcome present, zero when none).
     public var outcomes: [TransferRowReport.Outcome: Int]
-    /// Rows per failure reason slug, for the summary line.
+    /// Rows per failure reason, for the summary line.
     public var reasons: [String: Int]
     public var stop: Stop?
     /// The row limit was reached; accounts after it were not visited.
@@ -61,7 +61,7 @@ public struct TransferBatchSummary: Sendable, Equatable {
     public var rows: Int { outcomes.values.reduce(0, +) }
     public var failedRows: Int { outcomes.filter { $0.key.isFailure }.map(\.value).reduce(0, +) }
 
-    /// The batch commands' exit status (design §5): 2 when the configuration was refused (nothing
+    /// The batch commands' exit status (README, Command line): 2 when the configuration was refused (nothing
     /// more can succeed until it is fixed), 1 when rows failed or the batch stopped early for another
     /// reason, 0 when every row is fine.
     public var exitStatus: Int32 {

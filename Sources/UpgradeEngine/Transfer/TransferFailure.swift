@@ -26,8 +26,8 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
         /// The store failed or holds a record that cannot be read.
         public static let internalError = Code(.internalError)
 
-        /// A stable slug for problem types and reports.
-        public var slug: String { base.rawValue }
+        /// A stable name for reports; the REST layer maps codes to its problem types.
+        public var name: String { base.rawValue }
         public var description: String { base.rawValue }
     }
 
@@ -42,5 +42,5 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
         self.cause = cause
     }
 
-    public var description: String { "\(code.slug): \(message)" }
+    public var description: String { "\(code.name): \(message)" }
 }

@@ -1,4 +1,4 @@
-/// What one of Apple's server-to-server events did (facts §4). Every answer is a success for Apple:
+/// What one of Apple's server-to-server events did (docs/apple-protocol.md §4). Every answer is a success for Apple:
 /// the endpoint acknowledges each delivery, including users we never linked.
 public struct TransferNotificationResult: Sendable, Equatable {
     public enum Outcome: String, Sendable, Equatable {

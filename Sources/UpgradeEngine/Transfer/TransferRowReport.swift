@@ -1,8 +1,8 @@
 /// What a batch did (or, in a dry run, would do) to one account: the per-row record of a `--report`
 /// file.
 ///
-/// It holds the account id, transfer statuses, an outcome and a reason slug, and nothing else: no
-/// Apple `sub` (the sender team must never export its ids, facts §3.1), no `transfer_sub`, no email
+/// It holds the account id, transfer statuses, an outcome and a reason code, and nothing else: no
+/// Apple `sub` (the sender team must never export its ids, docs/apple-protocol.md §3.1), no `transfer_sub`, no email
 /// address, no token. Apple ids stay in the database, where `accounts show` can reach them.
 public struct TransferRowReport: Sendable, Equatable {
     public enum Step: String, Sendable, Equatable, CaseIterable {
@@ -58,7 +58,7 @@ public struct TransferRowReport: Sendable, Equatable {
     /// The status afterwards; in a dry run, the predicted one.
     public var to: TransferStatus
     public var outcome: Outcome
-    /// A stable slug: a ``TransferFailureReason`` raw value, or one of the skip and conflict reasons
+    /// A stable reason: a ``TransferFailureReason`` raw value, or one of the skip and conflict reasons
     /// documented where they are produced.
     public var reason: String?
     public var dryRun: Bool

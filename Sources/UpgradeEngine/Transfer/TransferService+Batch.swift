@@ -1,14 +1,14 @@
 import Foundation
 
 extension TransferService {
-    /// Sender side (facts §3.2 steps 1–2): obtains the `transfer_sub` of every Apple-linked account
+    /// Sender side (docs/apple-protocol.md §3.2 steps 1–2): obtains the `transfer_sub` of every Apple-linked account
     /// of our team for `targetTeamID`, with one team access token for the whole batch. Accounts not
     /// yet prepared, and those whose preparation failed, are tried; the rest are reported as done
     /// or skipped. `windowEndsAt` is the end of the 60-day window once the transfer was accepted,
     /// nil before (preparing may start before the transfer, TN3159).
     ///
     /// Refuses a target that is not a team id, or that is our own team: transfer identifiers made
-    /// for the sender itself can never be exchanged (facts §3.6).
+    /// for the sender itself can never be exchanged (docs/apple-protocol.md §3.6).
     public func prepare(
         targetTeamID: String,
         clientID: String,
@@ -40,7 +40,7 @@ extension TransferService {
         return await run(plan, options: options)
     }
 
-    /// Recipient side (facts §3.2 step 5): exchanges each stored `transfer_sub` for the recipient
+    /// Recipient side (docs/apple-protocol.md §3.2 step 5): exchanges each stored `transfer_sub` for the recipient
     /// team's `sub` (and relay email) and re-keys the account's Apple link in the transaction that
     /// records `transferred`. Our configuration must now be the recipient team's: a record prepared
     /// for another team stops the batch before any call.
@@ -208,14 +208,14 @@ extension TransferService {
             }
             snapshot = found
         } catch {
-            return report(.linked, .linked, .error, error.code.slug)
+            return report(.linked, .linked, .error, error.code.name)
         }
         let status = snapshot.machine.status
         if let decision = triage(snapshot, plan: plan, control: context.control) {
             return report(status, status, decision.outcome, decision.reason)
         }
 
-        if let stop = context.control.stop { return report(status, status, .stopped, stop.code.slug) }
+        if let stop = context.control.stop { return report(status, status, .stopped, stop.code.name) }
         if Task.isCancelled { return report(status, status, .stopped, "interrupted") }
         guard context.control.takePermit() else { return nil }
 
@@ -229,7 +229,7 @@ extension TransferService {
         do {
             started = try trial.apply(begin, now: plan.now)
         } catch {
-            return report(status, status, .skipped, error.code.slug)
+            return report(status, status, .skipped, error.code.name)
         }
         if started.stateChanged {
             // The window has closed: recorded as a failed step, retryable with a new window.
@@ -260,7 +260,7 @@ extension TransferService {
                     "Apple refused our client credentials (\(error.code)): \(error.message); every row would fail alike, so the batch stopped. Check the team id, key id, private key and client id, then re-run"
                 )
             )
-            return report(status, status, .stopped, Self.slug(error.code))
+            return report(status, status, .stopped, Self.reasonName(error.code))
         case .unavailable:
             return report(status, status, .unavailable, "apple-unavailable")
         case .interrupted:
@@ -344,7 +344,7 @@ extension TransferService {
             committed = try self.commit(accountID: accountID, commit, now: context.plan.now)
         } catch {
             let outcome: TransferRowReport.Outcome = error.code == .conflict ? .conflict : .error
-            return report(status, status, outcome, error.code == .conflict ? "link-changed" : error.code.slug)
+            return report(status, status, outcome, error.code == .conflict ? "link-changed" : error.code.name)
         }
         let from = committed.from
         switch committed.result {
@@ -454,8 +454,8 @@ extension TransferService {
         message: "Apple's migration answer is missing its identifier"
     )
 
-    /// Apple's error code as a report slug (`invalid_client` → `invalid-client`).
-    static func slug(_ code: AppleEndpointError.Code) -> String {
+    /// Apple's error code as a report reason (`invalid_client` → `invalid-client`).
+    static func reasonName(_ code: AppleEndpointError.Code) -> String {
         code.rawValue.replacingOccurrences(of: "_", with: "-")
     }
 }

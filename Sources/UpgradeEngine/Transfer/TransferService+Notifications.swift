@@ -1,5 +1,5 @@
 extension TransferService {
-    /// Apple's server-to-server event types (facts §4). The deletion event is spelled both ways in
+    /// Apple's server-to-server event types (docs/apple-protocol.md §4). The deletion event is spelled both ways in
     /// Apple's documentation, so both are accepted.
     public enum NotificationType: String, Sendable, CaseIterable {
         case consentRevoked = "consent-revoked"
@@ -9,7 +9,7 @@ extension TransferService {
         case emailDisabled = "email-disabled"
     }
 
-    /// Applies one verified server-to-server event to the account linked to `sub` (facts §4):
+    /// Applies one verified server-to-server event to the account linked to `sub` (docs/apple-protocol.md §4):
     ///
     /// - `consent-revoked`: the machine's `consentRevoked`; the link ends as `revoked` and its stored
     ///   refresh token is deleted (TN3194: credentials are invalid; delete stored tokens).

@@ -1,7 +1,7 @@
 extension TransferService {
     /// `POST /v1/apple/sign-in` with verified identity-token claims: the account linked to the
     /// token's `sub`; failing that, during the migration window, the account whose stored
-    /// `transfer_sub` the token carries (facts §3.5) — which this sign-in migrates, re-keying its
+    /// `transfer_sub` the token carries (docs/apple-protocol.md §3.5) — which this sign-in migrates, re-keying its
     /// link in the same transaction a `complete` batch would use. Repeating the sign-in finds the
     /// account by its new `sub` and changes nothing.
     ///
@@ -36,7 +36,7 @@ extension TransferService {
             sub: claims.subject,
             email: claims.email
         )
-        // `is_private_email` is absent for a real address (facts §1.2).
+        // `is_private_email` is absent for a real address (docs/apple-protocol.md §1.2).
         let commit = Commit(
             event: event,
             isPrivateEmail: claims.email == nil ? nil : (claims.isPrivateEmail ?? false),
@@ -81,7 +81,7 @@ extension TransferService {
         )
     }
 
-    /// What `getCredentialState(forUserID:)` answers for `userID` (facts §3.5): `authorized` for the
+    /// What `getCredentialState(forUserID:)` answers for `userID` (docs/apple-protocol.md §3.5): `authorized` for the
     /// id an account is reached by, `transferred` for the sender team's id after the account was
     /// migrated, `revoked` for any id of a revoked or deleted account, `notFound` otherwise.
     public func credentialState(userID: String) throws(TransferFailure) -> AppleCredentialState {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Drives ``TransferStateMachine`` for every Apple-linked account when the app moves between
-/// developer teams (design §4, facts §3): the sender team's `prepare` batch, the recipient team's
+/// developer teams (docs/architecture.md §6, docs/apple-protocol.md §3): the sender team's `prepare` batch, the recipient team's
 /// `complete` batch, sign-ins that carry `transfer_sub`, credential-state answers, and Apple's
 /// server-to-server notifications.
 ///
@@ -158,16 +158,14 @@ public final class TransferService: Sendable {
             } catch let error as StorageError where error.code == .versionConflict {
                 continue  // another request changed the record, or created it first
             } catch let error as StorageError where error.code == .uniqueViolation {
-                switch error.constraint {
-                case "apple_links.sub":
-                    try auditSubConflict(accountID: accountID, status: from, commit: commit, now: now)
-                    return (from, .subConflict(snapshot.machine.state))
-                default:
+                guard error.constraint == .appleLinksSub else {
                     throw TransferFailure(
                         .internalError,
-                        "account \(accountID): the store refused the transfer record (\(error.constraint ?? "unique"))"
+                        "account \(accountID): the store refused the transfer record (\(error.constraint?.description ?? "unique"))"
                     )
                 }
+                try auditSubConflict(accountID: accountID, status: from, commit: commit, now: now)
+                return (from, .subConflict(snapshot.machine.state))
             } catch {
                 throw Self.storageFailure(error)
             }
@@ -243,7 +241,7 @@ public final class TransferService: Sendable {
                 link.sub = to
                 link.teamID = configuration.teamID
                 link.refreshTokenCiphertext = nil
-                // Relay addresses are team-scoped (facts §3): the sender team's stops reaching the
+                // Relay addresses are team-scoped (docs/apple-protocol.md §3): the sender team's stops reaching the
                 // user. It is replaced below when the exchange or the token gives the new one, and
                 // otherwise left unknown rather than kept wrong. A real address stays.
                 if link.isPrivateEmail == true {
@@ -264,7 +262,7 @@ public final class TransferService: Sendable {
             link.status = .revoked
             link.refreshTokenCiphertext = nil
         case .deleted:
-            // Apple disables relay forwarding when the account is deleted (facts §4).
+            // Apple disables relay forwarding when the account is deleted (docs/apple-protocol.md §4).
             link.status = .deleted
             link.refreshTokenCiphertext = nil
             link.emailForwardingEnabled = false

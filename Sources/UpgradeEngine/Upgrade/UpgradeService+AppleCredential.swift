@@ -40,32 +40,31 @@ extension UpgradeService {
         var machine = loaded.machine
         let stateMatches = Self.stateMatches(credential.state, record)
 
-        switch machine.status {
-        case .completed:
-            // The extension's retry: same state, same answer, nothing changes.
+        // The machine says whether this call can change anything before any token is verified.
+        switch machine.admission(of: .appleCredentialEvaluated, now: now) {
+        case .replay:
+            // The extension's retry of the call that completed the upgrade: the same `state` gets the
+            // same answer, and nothing changes.
             guard stateMatches else {
                 throw UpgradeFailure(
                     .stateMismatch,
                     Self.message(for: .stateMismatch),
                     upgradeID: id,
-                    status: .completed
+                    status: machine.status
                 )
             }
             return answer(machine, id: id, accountID: record.accountID)
-        case .converting:
+        case .inProgress:
             return try await awaitConversion(id: id, state: credential.state)
-        default:
+        case .lapsed:
+            throw try commitRejection(.deadlinePassed, detail: [:], record: record, machine: &machine, now: now)
+        case .refused(let refusal):
+            throw failure(for: refusal, machine: machine, id: id)
+        case .proceed:
             break
         }
-        if machine.hasExpired(now: now) {
-            throw try commitRejection(.deadlinePassed, detail: [:], record: record, machine: &machine, now: now)
-        }
-        guard machine.status == .awaitingAppleCredential else {
-            let refusal = TransitionError.notAllowed(state: machine.status.rawValue, event: "appleCredentialEvaluated")
-            throw failure(for: refusal, machine: machine, id: id)
-        }
 
-        // Checks in order of cost; the first that fails ends the upgrade (design §4).
+        // Checks in order of cost; the first that fails ends the upgrade.
         let verdict = await evaluate(credential, record: record, stateMatches: stateMatches, now: now)
         let claims: AppleIdentityClaims
         switch verdict {
@@ -74,13 +73,14 @@ extension UpgradeService {
             throw try commitRejection(event, detail: detail, record: record, machine: &machine, now: now)
         case .verified(let verified):
             claims = verified
-        case .undecided:
+        case .undecided(let why):
             // A transient outage on Apple's side must not fail the user's upgrade: answer and keep it open.
             throw UpgradeFailure(
                 .appleUnavailable,
                 "Apple's signing keys could not be fetched to check the identity token; retry shortly",
                 upgradeID: id,
-                status: machine.status
+                status: machine.status,
+                cause: why
             )
         }
 
@@ -88,26 +88,44 @@ extension UpgradeService {
         // transaction that checks the account may still convert and the `sub` is not another
         // account's (so nothing can change between the check and the claim). A concurrent request
         // with the same credential loses here and waits for this one's result instead of reaching Apple.
-        let claimed: UpgradeSessionRecord
+        let claim: (record: UpgradeSessionRecord, transition: UpgradeTransition)
         do {
-            claimed = try commit(
+            claim = try commit(
                 .appleCredentialEvaluated(.verified(sub: claims.subject)),
                 detail: ["sub": claims.subject],
                 record: record,
                 machine: &machine,
                 now: now,
                 unless: { tx in try Self.claimRefusal(of: record, for: claims.subject, in: tx) }
-            ).record
+            )
         } catch let failure where failure.kind == .inProgress {
             return try await awaitConversion(id: id, state: credential.state)
         }
 
-        // The code goes to Apple only as the identity token's: its `c_hash` was checked above, and the
-        // `id_token` Apple answers with must name the same user (AuthorizationCodeExchange).
-        let tokens: AppleTokenResponse
+        // The claim's effects, in the machine's order: the code exchange, whose outcome is the next
+        // event; that event's own effects (the conversion) commit with it.
+        var inputs = EffectInputs(claims: claims)
+        for effect in claim.transition.effects {
+            guard case .exchangeAuthorizationCode = effect else { continue }
+            configuration.onEffect(effect, id)
+            inputs.tokens = try await exchange(credential.authorizationCode, claim: claim.record, machine, claims, now)
+        }
+        return try convert(claim.record, machine: machine, inputs: inputs, now: now)
+    }
+
+    /// `exchangeAuthorizationCode`: the code goes to Apple only as the identity token's (its `c_hash`
+    /// was checked before the claim, and the `id_token` Apple answers with must name the same user:
+    /// `AuthorizationCodeExchange`). A refusal ends the upgrade with `conversionFailed`.
+    private func exchange(
+        _ code: String,
+        claim: UpgradeSessionRecord,
+        _ machine: UpgradeStateMachine,
+        _ claims: AppleIdentityClaims,
+        _ now: Int64
+    ) async throws(UpgradeFailure) -> AppleTokenResponse {
         do {
-            tokens = try await AuthorizationCodeExchange(apple: apple, identityTokens: identityTokens)
-                .exchange(credential.authorizationCode, for: claims, now: now)
+            return try await AuthorizationCodeExchange(apple: apple, identityTokens: identityTokens)
+                .exchange(code, for: claims, now: now)
         } catch {
             let (reason, kind): (UpgradeEvent.ConversionFailure, UpgradeFailure.Kind) =
                 switch error.code {
@@ -117,22 +135,15 @@ extension UpgradeService {
                 }
             var detail = ["apple": error.appleCode?.rawValue ?? "\(error.code)"]
             if let revoked = error.grantRevoked { detail["grantRevoked"] = revoked ? "true" : "false" }
-            let ended = await commitConversionFailure(
-                reason,
-                detail: detail,
-                record: claimed,
-                machine: machine,
-                now: now
-            )
+            let ended = await commitConversionFailure(reason, detail: detail, record: claim, machine: machine, now: now)
             throw UpgradeFailure(
                 kind,
                 error.message + "; start a new upgrade",
-                upgradeID: id,
-                status: ended.status == .converting ? .converting : .failed
+                upgradeID: claim.id,
+                status: ended.status == .converting ? .converting : .failed,
+                cause: "apple \(error.appleCode?.rawValue ?? "-"): \(error)"
             )
         }
-
-        return try convert(claimed, machine: machine, claims: claims, tokens: tokens, now: now)
     }
 
     /// A rejection found inside a transaction, committed instead of the event that was tried.
@@ -201,13 +212,14 @@ extension UpgradeService {
         return .verified(claims)
     }
 
-    /// The conversion transaction: completed state, Apple link, password deleted, account Apple-only,
-    /// refresh token sealed, audit rows. Any failure rolls all of it back.
+    /// The code was exchanged: `authorizationCodeExchanged` moves the claim to `completed`, and its
+    /// effect (`convertAccount`) commits in the same transaction: the link, the password deleted, the
+    /// account Apple-only, the refresh token sealed, audit rows. Any failure rolls all of it back and
+    /// ends the upgrade with the matching `conversionFailed`.
     private func convert(
         _ claimed: UpgradeSessionRecord,
         machine: UpgradeStateMachine,
-        claims: AppleIdentityClaims,
-        tokens: AppleTokenResponse,
+        inputs: EffectInputs,
         now: Int64
     ) throws(UpgradeFailure) -> UpgradeAnswer {
         var machine = machine
@@ -217,55 +229,17 @@ extension UpgradeService {
         } catch {
             throw failure(for: error, machine: machine, id: claimed.id)
         }
-        guard let accountID = claimed.accountID else {
-            throw UpgradeFailure(.internalError, "the upgrade has no account")
-        }
-        let refreshCiphertext = tokens.refreshToken.map {
-            secrets.seal(Array($0.utf8), context: Self.refreshTokenContext(accountID: accountID))
-        }
         var next = updated(claimed, machine, now: now)
-        next.linkedSub = claims.subject
+        next.linkedSub = inputs.claims?.subject
         // The state and nonce are single use: forget their hashes... except the state's, which lets the
         // extension's retry of this call be recognised and answered idempotently.
         next.nonceHash = nil
         do {
             try store.write { tx in
-                guard let account = try tx.account(id: accountID), account.credentialKind == .password else {
-                    throw UpgradeFailure(.notEligible, Self.message(for: .notEligible))
-                }
+                _ = try performInTransaction(transition.effects, record: &next, inputs: inputs, in: tx, now: now)
                 try tx.updateUpgradeSession(next, expectedVersion: claimed.version)
-                try tx.insertAppleLink(
-                    AppleLinkRecord(
-                        accountID: accountID,
-                        sub: claims.subject,
-                        teamID: configuration.appleTeamID,
-                        clientID: claims.audience,
-                        email: claims.email,
-                        isPrivateEmail: claims.isPrivateEmail,
-                        refreshTokenCiphertext: refreshCiphertext,
-                        status: .linked,
-                        linkedAt: now,
-                        updatedAt: now
-                    )
-                )
-                try tx.deletePasswordCredential(accountID: accountID)
-                try tx.updateAccountCredentialKind(
-                    id: accountID,
-                    kind: .appleOnly,
-                    expectedVersion: account.version,
-                    now: now
-                )
-                try tx.appendAudit(Self.audit(transition, record: claimed, now: now, detail: ["sub": claims.subject]))
                 try tx.appendAudit(
-                    AuditEvent(
-                        at: now,
-                        accountID: accountID,
-                        upgradeID: claimed.id,
-                        event: "account.convertedToApple",
-                        fromStatus: CredentialKind.password.rawValue,
-                        toStatus: CredentialKind.appleOnly.rawValue,
-                        detail: ["sub": claims.subject, "clientId": claims.audience, "passwordDeleted": "true"]
-                    )
+                    Self.audit(transition, record: claimed, now: now, detail: ["sub": inputs.claims?.subject ?? ""])
                 )
             }
         } catch {
@@ -275,7 +249,7 @@ extension UpgradeService {
                 // interrupted: nothing was linked; answer with what is stored.
                 let current = try load(claimed.id)
                 throw failure(for: try restore(current), id: claimed.id, problem: nil)
-            } else if let storage = error as? StorageError, storage.code == .uniqueViolation {
+            } else if let storage = error as? StorageError, storage.constraint == .appleLinksSub {
                 reason = .subConflict
             } else if let failure = error as? UpgradeFailure, failure.kind == .notEligible {
                 reason = .notEligible
@@ -293,7 +267,7 @@ extension UpgradeService {
                 now: now
             )
         }
-        return answer(machine, id: claimed.id, accountID: accountID)
+        return answer(machine, id: claimed.id, accountID: claimed.accountID)
     }
 
     /// Whether `state` is the one issued for this upgrade (its SHA-256 equals the stored hash).

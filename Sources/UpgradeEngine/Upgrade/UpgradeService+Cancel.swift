@@ -8,14 +8,18 @@ extension UpgradeService {
         if loaded.interruptedNow { throw failure(for: loaded.machine, id: id, problem: nil) }
         let record = loaded.record
         var machine = loaded.machine
-        let event: UpgradeEvent = machine.hasExpired(now: now) ? .deadlinePassed : .cancel(reason: reason)
-        let transition: UpgradeTransition
-        do {
-            var probe = machine
-            transition = try probe.apply(event, now: now)
-        } catch {
+        let event: UpgradeEvent
+        switch machine.admission(of: .cancel, now: now) {
+        case .replay:
+            // The extension re-cancels after the user dismisses Apple's sheet: the same answer again.
+            return answer(machine, id: id)
+        case .lapsed:
+            event = .deadlinePassed
+        case .proceed:
+            event = .cancel(reason: reason)
+        case .refused(let refusal):
             guard machine.status == .failed || machine.status == .expired else {
-                throw failure(for: error, machine: machine, id: id)
+                throw failure(for: refusal, machine: machine, id: id)
             }
             let ended = failure(for: machine, id: id, problem: nil)
             throw UpgradeFailure(
@@ -24,9 +28,8 @@ extension UpgradeService {
                 upgradeID: id,
                 status: machine.status
             )
-        }
-        if transition.isReplay {
-            return answer(machine, id: id)
+        case .inProgress:
+            throw failure(for: .notAllowed(state: machine.status.rawValue, event: "cancel"), machine: machine, id: id)
         }
         let committed = try commit(event, detail: ["reason": reason.name], record: record, machine: &machine, now: now)
         if let problem = committed.transition.problem {

@@ -2,7 +2,10 @@ extension UpgradeService {
     /// `POST /v1/upgrades`: evaluates the existing password. Synchronous on purpose: the password hash
     /// is CPU-bound work for the caller's (worker) thread, not for Swift's small cooperative pool. Answers `success` with a state and nonce,
     /// `twoFactorAuthRequired`, or throws a failure. A wrong password and an unknown username cost the
-    /// same and look the same; both count against the username as typed.
+    /// same and look the same; both count against the username's enforced form (`Username`), so
+    /// look-alike spellings share one lockout. A string the username profile refuses is a
+    /// `validation` failure naming the code point and rule: that depends on the string alone, so it
+    /// reveals nothing about which accounts exist, and no account can be stored under such a name.
     public func start(
         username: String,
         password: String,
@@ -12,12 +15,20 @@ extension UpgradeService {
         try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
         try Self.require(password, "password", maxBytes: Self.maxPasswordBytes)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
-        let usernameKey = AccountRecord.normalize(username: username)
-        guard !usernameKey.isEmpty else { throw UpgradeFailure(.validation, "username is required") }
+        let prepared: Username
+        do {
+            prepared = try Username(username)
+        } catch {
+            throw UpgradeFailure(
+                .validation,
+                error.code == .empty ? "username is required" : "username: \(error.message)"
+            )
+        }
+        let usernameKey = prepared.value
 
         let snapshot: PasswordCheckSnapshot
         do {
-            snapshot = try store.read { tx in try tx.passwordCheckSnapshot(usernameKey: usernameKey) }
+            snapshot = try store.read { tx in try tx.passwordCheckSnapshot(username: prepared) }
         } catch {
             throw Self.storageFailure(error)
         }
@@ -73,29 +84,26 @@ extension UpgradeService {
             throw UpgradeFailure(.internalError, "the upgrade could not start")
         }
 
-        var issued: (state: String, nonce: String)?
-        if transition.effects.contains(.issueStateAndNonce) {
-            issued = (Self.newOneTimeValue(), Self.newOneTimeValue())
-        }
         let id = Self.newUpgradeID()
         let accountID = snapshot.account?.id
-        let record = UpgradeSessionRecord(
+        var record = UpgradeSessionRecord(
             id: id,
             accountID: accountID,
             usernameKey: usernameKey,
             serviceIdentifier: serviceIdentifier,
             status: machine.status.rawValue,
             machine: Self.encode(machine),
-            stateHash: issued.map { Self.hashOneTimeValue($0.state) },
-            nonceHash: issued.map { Self.hashOneTimeValue($0.nonce) },
+            stateHash: nil,
+            nonceHash: nil,
             linkedSub: nil,
             createdAt: now,
             expiresAt: machine.deadline ?? now,
             updatedAt: now
         )
         auditDetail["serviceIdentifier"] = serviceIdentifier
+        let issued: EffectOutputs
         do {
-            try store.write { tx in
+            issued = try store.write { tx in
                 switch outcome {
                 case .accepted:
                     // Most sign-ins follow no failure: then there is no throttle row to clear.
@@ -105,8 +113,16 @@ extension UpgradeService {
                     _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
                 case .rejected: break
                 }
+                let outputs = try performInTransaction(
+                    transition.effects,
+                    record: &record,
+                    inputs: EffectInputs(),
+                    in: tx,
+                    now: now
+                )
                 try tx.insertUpgradeSession(record)
                 try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: auditDetail))
+                return outputs
             }
         } catch {
             throw Self.storageFailure(error)
@@ -118,8 +134,8 @@ extension UpgradeService {
             throw failure
         }
         var answer = self.answer(machine, id: id)
-        answer.state = issued?.state
-        answer.nonce = issued?.nonce
+        answer.state = issued.state
+        answer.nonce = issued.nonce
         return answer
     }
 

@@ -28,12 +28,16 @@ extension UpgradeService {
                 var machine = try restore(record)
                 let event: UpgradeEvent
                 var countsAsFailure = false
-                if machine.hasExpired(now: now) {
+                switch machine.admission(of: .stepUpEvaluated, now: now) {
+                case .lapsed:
                     event = .deadlinePassed
-                } else if machine.status != .stepUpRequired {
-                    // Nothing to check; let the machine refuse (or replay) without touching the code.
-                    event = .stepUpEvaluated(.rejected(reason: .invalidCode))
-                } else {
+                case .refused(let refusal):
+                    // Nothing to check: the code is not touched.
+                    return .failed(failure(for: refusal, machine: machine, id: id))
+                case .replay, .inProgress:
+                    let refusal = TransitionError.notAllowed(state: machine.status.rawValue, event: "stepUpEvaluated")
+                    return .failed(failure(for: refusal, machine: machine, id: id))
+                case .proceed:
                     let throttle = try tx.throttle(usernameKey: record.usernameKey)
                     let decision = configuration.lockout.decision(
                         failures: throttle?.failures ?? 0,
@@ -70,12 +74,13 @@ extension UpgradeService {
                     return .failed(failure(for: error, machine: machine, id: id))
                 }
                 var next = updated(record, machine, now: now)
-                var issued: (state: String, nonce: String)?
-                if transition.effects.contains(.issueStateAndNonce) {
-                    issued = (Self.newOneTimeValue(), Self.newOneTimeValue())
-                    next.stateHash = issued.map { Self.hashOneTimeValue($0.state) }
-                    next.nonceHash = issued.map { Self.hashOneTimeValue($0.nonce) }
-                }
+                let issued = try performInTransaction(
+                    transition.effects,
+                    record: &next,
+                    inputs: EffectInputs(),
+                    in: tx,
+                    now: now
+                )
                 if countsAsFailure {
                     _ = try tx.recordFailure(usernameKey: record.usernameKey, now: now)
                 } else if case .stepUpEvaluated(.accepted) = event {
@@ -91,7 +96,7 @@ extension UpgradeService {
                 if let problem = transition.problem {
                     return .failed(failure(for: machine, id: id, problem: problem))
                 }
-                return .answered(answer(machine, id: id), state: issued?.state, nonce: issued?.nonce)
+                return .answered(answer(machine, id: id), state: issued.state, nonce: issued.nonce)
             }
         } catch {
             throw Self.storageFailure(error)

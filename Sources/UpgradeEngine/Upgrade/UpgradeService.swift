@@ -125,7 +125,7 @@ public final class UpgradeService: Sendable {
         return "\(type(of: error))"
     }
 
-    /// The audit row for one applied transition (no secrets: statuses, event names, reason slugs).
+    /// The audit row for one applied transition (no secrets: statuses, event names, reason codes).
     static func audit(
         _ transition: UpgradeTransition,
         record: UpgradeSessionRecord,

@@ -8,6 +8,9 @@ public struct UpgradeServiceConfiguration: Sendable {
     public var appleTeamID: String
     /// How long a request that lost the race to convert an upgrade waits for the winner's result.
     public var convertingWaitMilliseconds: Int
+    /// Called as each effect a transition returned is performed, with the upgrade's id, in the
+    /// machine's order (for metrics and tests).
+    public var onEffect: @Sendable (UpgradeEffect, String) -> Void = { _, _ in }
 
     public init(
         policy: UpgradePolicy = .default,

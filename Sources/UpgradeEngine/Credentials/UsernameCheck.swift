@@ -1,0 +1,127 @@
+/// Stored usernames measured against the username profile (`Username`): accounts created before it
+/// may hold a form it would store differently, one it refuses, or one that collides with another
+/// account's once enforced. `db check` reports them; `db migrate` (migration 7) re-keys the accounts
+/// that change and collide with nothing, and never merges or renames the others.
+public struct UsernameCheck: Sendable, Equatable {
+    /// An account whose stored username the profile maps to `username` and that collides with no
+    /// other account: re-keying it changes who can sign in as what for nobody.
+    public struct Change: Sendable, Equatable {
+        public var account: AccountRecord
+        public var username: String
+    }
+
+    /// Accounts whose usernames are one name under the profile: only an operator can tell which
+    /// (if any) is the look-alike.
+    public struct Collision: Sendable, Equatable {
+        public var username: String
+        public var accounts: [AccountRecord]
+    }
+
+    /// An account whose stored username the profile refuses: it can no longer sign in with a password.
+    public struct Refusal: Sendable, Equatable {
+        public var account: AccountRecord
+        public var reason: String
+    }
+
+    /// The schema migration whose application re-keys usernames (`Schema/sqlite/0007_precis_usernames.sql`).
+    static let migrationVersion = 7
+
+    /// How many accounts were read.
+    public var accounts = 0
+    public var changes: [Change] = []
+    public var collisions: [Collision] = []
+    public var refusals: [Refusal] = []
+
+    public var isClean: Bool { changes.isEmpty && collisions.isEmpty && refusals.isEmpty }
+
+    /// Reads every account, a page at a time. Accounts already in the enforced form cannot collide
+    /// with each other (the column is UNIQUE), so only the changed ones are grouped.
+    public static func run(_ tx: any StoreTransaction, pageSize: Int = 1000) throws(StorageError) -> UsernameCheck {
+        var check = UsernameCheck()
+        var changed: [String: [AccountRecord]] = [:]
+        var order: [String] = []
+        var after: String?
+        while true {
+            let page = try tx.accounts(afterID: after, limit: pageSize)
+            check.accounts += page.count
+            for account in page {
+                do {
+                    let username = try Username(account.username)
+                    guard !username.isStored(as: account.username) else { continue }
+                    // The keys are NFC, so Swift's canonical-equivalence `==` on them is exact.
+                    if changed[username.value] == nil { order.append(username.value) }
+                    changed[username.value, default: []].append(account)
+                } catch {
+                    check.refusals.append(Refusal(account: account, reason: error.message))
+                }
+            }
+            guard page.count == pageSize, let last = page.last else { break }
+            after = last.id
+        }
+        for key in order {
+            let accounts = changed[key] ?? []
+            let username = try Username.stored(key)
+            let holder = try tx.account(username: username)
+            if let holder {
+                check.collisions.append(Collision(username: key, accounts: [holder] + accounts))
+            } else if accounts.count > 1 {
+                check.collisions.append(Collision(username: key, accounts: accounts))
+            } else if let account = accounts.first {
+                check.changes.append(Change(account: account, username: key))
+            }
+        }
+        return check
+    }
+
+    /// Applies `changes` in the caller's transaction, each with an `account.username-rekeyed` audit row
+    /// naming the earlier form. Returns what is left: the collisions and refusals.
+    public static func rekey(_ tx: any StoreTransaction, now: Int64) throws(StorageError) -> UsernameCheck {
+        var check = try run(tx)
+        for change in check.changes {
+            try tx.updateAccountUsername(
+                id: change.account.id,
+                username: try Username.stored(change.username),
+                expectedVersion: change.account.version,
+                now: now
+            )
+            try tx.appendAudit(
+                AuditEvent(
+                    at: now,
+                    accountID: change.account.id,
+                    upgradeID: nil,
+                    event: "account.username-rekeyed",
+                    detail: ["previous": Self.escaped(change.account.username), "rule": "UsernameCaseMapped"]
+                )
+            )
+        }
+        check.changes = []
+        return check
+    }
+
+    /// A stored username spelled so that look-alikes differ on screen: visible ASCII as it is, any
+    /// other code point as `<U+XXXX>`.
+    public static func escaped(_ username: String) -> String {
+        var out = ""
+        for scalar in username.unicodeScalars {
+            if (0x21...0x7E).contains(scalar.value) && scalar != "<" {
+                out.unicodeScalars.append(scalar)
+            } else {
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                out += "<U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex + ">"
+            }
+        }
+        return out
+    }
+}
+
+extension Username {
+    /// A value known to be enforced already (the output of `init`), re-wrapped without a second trip
+    /// through the rules failing: they are idempotent, so this cannot throw for such a value.
+    static func stored(_ value: String) throws(StorageError) -> Username {
+        do {
+            return try Username(value)
+        } catch {
+            throw StorageError(.constraint, "an enforced username did not enforce again (\(error.code))")
+        }
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+
+/// Where and how to reach PostgreSQL, parsed from `postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...`
+/// (also `postgresql://`). The password is optional: without one libpq reads `PGPASSFILE` (or
+/// `~/.pgpass`). Printing, interpolating or dumping a configuration never shows the password.
+public struct PostgresConfiguration: Sendable, Equatable {
+    /// libpq's `sslmode` values.
+    public enum SSLMode: String, Sendable, CaseIterable {
+        case disable, allow, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+    }
+
+    /// A host name, an IP address, or a directory holding the server's Unix socket (starts with `/`).
+    public var host: String
+    public var port: Int
+    /// Nil: libpq's default (`PGUSER`, else the operating-system user).
+    public var user: String?
+    public var password: String?
+    public var database: String
+    /// Nil: libpq's default (`PGSSLMODE`, else `prefer`).
+    public var sslMode: SSLMode?
+    /// Seconds libpq waits for a connection before giving up. Never zero, which would mean forever.
+    public var connectTimeout: Int
+
+    public static let defaultPort = 5432
+    public static let defaultConnectTimeout = 10
+
+    public init(
+        host: String,
+        port: Int = defaultPort,
+        user: String? = nil,
+        password: String? = nil,
+        database: String,
+        sslMode: SSLMode? = nil,
+        connectTimeout: Int = defaultConnectTimeout
+    ) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+        self.sslMode = sslMode
+        self.connectTimeout = connectTimeout
+    }
+
+    /// Parses a `postgres://` or `postgresql://` URL. Messages never quote the part before the last `@`
+    /// (it may hold the password), nor the port text (a mistyped URL can put password bytes there).
+    public init(url text: String) throws(StorageError) {
+        guard let scheme = ["postgres://", "postgresql://"].first(where: { text.hasPrefix($0) }) else {
+            throw Self.invalid("expected postgres://USER:PASSWORD@HOST:PORT/DB")
+        }
+        var rest = Substring(text.dropFirst(scheme.count))
+        var user: String?
+        var password: String?
+        // The last '@' ends the user information, so an unencoded '@', '/' or '?' in a password still
+        // parses, and nothing of it can reach a message below.
+        if let at = rest.lastIndex(of: "@") {
+            let userInfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            let userPart: Substring
+            if let colon = userInfo.firstIndex(of: ":") {
+                userPart = userInfo[..<colon]
+                password = try Self.decode(userInfo[userInfo.index(after: colon)...], "the password")
+            } else {
+                userPart = userInfo
+            }
+            let decodedUser = try Self.decode(userPart, "the user name")
+            user = decodedUser.isEmpty ? nil : decodedUser
+        }
+        if rest.contains("#") { throw Self.invalid("a fragment ('#...') has no meaning here") }
+        var query: Substring = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        var database: Substring = ""
+        if let slash = rest.firstIndex(of: "/") {
+            database = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        }
+        let (host, port) = try Self.hostAndPort(rest)
+        let databaseName = try Self.decode(database, "the database name")
+        guard !databaseName.isEmpty else {
+            throw Self.invalid("the database name is missing (postgres://USER@HOST:PORT/DB)")
+        }
+        self.init(host: host, port: port, user: user, password: password, database: databaseName)
+        try applyQuery(query)
+    }
+
+    private static func hostAndPort(_ text: Substring) throws(StorageError) -> (String, Int) {
+        var hostText = text
+        var portText: Substring?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw invalid("an IPv6 host misses its ']'") }
+            hostText = text[text.index(after: text.startIndex)..<close]
+            let after = text[text.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw invalid("expected ':PORT' after the IPv6 host") }
+                portText = after.dropFirst()
+            }
+        } else if let colon = text.lastIndex(of: ":") {
+            hostText = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        if hostText.contains(",") {
+            throw invalid("several hosts are not supported; name one host")
+        }
+        let host = try decode(hostText, "the host")
+        guard !host.isEmpty else { throw invalid("the host is missing (postgres://USER@HOST:PORT/DB)") }
+        var port = defaultPort
+        if let portText {
+            guard portText.allSatisfy(\.isASCII), let number = Int(portText), (1...65535).contains(number) else {
+                throw invalid("the port must be a number from 1 to 65535")
+            }
+            port = number
+        }
+        return (host, port)
+    }
+
+    private mutating func applyQuery(_ query: Substring) throws(StorageError) {
+        var seen: Set<String> = []
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = try Self.decode(parts[0], "a parameter name")
+            let value = parts.count == 2 ? try Self.decode(parts[1], "the value of \(name)") : ""
+            guard seen.insert(name).inserted else { throw Self.invalid("the parameter \(name) is given twice") }
+            switch name {
+            case "sslmode":
+                guard let mode = SSLMode(rawValue: value) else {
+                    let modes = SSLMode.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw Self.invalid("sslmode must be one of \(modes)")
+                }
+                sslMode = mode
+            case "connect_timeout":
+                guard value.allSatisfy(\.isASCII), let seconds = Int(value), (1...3600).contains(seconds) else {
+                    throw Self.invalid("connect_timeout must be a whole number of seconds from 1 to 3600")
+                }
+                connectTimeout = seconds
+            default:
+                throw Self.invalid("unknown parameter '\(name)'; only sslmode and connect_timeout are accepted")
+            }
+        }
+    }
+
+    /// Percent-decoding as libpq does it: `%XX` only, `+` stays a plus.
+    private static func decode(_ text: Substring, _ what: String) throws(StorageError) -> String {
+        guard text.contains("%") else { return String(text) }
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                throw invalid("\(what) has a '%' not followed by two hex digits")
+            }
+            bytes.append(high << 4 | low)
+        }
+        guard !bytes.contains(0), let decoded = String(validating: bytes, as: UTF8.self) else {
+            throw invalid("\(what) does not decode to UTF-8 text without NUL")
+        }
+        return decoded
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    private static func invalid(_ reason: String) -> StorageError {
+        StorageError(.configuration, "invalid PostgreSQL URL: \(reason)")
+    }
+
+    /// `host:port` as an operator would write it: a socket directory alone, an IPv6 address in brackets.
+    public var endpoint: String {
+        if host.hasPrefix("/") { return host }
+        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// libpq's keyword/value pairs (for `PQconnectdbParams`, which needs no quoting or escaping).
+    /// Holds the password: never print it.
+    func connectionParameters(sessionSettings: [(name: String, value: String)] = []) -> [(String, String)] {
+        var parameters: [(String, String)] = [
+            ("host", host), ("port", String(port)), ("dbname", database),
+            ("connect_timeout", String(connectTimeout)),
+            ("client_encoding", "UTF8"),
+            ("fallback_application_name", "siwa-upgrade"),
+            // A peer that vanished (a crashed host, a cut network) is noticed in about a minute
+            // instead of the kernel's two hours, so a waiting statement fails instead of hanging.
+            ("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"),
+            ("keepalives_count", "3"),
+        ]
+        if let user { parameters.append(("user", user)) }
+        if let password { parameters.append(("password", password)) }
+        if let sslMode { parameters.append(("sslmode", sslMode.rawValue)) }
+        // Results are decoded from text: bytea must come as hex whatever the server's default is.
+        let settings = [(name: "bytea_output", value: "hex")] + sessionSettings
+        let options = settings.map { "-c \($0.name)=\(Self.escapeOption($0.value))" }.joined(separator: " ")
+        parameters.append(("options", options))
+        return parameters
+    }
+
+    /// In libpq's `options`, a backslash escapes a space or a backslash.
+    private static func escapeOption(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: " ", with: "\\ ")
+    }
+}
+
+// The password must never reach a log line or a test failure message through interpolation or reflection.
+extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The URL without its password (a password, if any, shows as `(redacted)`).
+    public var description: String {
+        var text = "postgres://"
+        if let user { text += Self.encode(user) + (password == nil ? "" : ":(redacted)") + "@" }
+        text += host.hasPrefix("/") ? Self.encode(host) : endpoint
+        text += "/" + Self.encode(database)
+        var query: [String] = []
+        if let sslMode { query.append("sslmode=\(sslMode.rawValue)") }
+        if connectTimeout != Self.defaultConnectTimeout { query.append("connect_timeout=\(connectTimeout)") }
+        if !query.isEmpty { text += "?" + query.joined(separator: "&") }
+        return text
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "host": host, "port": port, "user": user as Any, "password": password == nil ? "nil" : "(redacted)",
+                "database": database, "sslMode": sslMode as Any, "connectTimeout": connectTimeout,
+            ],
+            displayStyle: .struct
+        )
+    }
+
+    private static func encode(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                encoded += (byte < 16 ? "%0" : "%") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return encoded
+    }
+}

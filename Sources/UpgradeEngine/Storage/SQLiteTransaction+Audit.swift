@@ -1,0 +1,39 @@
+/// The append-only audit trail.
+extension SQLiteTransaction: AuditStore {
+    func appendAudit(_ event: AuditEvent) throws(StorageError) {
+        try rows(
+            "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                .integer(event.at), SQLValue(event.accountID), SQLValue(event.upgradeID), .text(event.event),
+                SQLValue(event.fromStatus), SQLValue(event.toStatus), .text(event.detailJSON),
+            ]
+        )
+    }
+
+    private static func audit(_ row: [SQLValue]) -> AuditEvent {
+        AuditEvent(
+            id: row[0].int,
+            at: row[1].int ?? 0,
+            accountID: row[2].string,
+            upgradeID: row[3].string,
+            event: row[4].string ?? "",
+            fromStatus: row[5].string,
+            toStatus: row[6].string,
+            detail: AuditEvent.detail(json: row[7].string ?? "{}")
+        )
+    }
+
+    func auditTrail(accountID: String, limit: Int) throws(StorageError) -> [AuditEvent] {
+        try rows(
+            "SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events WHERE account_id = ? ORDER BY id LIMIT ?",
+            [.text(accountID), .integer(Int64(limit))]
+        ).map(Self.audit)
+    }
+
+    func auditTrail(upgradeID: String, limit: Int) throws(StorageError) -> [AuditEvent] {
+        try rows(
+            "SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events WHERE upgrade_id = ? ORDER BY id LIMIT ?",
+            [.text(upgradeID), .integer(Int64(limit))]
+        ).map(Self.audit)
+    }
+}

@@ -1,0 +1,17 @@
+/// Team transfer inside a transaction: one record per Apple-linked account being moved to another
+/// team, and the linked accounts a batch walks through.
+public protocol TransferStore {
+    /// Inserts the record (`expectedVersion` nil) or updates it. `oldSub`, the Apple id the account
+    /// had when its transfer began, is fixed by the insert; an update leaves it as it is. Either
+    /// fails with `.versionConflict` when the record changed, or was created, since it was read.
+    func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError)
+    func transferRecord(accountID: String) throws(StorageError) -> TransferRecord?
+    func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord?
+    /// The record of the account that had the Apple id `oldSub` when its transfer began (the sender
+    /// team's id), for the credential state of an id that was transferred away.
+    func transferRecord(oldSub: String) throws(StorageError) -> TransferRecord?
+    /// Counts for `transfer status`.
+    func transferProgress() throws(StorageError) -> TransferProgress
+    func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord]
+    func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String]
+}

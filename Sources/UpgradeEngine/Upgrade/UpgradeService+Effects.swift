@@ -1,0 +1,95 @@
+extension UpgradeService {
+    /// What a call brings to the effects of its transitions: the Apple credential's verified claims
+    /// and the tokens of its exchanged code, once there are any.
+    struct EffectInputs {
+        var claims: AppleIdentityClaims?
+        var tokens: AppleTokenResponse?
+    }
+
+    /// What performed effects hand back for the answer.
+    struct EffectOutputs {
+        /// `issueStateAndNonce`: the plain values, returned once; only their hashes are stored.
+        var state: String?
+        var nonce: String?
+    }
+
+    /// Performs, inside the transaction that persists a transition, the effects that must commit
+    /// with it, in the order the machine returned them: `issueStateAndNonce` (the hashes go into
+    /// `record`, stored by the caller) and `convertAccount` (the link, the password deleted, the
+    /// account Apple-only, the refresh token sealed). `exchangeAuthorizationCode` is not one of them:
+    /// it calls Apple, after its transition committed (see `submitAppleCredential`).
+    func performInTransaction(
+        _ effects: [UpgradeEffect],
+        record: inout UpgradeSessionRecord,
+        inputs: EffectInputs,
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws -> EffectOutputs {
+        var outputs = EffectOutputs()
+        for effect in effects {
+            switch effect {
+            case .issueStateAndNonce:
+                configuration.onEffect(effect, record.id)
+                let state = Self.newOneTimeValue()
+                let nonce = Self.newOneTimeValue()
+                record.stateHash = Self.hashOneTimeValue(state)
+                record.nonceHash = Self.hashOneTimeValue(nonce)
+                (outputs.state, outputs.nonce) = (state, nonce)
+            case .convertAccount(let sub):
+                configuration.onEffect(effect, record.id)
+                try convertAccount(record, sub: sub, inputs: inputs, in: tx, now: now)
+            case .exchangeAuthorizationCode:
+                break
+            }
+        }
+        return outputs
+    }
+
+    /// `convertAccount`: the account must still be a password account; its `sub` is linked (refused
+    /// on `.appleLinksSub` if another account has it), its password deleted, its kind `appleOnly`,
+    /// the refresh token sealed on the link, with an audit row.
+    private func convertAccount(
+        _ record: UpgradeSessionRecord,
+        sub: String,
+        inputs: EffectInputs,
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws {
+        guard let accountID = record.accountID, let claims = inputs.claims else {
+            throw UpgradeFailure(.internalError, "the upgrade has no account", cause: "convertAccount without inputs")
+        }
+        guard let account = try tx.account(id: accountID), account.credentialKind == .password else {
+            throw UpgradeFailure(.notEligible, Self.message(for: .notEligible))
+        }
+        let refreshCiphertext = inputs.tokens?.refreshToken.map {
+            secrets.seal(Array($0.utf8), context: Self.refreshTokenContext(accountID: accountID))
+        }
+        try tx.insertAppleLink(
+            AppleLinkRecord(
+                accountID: accountID,
+                sub: sub,
+                teamID: configuration.appleTeamID,
+                clientID: claims.audience,
+                email: claims.email,
+                isPrivateEmail: claims.isPrivateEmail,
+                refreshTokenCiphertext: refreshCiphertext,
+                status: .linked,
+                linkedAt: now,
+                updatedAt: now
+            )
+        )
+        try tx.deletePasswordCredential(accountID: accountID)
+        try tx.updateAccountCredentialKind(id: accountID, kind: .appleOnly, expectedVersion: account.version, now: now)
+        try tx.appendAudit(
+            AuditEvent(
+                at: now,
+                accountID: accountID,
+                upgradeID: record.id,
+                event: "account.convertedToApple",
+                fromStatus: CredentialKind.password.rawValue,
+                toStatus: CredentialKind.appleOnly.rawValue,
+                detail: ["sub": sub, "clientId": claims.audience, "passwordDeleted": "true"]
+            )
+        )
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+
+@testable import UpgradeEngine
+
+@Suite("PostgreSQL URL")
+struct PostgresConfigurationTests {
+    static let password = "S3cr3t-PW"
+
+    @Test(
+        "valid URLs",
+        arguments: [
+            (
+                "postgres://u:S3cr3t-PW@db.example.com:5433/upgrade",
+                PostgresConfiguration(
+                    host: "db.example.com",
+                    port: 5433,
+                    user: "u",
+                    password: "S3cr3t-PW",
+                    database: "upgrade"
+                )
+            ),
+            ("postgresql://localhost/upgrade", PostgresConfiguration(host: "localhost", database: "upgrade")),
+            (
+                "postgres://u@[::1]:6000/db?sslmode=verify-full&connect_timeout=3",
+                PostgresConfiguration(
+                    host: "::1",
+                    port: 6000,
+                    user: "u",
+                    database: "db",
+                    sslMode: .verifyFull,
+                    connectTimeout: 3
+                )
+            ),
+            (
+                "postgres://us%40er:p%40ss%2Fw%3Ard@h/my%20db",
+                PostgresConfiguration(host: "h", user: "us@er", password: "p@ss/w:rd", database: "my db")
+            ),
+            // Unencoded '@', '/' and '?' in a password: the last '@' ends it.
+            (
+                "postgres://u:pa@ss/wo?rd@h/db",
+                PostgresConfiguration(host: "h", user: "u", password: "pa@ss/wo?rd", database: "db")
+            ),
+            (
+                "postgres://u@%2Fvar%2Frun%2Fpostgresql/db?sslmode=disable",
+                PostgresConfiguration(host: "/var/run/postgresql", user: "u", database: "db", sslMode: .disable)
+            ),
+            ("postgres://:S3cr3t-PW@h/db", PostgresConfiguration(host: "h", password: "S3cr3t-PW", database: "db")),
+        ]
+    )
+    func valid(url: String, expected: PostgresConfiguration) throws {
+        #expect(try PostgresConfiguration(url: url) == expected)
+        #expect(try DatabaseLocation.parse(url) == .postgres(expected))
+    }
+
+    @Test(
+        "invalid URLs are one specific line that never quotes the password",
+        arguments: [
+            ("postgres://u:S3cr3t-PW@h", "the database name is missing"),
+            ("postgres://u:S3cr3t-PW@h/", "the database name is missing"),
+            ("postgres://u:S3cr3t-PW@/db", "the host is missing"),
+            ("postgres://u:S3cr3t-PW@h:99999/db", "the port must be a number from 1 to 65535"),
+            ("postgres://u:S3cr3t-PW@h:x/db", "the port must be a number from 1 to 65535"),
+            ("postgres://u:S3cr3t-PW/db", "the port must be a number from 1 to 65535"),
+            ("postgres://u:S3cr3t-PW@h1,h2/db", "several hosts are not supported"),
+            ("postgres://u:S3cr3t-PW@[::1/db", "an IPv6 host misses its ']'"),
+            ("postgres://u:S3cr3t-PW%zz@h/db", "the password has a '%' not followed by two hex digits"),
+            ("postgres://u:S3cr3t-PW%00@h/db", "the password does not decode to UTF-8 text without NUL"),
+            ("postgres://u:S3cr3t-PW@h/db?sslmode=on", "sslmode must be one of disable, allow, prefer, require"),
+            ("postgres://u:S3cr3t-PW@h/db?connect_timeout=0", "connect_timeout must be a whole number"),
+            ("postgres://u:S3cr3t-PW@h/db?connect_timeout=5s", "connect_timeout must be a whole number"),
+            ("postgres://u:S3cr3t-PW@h/db?sslmode=require&sslmode=disable", "the parameter sslmode is given twice"),
+            (
+                "postgres://u:S3cr3t-PW@h/db?application_name=x",
+                "unknown parameter 'application_name'; only sslmode and connect_timeout are accepted"
+            ),
+            ("postgres://u:S3cr3t-PW@h/db#x", "a fragment ('#...') has no meaning here"),
+        ]
+    )
+    func invalid(url: String, reason: String) throws {
+        let error = try #require(throws: StorageError.self) { try DatabaseLocation.parse(url) }
+        #expect(error.code == .configuration)
+        #expect(error.message.hasPrefix("invalid PostgreSQL URL: \(reason)"), "\(error.message)")
+        #expect(!error.message.contains(Self.password) && !error.message.contains("\n"))
+    }
+
+    @Test("description, debug description and reflection show no password; the store is still refused")
+    func noPasswordInDescriptions() throws {
+        let location = try DatabaseLocation.parse(
+            "postgresql://app:\(Self.password)@db.example.com/upgrade?sslmode=require"
+        )
+        guard case .postgres(let configuration) = location else {
+            Issue.record("not parsed as postgres: \(location)")
+            return
+        }
+        #expect(location.description == "postgres://app:(redacted)@db.example.com:5432/upgrade?sslmode=require")
+        #expect(try PostgresConfiguration(url: "postgres://h/db").description == "postgres://h:5432/db")
+        var dumped = ""
+        dump(location, to: &dumped)
+        for text in [
+            location.description, configuration.description, String(reflecting: location),
+            String(reflecting: configuration), "\(configuration)", dumped,
+        ] {
+            #expect(!text.contains(Self.password), "\(text)")
+        }
+        let refused = try #require(throws: StorageError.self) { try location.requireAvailable() }
+        #expect(!refused.message.contains(Self.password))
+        #expect(throws: StorageError.self) { try location.open() }
+    }
+
+    @Test("libpq gets keyword/value pairs: the password as a value, settings escaped in options")
+    func connectionParameters() throws {
+        let configuration = try PostgresConfiguration(url: "postgres://u:p%20w@h:6000/d?sslmode=require")
+        let parameters = configuration.connectionParameters(sessionSettings: [("application_name", "a b\\c")])
+        let values = Dictionary(parameters, uniquingKeysWith: { first, _ in first })
+        #expect(parameters.count == values.count)
+        #expect(values["host"] == "h" && values["port"] == "6000" && values["dbname"] == "d")
+        #expect(values["user"] == "u" && values["password"] == "p w" && values["sslmode"] == "require")
+        #expect(values["connect_timeout"] == "10")
+        #expect(values["options"] == "-c bytea_output=hex -c application_name=a\\ b\\\\c")
+        let anonymous = try PostgresConfiguration(url: "postgres://h/d").connectionParameters()
+        #expect(!anonymous.contains { $0.0 == "user" || $0.0 == "password" || $0.0 == "sslmode" })
+    }
+}

@@ -1,0 +1,344 @@
+import Foundation
+import Testing
+
+@testable import UpgradeEngine
+
+/// The rows the collisions below run into. Every value bound carries `marker`, so a message that
+/// quoted one would show it.
+private enum Seed {
+    static let marker = "s3cret"
+    static let alice = "s3cret-account-alice"
+    static let bob = "s3cret-account-bob"
+    static let aliceSub = "001.s3cret.alice"
+    static let oldSub = "001.s3cret.old"
+    static let transferSub = "001.s3cret.transfer"
+    static let sessionID = "upg_s3cret"
+    static let codeHash = "s3cret-code-hash"
+    static let jti = "s3cret-jti"
+    static let nonceHash = "s3cret-nonce-hash"
+    static let now: Int64 = 1_700_000_000
+
+    static func account(_ id: String, _ username: String) -> AccountRecord {
+        AccountRecord(id: id, username: username, credentialKind: .password, createdAt: now, updatedAt: now)
+    }
+
+    static func link(_ accountID: String, sub: String) -> AppleLinkRecord {
+        AppleLinkRecord(
+            accountID: accountID,
+            sub: sub,
+            teamID: "TEAMA12345",
+            clientID: "com.example.app",
+            email: nil,
+            isPrivateEmail: nil,
+            refreshTokenCiphertext: nil,
+            status: .linked,
+            linkedAt: now,
+            updatedAt: now
+        )
+    }
+
+    static func transfer(_ accountID: String, oldSub: String, transferSub: String) -> TransferRecord {
+        TransferRecord(
+            accountID: accountID,
+            status: "transferPrepared",
+            machine: "{}",
+            oldSub: oldSub,
+            transferSub: transferSub,
+            newSub: nil,
+            targetTeamID: "TEAMB12345",
+            failureReason: nil,
+            attempts: 1,
+            windowEndsAt: nil,
+            updatedAt: now
+        )
+    }
+
+    static func session(_ id: String) -> UpgradeSessionRecord {
+        UpgradeSessionRecord(
+            id: id,
+            accountID: alice,
+            usernameKey: "s3cret-alice",
+            serviceIdentifier: "example.com",
+            status: "started",
+            machine: "{}",
+            stateHash: nil,
+            nonceHash: nil,
+            linkedSub: nil,
+            createdAt: now,
+            expiresAt: now + 600,
+            updatedAt: now
+        )
+    }
+
+    /// A database holding one row behind each unique constraint.
+    static func database() throws -> TemporaryDatabase {
+        let db = try TemporaryDatabase()
+        try db.store.write { tx in
+            try tx.insertAccount(account(alice, "s3cret-alice"))
+            try tx.insertAccount(account(bob, "s3cret-bob"))
+            try tx.upsertPasswordCredential(
+                PasswordCredentialRecord(accountID: alice, hash: "s3cret-hash", format: "argon2id", updatedAt: now)
+            )
+            try tx.upsertTOTPEnrollment(
+                TOTPEnrollmentRecord(
+                    accountID: alice,
+                    secretCiphertext: Array("s3cret".utf8),
+                    algorithm: .sha1,
+                    digits: 6,
+                    period: 30,
+                    lastAcceptedStep: nil,
+                    createdAt: now
+                )
+            )
+            try tx.insertRecoveryCodes(accountID: alice, codeHashes: [codeHash])
+            _ = try tx.recordFailure(usernameKey: "s3cret-alice", now: now)
+            try tx.insertAppleLink(link(alice, sub: aliceSub))
+            try tx.insertUpgradeSession(session(sessionID))
+            try tx.upsertTransferRecord(transfer(alice, oldSub: oldSub, transferSub: transferSub), expectedVersion: nil)
+            try tx.appendAudit(AuditEvent(at: now, accountID: alice, upgradeID: nil, event: "s3cret.event"))
+            _ = try tx.recordNotification(jti: jti, type: "s3cret-type", now: now)
+            _ = try tx.useSignInNonce(hash: nonceHash, expiresAt: now + 600, now: now)
+        }
+        return db
+    }
+
+    /// A statement the protocol offers no way to run (its upserts turn these collisions into
+    /// updates or no-ops), run on the SQLite connection itself.
+    static func raw(_ tx: any StoreTransaction, _ sql: String, _ arguments: [SQLValue]) throws {
+        try (tx as! SQLiteTransaction).connection.query(sql, arguments)
+    }
+}
+
+/// One write that breaks each UNIQUE and PRIMARY KEY constraint of the schema, through the store's
+/// own methods wherever one can.
+enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case accountsID, accountsUsername, passwordCredentialsAccount, totpEnrollmentsAccount, recoveryCodesCode
+    case loginThrottleUsernameKey, appleLinksAccount, appleLinksSub, upgradeSessionsID, transferRecordsAccount
+    case transferRecordsOldSub, transferRecordsTransferSub, auditEventsID, appleNotificationsJTI
+    case usedSignInNoncesHash
+
+    var testDescription: String { rawValue }
+
+    var constraint: StorageError.Constraint {
+        switch self {
+        case .accountsID: .accountsID
+        case .accountsUsername: .accountsUsername
+        case .passwordCredentialsAccount: .passwordCredentialsAccount
+        case .totpEnrollmentsAccount: .totpEnrollmentsAccount
+        case .recoveryCodesCode: .recoveryCodesCode
+        case .loginThrottleUsernameKey: .loginThrottleUsernameKey
+        case .appleLinksAccount: .appleLinksAccount
+        case .appleLinksSub: .appleLinksSub
+        case .upgradeSessionsID: .upgradeSessionsID
+        case .transferRecordsAccount: .transferRecordsAccount
+        case .transferRecordsOldSub: .transferRecordsOldSub
+        case .transferRecordsTransferSub: .transferRecordsTransferSub
+        case .auditEventsID: .auditEventsID
+        case .appleNotificationsJTI: .appleNotificationsJTI
+        case .usedSignInNoncesHash: .usedSignInNoncesHash
+        }
+    }
+
+    func collide(_ tx: any StoreTransaction) throws {
+        switch self {
+        case .accountsID:
+            try tx.insertAccount(Seed.account(Seed.alice, "s3cret-carol"))
+        case .accountsUsername:
+            try tx.insertAccount(Seed.account("s3cret-account-carol", "S3CRET-Alice"))
+        case .passwordCredentialsAccount:
+            try Seed.raw(
+                tx,
+                "INSERT INTO password_credentials (account_id, hash, format, updated_at) VALUES (?, ?, 'argon2id', 1)",
+                [.text(Seed.alice), .text("s3cret-other-hash")]
+            )
+        case .totpEnrollmentsAccount:
+            try Seed.raw(
+                tx,
+                """
+                INSERT INTO totp_enrollments (account_id, secret_ciphertext, algorithm, digits, period, created_at)
+                VALUES (?, ?, 'SHA1', 6, 30, 1)
+                """,
+                [.text(Seed.alice), .blob(Array("s3cret-other".utf8))]
+            )
+        case .recoveryCodesCode:
+            try tx.insertRecoveryCodes(accountID: Seed.alice, codeHashes: [Seed.codeHash])
+        case .loginThrottleUsernameKey:
+            try Seed.raw(
+                tx,
+                "INSERT INTO login_throttle (username_key, failures, last_failure_at) VALUES (?, 1, 1)",
+                [.text("s3cret-alice")]
+            )
+        case .appleLinksAccount:
+            try tx.insertAppleLink(Seed.link(Seed.alice, sub: "001.s3cret.other"))
+        case .appleLinksSub:
+            try tx.insertAppleLink(Seed.link(Seed.bob, sub: Seed.aliceSub))
+        case .upgradeSessionsID:
+            try tx.insertUpgradeSession(Seed.session(Seed.sessionID))
+        case .transferRecordsAccount:
+            // The store's insert reads this collision as a lost race (`.versionConflict`).
+            try Seed.raw(
+                tx,
+                """
+                INSERT INTO transfer_records (account_id, status, machine, old_sub, target_team_id, updated_at)
+                VALUES (?, 'pending', '{}', ?, 'TEAMB12345', 1)
+                """,
+                [.text(Seed.alice), .text("001.s3cret.another")]
+            )
+        case .transferRecordsOldSub:
+            try tx.upsertTransferRecord(
+                Seed.transfer(Seed.bob, oldSub: Seed.oldSub, transferSub: "001.s3cret.bob"),
+                expectedVersion: nil
+            )
+        case .transferRecordsTransferSub:
+            try tx.upsertTransferRecord(
+                Seed.transfer(Seed.bob, oldSub: "001.s3cret.bob", transferSub: Seed.transferSub),
+                expectedVersion: nil
+            )
+        case .auditEventsID:
+            try Seed.raw(
+                tx,
+                "INSERT INTO audit_events (id, at, event) SELECT id, 1, ? FROM audit_events LIMIT 1",
+                [.text("s3cret.again")]
+            )
+        case .appleNotificationsJTI:
+            try Seed.raw(
+                tx,
+                "INSERT INTO apple_notifications (jti, type, received_at) VALUES (?, 'x', 1)",
+                [.text(Seed.jti)]
+            )
+        case .usedSignInNoncesHash:
+            try Seed.raw(
+                tx,
+                "INSERT INTO used_sign_in_nonces (nonce_hash, expires_at) VALUES (?, 1)",
+                [.text(Seed.nonceHash)]
+            )
+        }
+    }
+}
+
+extension SQLiteStoreTests {
+    @Test(
+        "each unique constraint is reported as its typed value, and the write changes nothing",
+        arguments: UniqueCollision.allCases
+    )
+    func uniqueConstraintIsTyped(_ collision: UniqueCollision) throws {
+        let db = try Seed.database()
+        let before = try db.store.read { try $0.auditTrail(accountID: Seed.alice, limit: 10) }
+        do {
+            try db.store.write { tx in
+                try tx.appendAudit(
+                    AuditEvent(at: Seed.now, accountID: Seed.alice, upgradeID: nil, event: "rolled.back")
+                )
+                try collision.collide(tx)
+            }
+            Issue.record("the colliding write was accepted")
+        } catch let error as StorageError {
+            #expect(error.code == .uniqueViolation, "\(error)")
+            #expect(error.constraint == collision.constraint, "\(error)")
+            #expect(!"\(error)".lowercased().contains(Seed.marker), "\(error)")
+        }
+        #expect(try db.store.read { try $0.auditTrail(accountID: Seed.alice, limit: 10) } == before)
+    }
+
+    @Test("every UNIQUE and PRIMARY KEY constraint of the schema has exactly one typed value, and a collision above")
+    func everyUniqueConstraintIsMapped() throws {
+        let db = try TemporaryDatabase()
+        // The columns of each unique index, named as SQLite's messages name them; pragma functions
+        // count as statements that may write, so they run in a write transaction.
+        let named = try db.store.write { tx in
+            let connection = (tx as! SQLiteTransaction).connection
+            var columns: [String: [String]] = [:]
+            for row in try connection.query(
+                """
+                SELECT m.name, l.name, i.name FROM sqlite_master AS m
+                JOIN pragma_index_list(m.name) AS l JOIN pragma_index_info(l.name) AS i
+                WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name != 'schema_migrations'
+                    AND l."unique" = 1
+                ORDER BY m.name, l.name, i.seqno
+                """
+            ) {
+                let table = row[0].string ?? ""
+                columns[row[1].string ?? "", default: []].append("\(table).\(row[2].string ?? "")")
+            }
+            var named = Set(columns.values.map { $0.joined(separator: ", ") })
+            // An INTEGER PRIMARY KEY is the rowid itself and has no index.
+            for row in try connection.query(
+                """
+                SELECT m.name, c.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS c
+                WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name != 'schema_migrations'
+                    AND c.pk = 1 AND upper(c.type) = 'INTEGER'
+                    AND NOT EXISTS (SELECT 1 FROM pragma_index_list(m.name) AS l WHERE l.origin = 'pk')
+                """
+            ) {
+                named.insert("\(row[0].string ?? "").\(row[1].string ?? "")")
+            }
+            return named
+        }
+        #expect(named == Set(SQLiteConnection.uniqueConstraints.keys))
+        let values = SQLiteConnection.uniqueConstraints.values
+        #expect(Set(values).count == values.count, "one typed value per constraint")
+        #expect(Set(UniqueCollision.allCases.map(\.constraint)) == Set(values))
+    }
+
+    @Test("a refused write's message names tables and codes, never a value the write bound")
+    func messagesHoldNoBoundValues() throws {
+        let db = try Seed.database()
+        let writes: [(String, StorageError.Code, (any StoreTransaction) throws -> Void)] = [
+            (
+                "foreign key", .constraint,
+                { try $0.insertAppleLink(Seed.link("s3cret-no-account", sub: "001.s3cret.x")) }
+            ),
+            (
+                "check", .constraint,
+                {
+                    try Seed.raw(
+                        $0,
+                        "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at) VALUES (?, ?, ?, 1, 1)",
+                        [.text("s3cret-id"), .text("s3cret-name"), .text("s3cret-kind")]
+                    )
+                }
+            ),
+            (
+                "not null", .constraint,
+                {
+                    try Seed.raw(
+                        $0,
+                        "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at) VALUES (?, NULL, ?, 1, 1)",
+                        [.text("s3cret-id"), .text("password")]
+                    )
+                }
+            ),
+            (
+                "append-only trigger", .constraint,
+                { try Seed.raw($0, "UPDATE audit_events SET event = ?", [.text("s3cret.rewritten")]) }
+            ),
+            (
+                "version guard", .versionConflict,
+                {
+                    try $0.updateAccountCredentialKind(
+                        id: Seed.alice,
+                        kind: .appleOnly,
+                        expectedVersion: 99,
+                        now: Seed.now
+                    )
+                }
+            ),
+            ("refused username", .constraint, { try $0.insertAccount(Seed.account("s3cret-id", "s3cret\u{AD}carol")) }),
+        ]
+        for (name, code, write) in writes {
+            do {
+                try db.store.write(write)
+                Issue.record("\(name): the write was accepted")
+            } catch let error as StorageError {
+                #expect(error.code == code, "\(name): \(error)")
+                #expect(!"\(error)".lowercased().contains(Seed.marker), "\(name): \(error)")
+            }
+        }
+        do {
+            try db.store.read { try $0.insertAccount(Seed.account("s3cret-id", "s3cret-carol")) }
+            Issue.record("a write inside a read transaction was accepted")
+        } catch let error as StorageError {
+            #expect(!"\(error)".lowercased().contains(Seed.marker), "\(error)")
+        }
+    }
+}
