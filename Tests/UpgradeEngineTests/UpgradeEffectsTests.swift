@@ -25,6 +25,19 @@ struct UpgradeEffectsTests {
         return try events.flatMap { try machine.apply($0, now: now).effects }
     }
 
+    /// The credential for `started`, with its own nonce unless another is given.
+    func submit(_ h: UpgradeHarness, _ started: UpgradeAnswer, nonce: String? = nil) async throws -> UpgradeAnswer {
+        try await h.service.submitAppleCredential(
+            id: started.id,
+            .init(
+                identityToken: H.identityToken(nonce: nonce ?? started.nonce),
+                authorizationCode: "c.1",
+                state: started.state!
+            ),
+            now: now
+        )
+    }
+
     func harness(_ log: Log, apple: ScriptedAppleEndpoint = ScriptedAppleEndpoint()) throws -> UpgradeHarness {
         try UpgradeHarness(apple: apple, onEffect: { log.record($0, $1) })
     }
@@ -36,15 +49,7 @@ struct UpgradeEffectsTests {
         try h.addAccount("alice", password: "pw")
         let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         #expect(log.all == [.issueStateAndNonce])
-        _ = try await h.service.submitAppleCredential(
-            id: started.id,
-            .init(
-                identityToken: H.identityToken(nonce: started.nonce),
-                authorizationCode: "c.1",
-                state: started.state!
-            ),
-            now: now
-        )
+        _ = try await submit(h, started)
         let expected = try machineEffects(
             [
                 .passwordEvaluated(.accepted(secondFactor: false)), .appleCredentialEvaluated(.verified(sub: sub)),
@@ -82,15 +87,7 @@ struct UpgradeEffectsTests {
         let h = try harness(log, apple: apple)
         try h.addAccount("alice", password: "pw")
         let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
-        _ = try? await h.service.submitAppleCredential(
-            id: started.id,
-            .init(
-                identityToken: H.identityToken(nonce: started.nonce),
-                authorizationCode: "c.1",
-                state: started.state!
-            ),
-            now: now
-        )
+        _ = try? await submit(h, started)
         let expected = try machineEffects(
             [
                 .passwordEvaluated(.accepted(secondFactor: false)), .appleCredentialEvaluated(.verified(sub: sub)),
@@ -116,15 +113,7 @@ struct UpgradeEffectsTests {
             now: now
         )
         #expect(log.all == [.issueStateAndNonce], "a nonce mismatch performs nothing")
-        _ = try? await h.service.submitAppleCredential(
-            id: started.id,
-            .init(
-                identityToken: H.identityToken(nonce: started.nonce),
-                authorizationCode: "c.1",
-                state: started.state!
-            ),
-            now: now
-        )
+        _ = try? await submit(h, started)
         #expect(log.all == [.issueStateAndNonce], "a failed upgrade is refused before anything is done")
         #expect(h.apple.exchangeCount == 0)
     }
