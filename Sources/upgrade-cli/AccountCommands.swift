@@ -18,7 +18,7 @@ struct AccountsAddCommand: CLICommand {
     static let path = ["accounts", "add"]
     static let summary = "create a password account (password on stdin), optionally with TOTP"
     static let usage =
-        "upgrade-cli accounts add USER [--totp-uri URI | --totp-uri-file FILE] [--recovery-codes N] [--dev] [--db sqlite:PATH]"
+        "upgrade-cli accounts add USER [--totp-uri URI | --totp-uri-file FILE] [--recovery-codes N] [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)
@@ -121,7 +121,7 @@ struct AccountsAddCommand: CLICommand {
 struct AccountsShowCommand: CLICommand {
     static let path = ["accounts", "show"]
     static let summary = "show an account, its credential state and audit trail (no secrets)"
-    static let usage = "upgrade-cli accounts show USER [--db sqlite:PATH]"
+    static let usage = "upgrade-cli accounts show USER [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)

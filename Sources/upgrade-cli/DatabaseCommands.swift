@@ -11,7 +11,6 @@ enum StoreOption {
         let variable = ProcessInfo.processInfo.environment["UPGRADE_DB"].flatMap { $0.isEmpty ? nil : $0 }
         do {
             let location = try DatabaseLocation.parse(flag ?? variable ?? DatabaseLocation.defaultValue)
-            try location.requireAvailable()
             return location
         } catch {
             if flag != nil { throw UsageError("--db: \(error.message)") }
@@ -47,7 +46,7 @@ enum Clock {
 struct DatabaseMigrateCommand: CLICommand {
     static let path = ["db", "migrate"]
     static let summary = "apply pending schema migrations"
-    static let usage = "upgrade-cli db migrate [--db sqlite:PATH]"
+    static let usage = "upgrade-cli db migrate [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)
@@ -77,7 +76,7 @@ struct DatabaseMigrateCommand: CLICommand {
 struct DatabaseCheckCommand: CLICommand {
     static let path = ["db", "check"]
     static let summary = "list stored usernames that collide, are refused or would change under the username rule"
-    static let usage = "upgrade-cli db check [--db sqlite:PATH]"
+    static let usage = "upgrade-cli db check [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)
@@ -115,7 +114,7 @@ struct DatabaseCheckCommand: CLICommand {
 struct DatabaseStatusCommand: CLICommand {
     static let path = ["db", "status"]
     static let summary = "list schema migrations and whether each is applied"
-    static let usage = "upgrade-cli db status [--db sqlite:PATH]"
+    static let usage = "upgrade-cli db status [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)

@@ -12,7 +12,7 @@ import FoundationNetworking
 struct DemoCommand: CLICommand {
     static let path = ["demo"]
     static let summary = "run the whole upgrade end to end over HTTP against the embedded emulator"
-    static let usage = "upgrade-cli demo [--db sqlite:PATH]"
+    static let usage = "upgrade-cli demo [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let database = try arguments.option("--db")

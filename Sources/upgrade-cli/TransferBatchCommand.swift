@@ -15,7 +15,7 @@ enum TransferBatchCommand {
     }
 
     static let batchUsage =
-        "[--client-id ID] [--dry-run] [--concurrency N] [--limit N] [--report FILE] [--db sqlite:PATH]"
+        "[--client-id ID] [--dry-run] [--concurrency N] [--limit N] [--report FILE] [--db URL]"
 
     /// The transfer service over the migrated store and the Apple client, and how many rows the
     /// batch will visit (the Apple-linked accounts), for the progress line.

@@ -4,7 +4,7 @@ import UpgradeEngine
 struct TransferStatusCommand: CLICommand {
     static let path = ["transfer", "status"]
     static let summary = "accounts per transfer state and the 60-day migration window"
-    static let usage = "upgrade-cli transfer status [--json] [--db sqlite:PATH]"
+    static let usage = "upgrade-cli transfer status [--json] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)

@@ -103,9 +103,6 @@ struct PostgresConfigurationTests {
         ] {
             #expect(!text.contains(Self.password), "\(text)")
         }
-        let refused = try #require(throws: StorageError.self) { try location.requireAvailable() }
-        #expect(!refused.message.contains(Self.password))
-        #expect(throws: StorageError.self) { try location.open() }
     }
 
     @Test("libpq gets keyword/value pairs: the password as a value, settings escaped in options")

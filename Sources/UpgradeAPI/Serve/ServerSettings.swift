@@ -68,7 +68,6 @@ public struct ServerSettings: Sendable {
         if let text = value("UPGRADE_DB") {
             do {
                 database = try DatabaseLocation.parse(text)
-                try database.requireAvailable()
             } catch {
                 problems.append("UPGRADE_DB: \(error.message)")
             }

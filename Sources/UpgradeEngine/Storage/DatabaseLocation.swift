@@ -22,23 +22,14 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
         throw StorageError(.configuration, "expected sqlite:PATH or postgres://..., got a value with neither prefix")
     }
 
-    /// Refuses a backend this build does not have, so that it is reported with the other settings
-    /// before anything is opened. The PostgreSQL store is not built yet (its connection and pool are).
-    public func requireAvailable() throws(StorageError) {
-        if case .postgres = self { throw Self.postgresUnavailable }
-    }
-
+    /// Opens the store. PostgreSQL connects once here, so an unreachable host or a refused login
+    /// fails at once, in one line naming the host and the cause (never the password).
     public func open() throws(StorageError) -> any UpgradeStore {
         switch self {
         case .sqlite(let path): return try SQLiteStore(path: path)
-        case .postgres: throw Self.postgresUnavailable
+        case .postgres(let configuration): return try PostgresStore(configuration: configuration)
         }
     }
-
-    private static let postgresUnavailable = StorageError(
-        .configuration,
-        "the PostgreSQL backend is not available in this build; use sqlite:PATH"
-    )
 
     /// Printable without credentials: a postgres URL shows `(redacted)` for its password.
     public var description: String {

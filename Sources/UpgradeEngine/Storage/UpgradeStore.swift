@@ -1,5 +1,5 @@
-/// The engine's storage: SQLite embedded (`SQLiteStore`), PostgreSQL next for many stateless
-/// instances. The engine reaches a database only through these protocols, so a backend is a type
+/// The engine's storage: SQLite embedded (`SQLiteStore`), PostgreSQL (`PostgresStore`) for many
+/// stateless instances on one database. The engine reaches a database only through these protocols, so a backend is a type
 /// that conforms to `UpgradeStore` and a transaction type that conforms to `StoreTransaction`, one
 /// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
 /// `NotificationStore`, `AuditStore`). Nothing above these protocols knows SQL or a backend's codes.
@@ -9,12 +9,17 @@
 ///   throws, and rethrows the first error unchanged. The engine never catches a storage error inside
 ///   a transaction to carry on, so a backend may abort the transaction at its first failed statement
 ///   (PostgreSQL does). `read` sees one consistent snapshot of committed data and refuses writes.
-/// - **Concurrency.** The engine relies on three things only, never on a row it read staying as it
-///   was until commit: each method is atomic by itself (a conditional write such as
-///   `advanceTOTPStep`, `consumeRecoveryCode`, `useSignInNonce` or `recordNotification` returns true
-///   to one of two concurrent callers at most), the version guards below, and the unique constraints.
-///   SQLite gets this by serialising writers; READ COMMITTED with single-statement conditional
-///   writes and unique indexes is enough elsewhere.
+/// - **Retries.** A backend may run `body` more than once: PostgreSQL rolls back a transaction that
+///   lost a serialization conflict or a deadlock and runs the closure again; only the last run
+///   commits. A closure therefore does database work only, plus what is safe to repeat (drawing
+///   random values, sealing, building records). It never calls out (Apple, another service) and
+///   never leaves an effect outside the transaction that a rolled-back run would leave behind.
+/// - **Concurrency.** Write transactions are serialisable: each behaves as if it ran alone, so a
+///   decision made from what it read still holds when it commits. SQLite gets this by serialising
+///   writers; PostgreSQL by SERIALIZABLE isolation and the retries above (docs/architecture.md §8.4).
+///   Beyond that, each method is atomic by itself (a conditional write such as `advanceTOTPStep`,
+///   `consumeRecoveryCode`, `useSignInNonce` or `recordNotification` returns true to one of two
+///   concurrent callers at most), and the version guards and unique constraints below hold.
 /// - **Version guards.** An insert stores the record's `version` as given. An update that takes
 ///   `expectedVersion` changes the row only if its stored version is that one, in the same statement
 ///   that sets it one higher; otherwise, or if the row is missing, it changes nothing and throws
@@ -22,8 +27,8 @@
 /// - **Typed errors.** Every method throws `StorageError` only: `.versionConflict` as above;
 ///   `.uniqueViolation` with `constraint` set to the `StorageError.Constraint` the write broke (the
 ///   backend maps its own constraint names to these once); `.constraint` for any other rule of the
-///   schema (CHECK, foreign key, NOT NULL, the append-only audit trail); `.busy` when a lock was not
-///   granted in time (the caller may retry); `.io` for the rest. Messages name tables, columns,
+///   schema (CHECK, foreign key, NOT NULL, the append-only audit trail); `.busy` when a lock, a
+///   connection or a conflict-free run was not had in time (the caller may retry); `.io` for the rest. Messages name tables, columns,
 ///   constraints and the backend's codes, never a bound value: values may be secrets.
 /// - **Values.** Text is stored and compared byte for byte, with no case folding, collation or
 ///   Unicode normalisation: usernames arrive in their enforced form (`Username`) and the engine
@@ -32,14 +37,17 @@
 ///   engine's format, kept as the text it is given.
 /// - **Migrations.** Numbered, each applied once, in order, in a transaction, with its checksum
 ///   recorded; a database with a migration the binary does not know, or an applied one that was
-///   edited, is refused.
+///   edited, is refused. Two processes migrating one database at once both succeed: one applies,
+///   the other waits for it and finds nothing left to do.
 public protocol UpgradeStore: Sendable {
     /// Applies pending schema migrations in order; returns the ones applied now.
     func migrate(now: Int64) throws(StorageError) -> [MigrationStatus]
     /// Every known migration and whether (and when) it was applied.
     func migrationStatus() throws(StorageError) -> [MigrationStatus]
     /// Runs `body` in a read-write transaction that commits if it returns and rolls back if it throws.
-    /// The first error thrown is rethrown unchanged.
+    /// The first error thrown is rethrown unchanged. `body` may run more than once (a transaction
+    /// rolled back by a conflict runs again; only the last run commits), so it does database work
+    /// only and never calls out.
     func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
     /// Runs `body` against a consistent snapshot; writes are refused.
     func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T

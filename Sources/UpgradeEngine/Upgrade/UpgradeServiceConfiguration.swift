@@ -9,7 +9,9 @@ public struct UpgradeServiceConfiguration: Sendable {
     /// How long a request that lost the race to convert an upgrade waits for the winner's result.
     public var convertingWaitMilliseconds: Int
     /// Called as each effect a transition returned is performed, with the upgrade's id, in the
-    /// machine's order (for metrics and tests).
+    /// machine's order (for metrics and tests). The effects performed inside a transaction
+    /// (`issueStateAndNonce`, `convertAccount`) are reported again when a conflict makes the store run
+    /// that transaction again (`UpgradeStore.write`); the Apple call never is.
     public var onEffect: @Sendable (UpgradeEffect, String) -> Void = { _, _ in }
 
     public init(

@@ -1,0 +1,5 @@
+-- Usernames follow the PRECIS UsernameCaseMapped profile (RFC 8265; docs/usernames.md). The schema does
+-- not change: applying this migration also re-keys, in the same transaction, every account whose stored
+-- username the profile maps to another form that no other account has, with an
+-- `account.username-rekeyed` audit row. Accounts whose usernames collide under the profile, or that it
+-- refuses, are left as they are for an operator: `upgrade-cli db check` lists them.

@@ -1,0 +1,367 @@
+import Foundation
+
+/// The shared backend: PostgreSQL, for several stateless instances on one database.
+///
+/// Every `write` runs in a SERIALIZABLE transaction, so each decision a closure makes from what it
+/// read still holds when it commits, exactly as with SQLite's one writer at a time
+/// (docs/architecture.md §8.4 says why per write path). A serialization failure (`40001`) or a
+/// deadlock (`40P01`) rolls the transaction back and runs the whole closure again, after a jittered
+/// pause, at most `Limits.maxAttempts` times; then it is `busy`. A closure must therefore do database
+/// work only: it may run more than once, and only its last run commits. `read` runs in a read-only
+/// REPEATABLE READ transaction: one snapshot, writes refused.
+///
+/// Waits are bounded by session settings applied at login: `lock_timeout`, `statement_timeout` and
+/// `idle_in_transaction_session_timeout`; a lock or statement timeout is `busy`. Connections come
+/// from a bounded `PostgresPool`, whose checkout wait also ends in `busy`.
+public final class PostgresStore: UpgradeStore, Sendable {
+    /// Bounds on waits and retries. The defaults suit a request path: each wait ends well within a
+    /// request's deadline instead of hanging a worker.
+    public struct Limits: Sendable, Equatable {
+        /// Pooled connections, opened on demand.
+        public var maxConnections = 8
+        /// Seconds a transaction waits for a free pooled connection.
+        public var checkoutTimeout: Double = 5
+        /// Milliseconds a statement waits for a row or table lock (`lock_timeout`).
+        public var lockTimeoutMilliseconds = 5000
+        /// Milliseconds a statement may run (`statement_timeout`).
+        public var statementTimeoutMilliseconds = 30000
+        /// Milliseconds a transaction may sit idle before the server ends its session
+        /// (`idle_in_transaction_session_timeout`): a stuck worker cannot hold locks forever.
+        public var idleInTransactionTimeoutMilliseconds = 60000
+        /// Runs of a write closure, the first included, while serialization failures or deadlocks
+        /// roll it back.
+        public var maxAttempts = 10
+        /// Milliseconds a migration waits for another process's migration to finish.
+        public var migrationLockTimeoutMilliseconds = 600_000
+
+        public init() {}
+    }
+
+    public let configuration: PostgresConfiguration
+    public let limits: Limits
+    let pool: PostgresPool
+
+    /// Connects once, so an unreachable host or a refused login fails here, at start-up, in one line
+    /// naming the host and the cause (never the password). The schema is not touched: call `migrate`.
+    public convenience init(configuration: PostgresConfiguration, limits: Limits = Limits()) throws(StorageError) {
+        try self.init(configuration: configuration, limits: limits, extraSettings: [])
+    }
+
+    /// `extraSettings` are further session settings; tests give each store a schema of its own
+    /// through `search_path`.
+    init(
+        configuration: PostgresConfiguration,
+        limits: Limits,
+        extraSettings: [(name: String, value: String)]
+    ) throws(StorageError) {
+        self.configuration = configuration
+        self.limits = limits
+        pool = PostgresPool(
+            configuration: configuration,
+            maxConnections: limits.maxConnections,
+            checkoutTimeout: limits.checkoutTimeout,
+            sessionSettings: [
+                ("lock_timeout", "\(limits.lockTimeoutMilliseconds)ms"),
+                ("statement_timeout", "\(limits.statementTimeoutMilliseconds)ms"),
+                ("idle_in_transaction_session_timeout", "\(limits.idleInTransactionTimeoutMilliseconds)ms"),
+            ] + extraSettings
+        )
+        do {
+            pool.release(try pool.lease())
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
+    // MARK: Transactions
+
+    public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try run(isolation: .serializable, readOnly: false, body)
+    }
+
+    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try run(isolation: .repeatableRead, readOnly: true, body)
+    }
+
+    private enum Attempt<T> {
+        case finished(T)
+        /// Rolled back, nothing committed: the closure may run again.
+        case again(PostgresError)
+    }
+
+    /// Runs `body` until one run commits. A serialization failure or deadlock is retried up to
+    /// `maxAttempts` runs in all; a connection lost before COMMIT was sent is retried once, on a
+    /// fresh connection (a pooled connection may predate a server restart). A connection lost during
+    /// COMMIT is not retried: whether that transaction committed is unknown.
+    private func run<T>(
+        isolation: PostgresConnection.IsolationLevel,
+        readOnly: Bool,
+        _ body: (any StoreTransaction) throws -> T
+    ) throws -> T {
+        var attempts = 0
+        var reconnected = false
+        while true {
+            attempts += 1
+            switch try attempt(isolation: isolation, readOnly: readOnly, body) {
+            case .finished(let value):
+                return value
+            case .again(let cause) where cause.isConnectionLost:
+                guard !reconnected else { throw Self.storageError(cause) }
+                reconnected = true
+            case .again(let cause):
+                guard attempts < limits.maxAttempts else {
+                    throw StorageError(
+                        .busy,
+                        "the transaction was rolled back \(attempts) times by conflicting transactions "
+                            + "(last: \(cause.description)); retry later"
+                    )
+                }
+                Self.pause(beforeAttempt: attempts + 1)
+            }
+        }
+    }
+
+    private func attempt<T>(
+        isolation: PostgresConnection.IsolationLevel,
+        readOnly: Bool,
+        _ body: (any StoreTransaction) throws -> T
+    ) throws -> Attempt<T> {
+        let connection: PostgresConnection
+        do {
+            connection = try pool.lease()
+        } catch {
+            throw Self.storageError(error)
+        }
+        var failure: (any Error)?
+        defer { pool.release(connection, after: failure) }
+        do {
+            try connection.begin(isolation, readOnly: readOnly)
+        } catch {
+            failure = error
+            if error.isRetryable || error.isConnectionLost { return .again(error) }
+            throw Self.storageError(error)
+        }
+        let transaction = PostgresTransaction(connection: connection)
+        let value: T
+        do {
+            value = try body(transaction)
+        } catch {
+            failure = error
+            try? connection.rollback()
+            // The closure's own error is not news when the transaction was doomed by a conflict:
+            // whatever it threw came from that.
+            if let doomed = transaction.state.doomedBy { return .again(doomed) }
+            throw error
+        }
+        if let doomed = transaction.state.doomedBy {
+            // The closure caught the failure and returned; the transaction cannot commit anyway.
+            failure = doomed
+            try? connection.rollback()
+            return .again(doomed)
+        }
+        do {
+            if readOnly {
+                try connection.rollback()
+            } else {
+                try connection.commit()
+            }
+        } catch {
+            failure = error
+            // A serialization failure found at COMMIT rolled everything back. A connection lost
+            // here may or may not have committed: that is not retried.
+            if error.isRetryable { return .again(error) }
+            throw Self.storageError(error)
+        }
+        return .finished(value)
+    }
+
+    /// Full jitter over an exponential ceiling (2 ms, 4 ms, ... up to 100 ms), so transactions that
+    /// collided once do not collide again in step.
+    private static func pause(beforeAttempt attempt: Int) {
+        let ceiling = min(100_000, 1_000 << min(attempt - 1, 10))
+        usleep(UInt32(Int.random(in: ceiling / 2...ceiling)))
+    }
+
+    public func ping() throws(StorageError) {
+        try withConnection { connection throws(PostgresError) in try connection.execute("SELECT 1") }
+    }
+
+    /// Leases a connection outside any transaction of the store's (migrations, status, ping).
+    private func withConnection<T>(
+        _ body: (PostgresConnection) throws(PostgresError) -> T
+    ) throws(StorageError) -> T {
+        let connection: PostgresConnection
+        do {
+            connection = try pool.lease()
+        } catch {
+            throw Self.storageError(error)
+        }
+        do {
+            let value = try body(connection)
+            pool.release(connection)
+            return value
+        } catch {
+            pool.release(connection, after: error)
+            throw Self.storageError(error)
+        }
+    }
+
+    /// `PostgresError.storageError`, with the read-only refusal worded as for every backend.
+    static func storageError(_ error: PostgresError) -> StorageError {
+        if error.sqlstate == PostgresError.SQLState.readOnlySQLTransaction {
+            return StorageError(.io, "a statement that writes was run in a read transaction (PostgreSQL error 25006)")
+        }
+        return error.storageError
+    }
+
+    // MARK: Migrations
+
+    public func migrate(now: Int64) throws(StorageError) -> [MigrationStatus] {
+        try migrate(now: now, through: nil)
+    }
+
+    /// Applies pending migrations up to and including `version` (all of them when nil), in one
+    /// transaction that holds `schema_migrations` in EXCLUSIVE mode: a second process migrating at
+    /// the same time waits for it (up to `migrationLockTimeoutMilliseconds`), then reads what was
+    /// applied and finds nothing left to do. Readers of `schema_migrations` (`migrationStatus`) are
+    /// not blocked: they see the state before the migration until it commits.
+    func migrate(now: Int64, through version: Int? = nil) throws(StorageError) -> [MigrationStatus] {
+        let lockTimeout = limits.migrationLockTimeoutMilliseconds
+        do throws(StorageError) {
+            return try withConnection { connection throws(PostgresError) in
+                try Self.createMigrationTable(connection)
+                try connection.begin(.readCommitted)
+                do throws(PostgresError) {
+                    // A migration's DDL may take longer than a request's statement limit on a large table.
+                    try connection.execute("SET LOCAL statement_timeout = 0")
+                    try connection.execute("SET LOCAL lock_timeout = '\(lockTimeout)ms'")
+                    try connection.execute("LOCK TABLE schema_migrations IN EXCLUSIVE MODE")
+                    let applied = try Self.verifiedMigrations(connection)
+                    var appliedNow: [MigrationStatus] = []
+                    for migration in EmbeddedSchema.postgres
+                    where applied[migration.version] == nil && migration.version <= (version ?? .max) {
+                        try apply(migration, on: connection, now: now)
+                        try connection.query(
+                            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)",
+                            [
+                                .integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum),
+                                .integer(now),
+                            ]
+                        )
+                        appliedNow.append(
+                            MigrationStatus(
+                                version: migration.version,
+                                name: migration.name,
+                                checksum: migration.checksum,
+                                appliedAt: now
+                            )
+                        )
+                    }
+                    try connection.commit()
+                    return appliedNow
+                } catch {
+                    try? connection.rollback()
+                    throw error
+                }
+            }
+        } catch let error where error.code == .migration {
+            throw error
+        } catch {
+            throw StorageError(.migration, error.message)
+        }
+    }
+
+    private func apply(
+        _ migration: SchemaMigration,
+        on connection: PostgresConnection,
+        now: Int64
+    ) throws(PostgresError) {
+        do {
+            try connection.execute(migration.sql)
+            // The one data step no SQL can do: re-keying usernames needs the username profile.
+            if migration.version == UsernameCheck.migrationVersion {
+                _ = try UsernameCheck.rekey(PostgresTransaction(connection: connection), now: now)
+            }
+        } catch {
+            throw PostgresError(.misuse, "migration \(migration.version) (\(migration.name)) failed: \(error)")
+        }
+    }
+
+    public func migrationStatus() throws(StorageError) -> [MigrationStatus] {
+        do throws(StorageError) {
+            return try withConnection { connection throws(PostgresError) in
+                let applied = try Self.appliedMigrations(connection)
+                return EmbeddedSchema.postgres.map { migration in
+                    MigrationStatus(
+                        version: migration.version,
+                        name: migration.name,
+                        checksum: migration.checksum,
+                        appliedAt: applied[migration.version]?.appliedAt
+                    )
+                }
+            }
+        } catch {
+            throw StorageError(.migration, error.message)
+        }
+    }
+
+    /// Creates the bookkeeping table in a transaction of its own. Two processes creating it at once
+    /// may see the loser fail on the catalog's own unique index (or find it already there): the
+    /// table exists either way, and the loser goes on.
+    private static func createMigrationTable(_ connection: PostgresConnection) throws(PostgresError) {
+        do {
+            try connection.execute(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version BIGINT PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at BIGINT NOT NULL)
+                """
+            )
+        } catch let error
+            where error.sqlstate == PostgresError.SQLState.uniqueViolation || error.sqlstate == "42P07"
+        {
+            return
+        }
+    }
+
+    /// The applied migrations, refusing a database whose applied migration was edited or that is
+    /// newer than this binary.
+    private static func verifiedMigrations(
+        _ connection: PostgresConnection
+    ) throws(PostgresError) -> [Int: MigrationStatus] {
+        let applied = try appliedMigrations(connection)
+        let known = Dictionary(uniqueKeysWithValues: EmbeddedSchema.postgres.map { ($0.version, $0) })
+        for (version, status) in applied.sorted(by: { $0.key < $1.key }) {
+            guard let migration = known[version] else {
+                throw PostgresError(
+                    .misuse,
+                    "database has migration \(version) (\(status.name)) that this binary does not know; upgrade the binary"
+                )
+            }
+            guard migration.checksum == status.checksum else {
+                throw PostgresError(
+                    .misuse,
+                    "migration \(version) (\(status.name)) was changed after it was applied; restore Schema/postgres/ or write a new migration"
+                )
+            }
+        }
+        return applied
+    }
+
+    private static func appliedMigrations(
+        _ connection: PostgresConnection
+    ) throws(PostgresError) -> [Int: MigrationStatus] {
+        let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        guard exists.first?.first == .integer(1) else { return [:] }
+        var result: [Int: MigrationStatus] = [:]
+        for row in try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations") {
+            let status = MigrationStatus(
+                version: Int(row[0].int ?? 0),
+                name: row[1].string ?? "",
+                checksum: row[2].string ?? "",
+                appliedAt: row[3].int
+            )
+            result[status.version] = status
+        }
+        return result
+    }
+}

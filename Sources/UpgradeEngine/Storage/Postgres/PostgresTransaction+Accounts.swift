@@ -1,0 +1,245 @@
+/// Accounts and their credentials: passwords, TOTP enrollments, recovery codes, the login
+/// throttle, and the password check that reads them together.
+extension PostgresTransaction: AccountStore {
+    private static let accountColumns = "id, username, credential_kind, created_at, updated_at, version"
+    private static let selectAccountByID = "SELECT \(Self.accountColumns) FROM accounts WHERE id = $1"
+    private static let selectAccountByUsername = "SELECT \(Self.accountColumns) FROM accounts WHERE username = $1"
+    private static let selectAccountsAfterID =
+        "SELECT \(Self.accountColumns) FROM accounts WHERE id > $1 ORDER BY id LIMIT $2"
+
+    private static func account(_ row: [SQLValue]) -> AccountRecord {
+        AccountRecord(
+            id: row[0].string ?? "",
+            username: row[1].string ?? "",
+            credentialKind: CredentialKind(rawValue: row[2].string ?? "") ?? .password,
+            createdAt: row[3].int ?? 0,
+            updatedAt: row[4].int ?? 0,
+            version: row[5].int ?? 0
+        )
+    }
+
+    func insertAccountRow(_ account: AccountRecord) throws(StorageError) {
+        try rows(
+            "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, $6)",
+            [
+                .text(account.id), .text(account.username),
+                .text(account.credentialKind.rawValue),
+                .integer(account.createdAt), .integer(account.updatedAt), .integer(account.version),
+            ]
+        )
+    }
+
+    func account(id: String) throws(StorageError) -> AccountRecord? {
+        try rows(Self.selectAccountByID, [.text(id)]).first.map(Self.account)
+    }
+
+    func account(username: Username) throws(StorageError) -> AccountRecord? {
+        try rows(Self.selectAccountByUsername, [.text(username.value)]).first.map(Self.account)
+    }
+
+    func accounts(afterID: String?, limit: Int) throws(StorageError) -> [AccountRecord] {
+        try rows(Self.selectAccountsAfterID, [.text(afterID ?? ""), .integer(Int64(limit))]).map(Self.account)
+    }
+
+    func updateAccountUsername(
+        id: String,
+        username: Username,
+        expectedVersion: Int64,
+        now: Int64
+    ) throws(StorageError) {
+        try versionedUpdate(
+            "UPDATE accounts SET username = $1, updated_at = $2, version = version + 1 WHERE id = $3 AND version = $4",
+            [.text(username.value), .integer(now), .text(id), .integer(expectedVersion)],
+            what: "account"
+        )
+    }
+
+    func updateAccountCredentialKind(
+        id: String,
+        kind: CredentialKind,
+        expectedVersion: Int64,
+        now: Int64
+    ) throws(StorageError) {
+        try versionedUpdate(
+            "UPDATE accounts SET credential_kind = $1, updated_at = $2, version = version + 1 WHERE id = $3 AND version = $4",
+            [.text(kind.rawValue), .integer(now), .text(id), .integer(expectedVersion)],
+            what: "account"
+        )
+    }
+
+    func upsertPasswordCredential(_ credential: PasswordCredentialRecord) throws(StorageError) {
+        try rows(
+            """
+            INSERT INTO password_credentials (account_id, hash, format, updated_at) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, format = excluded.format, updated_at = excluded.updated_at
+            """,
+            [
+                .text(credential.accountID), .text(credential.hash), .text(credential.format),
+                .integer(credential.updatedAt),
+            ]
+        )
+    }
+
+    func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord? {
+        try rows(
+            "SELECT account_id, hash, format, updated_at FROM password_credentials WHERE account_id = $1",
+            [.text(accountID)]
+        )
+        .first.map { row in
+            PasswordCredentialRecord(
+                accountID: row[0].string ?? "",
+                hash: row[1].string ?? "",
+                format: row[2].string ?? "",
+                updatedAt: row[3].int ?? 0
+            )
+        }
+    }
+
+    func deletePasswordCredential(accountID: String) throws(StorageError) -> Bool {
+        try rows("DELETE FROM password_credentials WHERE account_id = $1", [.text(accountID)])
+        return changes == 1
+    }
+
+    // MARK: Second factor
+
+    func upsertTOTPEnrollment(_ enrollment: TOTPEnrollmentRecord) throws(StorageError) {
+        try rows(
+            """
+            INSERT INTO totp_enrollments (account_id, secret_ciphertext, algorithm, digits, period, last_accepted_step, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (account_id) DO UPDATE SET secret_ciphertext = excluded.secret_ciphertext, algorithm = excluded.algorithm,
+                digits = excluded.digits, period = excluded.period, last_accepted_step = excluded.last_accepted_step,
+                created_at = excluded.created_at
+            """,
+            [
+                .text(enrollment.accountID), .blob(enrollment.secretCiphertext), .text(enrollment.algorithm.rawValue),
+                .integer(Int64(enrollment.digits)), .integer(Int64(enrollment.period)),
+                SQLValue(enrollment.lastAcceptedStep),
+                .integer(enrollment.createdAt),
+            ]
+        )
+    }
+
+    func totpEnrollment(accountID: String) throws(StorageError) -> TOTPEnrollmentRecord? {
+        try rows(
+            "SELECT account_id, secret_ciphertext, algorithm, digits, period, last_accepted_step, created_at FROM totp_enrollments WHERE account_id = $1",
+            [.text(accountID)]
+        ).first.map { row in
+            TOTPEnrollmentRecord(
+                accountID: row[0].string ?? "",
+                secretCiphertext: row[1].bytes ?? [],
+                algorithm: DigestAlgorithm(rawValue: row[2].string ?? "") ?? .sha1,
+                digits: Int(row[3].int ?? 6),
+                period: Int(row[4].int ?? 30),
+                lastAcceptedStep: row[5].int,
+                createdAt: row[6].int ?? 0
+            )
+        }
+    }
+
+    func advanceTOTPStep(accountID: String, step: Int64) throws(StorageError) -> Bool {
+        try rows(
+            "UPDATE totp_enrollments SET last_accepted_step = $1 WHERE account_id = $2 AND (last_accepted_step IS NULL OR last_accepted_step < $1)",
+            [.integer(step), .text(accountID)]
+        )
+        return changes == 1
+    }
+
+    func insertRecoveryCodes(accountID: String, codeHashes: [String]) throws(StorageError) {
+        for hash in codeHashes {
+            try rows(
+                "INSERT INTO recovery_codes (account_id, code_hash, used_at) VALUES ($1, $2, NULL)",
+                [.text(accountID), .text(hash)]
+            )
+        }
+    }
+
+    func consumeRecoveryCode(accountID: String, codeHash: String, now: Int64) throws(StorageError) -> Bool {
+        try rows(
+            "UPDATE recovery_codes SET used_at = $1 WHERE account_id = $2 AND code_hash = $3 AND used_at IS NULL",
+            [.integer(now), .text(accountID), .text(codeHash)]
+        )
+        return changes == 1
+    }
+
+    func unusedRecoveryCodeCount(accountID: String) throws(StorageError) -> Int {
+        Int(
+            try scalarInt(
+                "SELECT count(*) FROM recovery_codes WHERE account_id = $1 AND used_at IS NULL",
+                [.text(accountID)]
+            ) ?? 0
+        )
+    }
+
+    // MARK: Throttling
+
+    /// One statement instead of four: one round trip for a start request's reads.
+    func passwordCheckSnapshot(username: Username) throws(StorageError) -> PasswordCheckSnapshot {
+        // The throttle row and the account are both keyed by the username's enforced form.
+        let usernameKey = username.value
+        guard
+            let row = try rows(
+                """
+                SELECT t.failures, t.last_failure_at,
+                    a.id, a.username, a.credential_kind, a.created_at, a.updated_at, a.version,
+                    p.account_id, p.hash, p.format, p.updated_at,
+                    EXISTS (SELECT 1 FROM totp_enrollments e WHERE e.account_id = a.id)
+                FROM (SELECT $1::text AS username) AS q
+                LEFT JOIN login_throttle t ON t.username_key = q.username
+                LEFT JOIN accounts a ON a.username = q.username
+                LEFT JOIN password_credentials p ON p.account_id = a.id
+                """,
+                [.text(usernameKey)]
+            ).first
+        else { return PasswordCheckSnapshot() }
+        var snapshot = PasswordCheckSnapshot()
+        if let failures = row[0].int {
+            snapshot.throttle = ThrottleRecord(
+                usernameKey: usernameKey,
+                failures: Int(failures),
+                lastFailureAt: row[1].int ?? 0
+            )
+        }
+        if row[2].string != nil {
+            snapshot.account = Self.account(Array(row[2...7]))
+            snapshot.hasSecondFactor = row[12].int == 1
+        }
+        if let accountID = row[8].string {
+            snapshot.credential = PasswordCredentialRecord(
+                accountID: accountID,
+                hash: row[9].string ?? "",
+                format: row[10].string ?? "",
+                updatedAt: row[11].int ?? 0
+            )
+        }
+        return snapshot
+    }
+
+    private static func throttle(_ row: [SQLValue]) -> ThrottleRecord {
+        ThrottleRecord(usernameKey: row[0].string ?? "", failures: Int(row[1].int ?? 0), lastFailureAt: row[2].int ?? 0)
+    }
+
+    func throttle(usernameKey: String) throws(StorageError) -> ThrottleRecord? {
+        try rows(
+            "SELECT username_key, failures, last_failure_at FROM login_throttle WHERE username_key = $1",
+            [.text(usernameKey)]
+        ).first.map(Self.throttle)
+    }
+
+    /// The increment and the row it leaves, in one statement.
+    func recordFailure(usernameKey: String, now: Int64) throws(StorageError) -> ThrottleRecord {
+        try rows(
+            """
+            INSERT INTO login_throttle (username_key, failures, last_failure_at) VALUES ($1, 1, $2)
+            ON CONFLICT (username_key) DO UPDATE
+                SET failures = login_throttle.failures + 1, last_failure_at = excluded.last_failure_at
+            RETURNING username_key, failures, last_failure_at
+            """,
+            [.text(usernameKey), .integer(now)]
+        ).first.map(Self.throttle) ?? ThrottleRecord(usernameKey: usernameKey, failures: 1, lastFailureAt: now)
+    }
+
+    func clearFailures(usernameKey: String) throws(StorageError) {
+        try rows("DELETE FROM login_throttle WHERE username_key = $1", [.text(usernameKey)])
+    }
+}

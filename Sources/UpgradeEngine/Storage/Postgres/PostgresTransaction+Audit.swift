@@ -1,0 +1,39 @@
+/// The append-only audit trail. Ids come from the table's identity sequence (docs/architecture.md §8.4).
+extension PostgresTransaction: AuditStore {
+    func appendAudit(_ event: AuditEvent) throws(StorageError) {
+        try rows(
+            "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            [
+                .integer(event.at), SQLValue(event.accountID), SQLValue(event.upgradeID), .text(event.event),
+                SQLValue(event.fromStatus), SQLValue(event.toStatus), .text(event.detailJSON),
+            ]
+        )
+    }
+
+    private static func audit(_ row: [SQLValue]) -> AuditEvent {
+        AuditEvent(
+            id: row[0].int,
+            at: row[1].int ?? 0,
+            accountID: row[2].string,
+            upgradeID: row[3].string,
+            event: row[4].string ?? "",
+            fromStatus: row[5].string,
+            toStatus: row[6].string,
+            detail: AuditEvent.detail(json: row[7].string ?? "{}")
+        )
+    }
+
+    func auditTrail(accountID: String, limit: Int) throws(StorageError) -> [AuditEvent] {
+        try rows(
+            "SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events WHERE account_id = $1 ORDER BY id LIMIT $2",
+            [.text(accountID), .integer(Int64(limit))]
+        ).map(Self.audit)
+    }
+
+    func auditTrail(upgradeID: String, limit: Int) throws(StorageError) -> [AuditEvent] {
+        try rows(
+            "SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events WHERE upgrade_id = $1 ORDER BY id LIMIT $2",
+            [.text(upgradeID), .integer(Int64(limit))]
+        ).map(Self.audit)
+    }
+}
