@@ -87,8 +87,10 @@ struct TransferServiceTests {
         let tokens = world.appleA.accessTokens + world.appleB.accessTokens
         #expect(tokens.count == 2)
         var stored = Data()
-        for name in try FileManager.default.contentsOfDirectory(atPath: world.database.directory.path) {
-            stored.append(try Data(contentsOf: world.database.directory.appendingPathComponent(name)))
+        for suffix in ["", "-wal", "-shm"] {
+            if let data = FileManager.default.contents(atPath: try #require(world.database.path) + suffix) {
+                stored.append(data)
+            }
         }
         let audit = try users.flatMap { try world.audit($0) }.map { "\($0)" }.joined()
         for token in tokens {
