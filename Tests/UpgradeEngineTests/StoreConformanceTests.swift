@@ -33,19 +33,20 @@ struct StoreConformanceTests {
         )
     }
 
-    /// The files alone: no database, so it runs for PostgreSQL without a cluster too.
+    /// The files alone: no database, so it runs for PostgreSQL without a cluster too (and its argument
+    /// is not named `backend`: Scripts/test counts those as cases run on a database).
     @Test(
         "the embedded schema is exactly Schema/<backend> (rerun Scripts/embed-schema if this fails)",
         arguments: Backend.allCases
     )
-    func embeddedSchemaMatchesFiles(_ backend: Backend) throws {
+    func embeddedSchemaMatchesFiles(_ schema: Backend) throws {
         let folder = Fixtures.root.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
-            "Schema/\(backend.rawValue)"
+            "Schema/\(schema.rawValue)"
         )
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }
             .sorted()
-        #expect(files.count == backend.migrations.count)
-        for (file, migration) in zip(files, backend.migrations) {
+        #expect(files.count == schema.migrations.count)
+        for (file, migration) in zip(files, schema.migrations) {
             let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
             #expect(text.trimmingCharacters(in: .newlines) == migration.sql, "\(file)")
             #expect(file == String(format: "%04d_", migration.version) + migration.name + ".sql")
