@@ -6,7 +6,10 @@ batch CLI. A password account is upgraded over HTTP, then its app moves from tea
 sub must read `transferred`, B's sub must sign in to the same account, and the reports must hold
 no sub. Loopback only; every process is stopped at the end; bounded by timeouts.
 
-    Scripts/system-test.py [PATH-TO-upgrade-cli]
+    Scripts/system-test.py [--postgres CLUSTER-URL] [PATH-TO-upgrade-cli]
+
+On SQLite by default; with --postgres, on a fresh database created on that cluster (its login needs
+CREATEDB, as Scripts/dev-postgres grants) and dropped at the end.
 """
 import json
 import os
@@ -18,9 +21,17 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
-CLI = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+arguments = sys.argv[1:]
+POSTGRES = None
+if arguments[:1] == ["--postgres"]:
+    if len(arguments) < 2 or not arguments[1].startswith(("postgres://", "postgresql://")):
+        raise SystemExit("system-test: --postgres needs a postgres:// URL")
+    POSTGRES = urllib.parse.urlsplit(arguments[1])
+    arguments = arguments[2:]
+CLI = os.path.abspath(arguments[0]) if arguments else None
 if CLI is None:
     bin_path = subprocess.run(["swift", "build", "--show-bin-path"], capture_output=True, text=True, check=True).stdout.strip()
     CLI = os.path.join(bin_path, "upgrade-cli")
@@ -71,6 +82,26 @@ def check(condition, what):
 
 
 WORKDIR = tempfile.mkdtemp(prefix="siwa-system-")
+FRESH_DATABASE = "system_" + os.urandom(6).hex()
+
+
+def postgres_tool(tool, *arguments):
+    """createdb or dropdb on the --postgres cluster; the password goes by environment, never argv."""
+    environment = {**os.environ, "PGHOST": POSTGRES.hostname or "", "PGPORT": str(POSTGRES.port or 5432),
+                   "PGUSER": urllib.parse.unquote(POSTGRES.username or ""),
+                   "PGPASSWORD": urllib.parse.unquote(POSTGRES.password or "")}
+    maintenance = POSTGRES.path.lstrip("/") or "postgres"
+    return subprocess.run([tool, "--maintenance-db", maintenance, *arguments, FRESH_DATABASE], env=environment,
+                          capture_output=True, text=True, timeout=60)
+
+
+def database_url():
+    if POSTGRES is None:
+        return "sqlite:system.db"
+    created = postgres_tool("createdb")
+    if created.returncode != 0:
+        raise SystemExit(f"system-test: createdb failed: {created.stderr.strip()}")
+    return urllib.parse.urlunsplit(POSTGRES._replace(path="/" + FRESH_DATABASE))
 
 
 def main():
@@ -83,7 +114,8 @@ def main():
     with open("secret.key", "wb") as key:
         key.write(os.urandom(32))
     os.chmod("secret.key", 0o600)
-    team_a = {**settings, "UPGRADE_DB": "sqlite:system.db", "UPGRADE_SECRET_KEY_FILE": "secret.key", "UPGRADE_LISTEN": "127.0.0.1:0"}
+    print("system-test: on " + ("PostgreSQL, a fresh database" if POSTGRES else "SQLite"))
+    team_a = {**settings, "UPGRADE_DB": database_url(), "UPGRADE_SECRET_KEY_FILE": "secret.key", "UPGRADE_LISTEN": "127.0.0.1:0"}
     check(cli(["db", "migrate"], team_a).returncode == 0, "db migrate")
     check(cli(["accounts", "add", "alice"], team_a, stdin="pw-alice").returncode == 0, "accounts add alice")
 
@@ -127,7 +159,7 @@ def main():
     check(get(api + "/v1/apple/credential-state?user=" + fresh["user"])["state"] == "authorized", "the new sub reads authorized")
     reports = open("prepare.jsonl").read() + open("complete.jsonl").read()
     check(old_sub not in reports and fresh["user"] not in reports, "the reports hold no sub")
-    print("system-test: passed")
+    print("system-test: passed on " + ("PostgreSQL" if POSTGRES else "SQLite"))
 
 
 try:
@@ -135,4 +167,6 @@ try:
 finally:
     for child in children:
         stop(child)
+    if POSTGRES is not None:
+        postgres_tool("dropdb", "--if-exists", "--force")
     shutil.rmtree(WORKDIR, ignore_errors=True)

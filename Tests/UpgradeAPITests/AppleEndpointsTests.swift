@@ -35,9 +35,9 @@ struct AppleEndpointsTests {
         #expect(try await server.get("/v1/apple/credential-state").status == 422)
     }
 
-    @Test("sign-in finds the account by sub and stores the refresh token of the exchanged code")
-    func signIn() async throws {
-        let server = try DevServer()
+    @Test("sign-in finds the account by sub and stores the refresh token of the exchanged code", arguments: Backend.all)
+    func signIn(_ backend: Backend) async throws {
+        let server = try DevServer(backend)
         let (accountID, sub) = try await Self.upgraded(server)
         let before = try link(server, accountID)?.refreshTokenCiphertext
         let authorization = try server.development.emulator.authorize(
@@ -98,9 +98,12 @@ struct AppleEndpointsTests {
         #expect(forged.problem == "invalid-identity-token")
     }
 
-    @Test("sign-in requires a nonce we issued: missing, foreign, forged, expired and spent ones are refused")
-    func signInNonces() async throws {
-        let server = try DevServer()
+    @Test(
+        "sign-in requires a nonce we issued: missing, foreign, forged, expired and spent ones are refused",
+        arguments: Backend.all
+    )
+    func signInNonces(_ backend: Backend) async throws {
+        let server = try DevServer(backend)
         _ = try await Self.upgraded(server)
         func token(nonce: String?) throws -> String {
             try server.development.emulator.authorize(
@@ -146,9 +149,12 @@ struct AppleEndpointsTests {
         #expect(reused.status == 400 && reused.problem == "nonce-mismatch")
     }
 
-    @Test("each notification changes what Apple's documentation says; a redelivery and a forgery change nothing")
-    func notifications() async throws {
-        let server = try DevServer()
+    @Test(
+        "each notification changes what Apple's documentation says; a redelivery and a forgery change nothing",
+        arguments: Backend.all
+    )
+    func notifications(_ backend: Backend) async throws {
+        let server = try DevServer(backend)
         let (accountID, sub) = try await Self.upgraded(server)
         let emulator = server.development.emulator
         let user = server.development.appleUserID

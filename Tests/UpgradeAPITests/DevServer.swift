@@ -8,7 +8,8 @@ import FoundationNetworking
 #endif
 
 /// The development server (in-process Apple emulator, demo account) on an ephemeral loopback port,
-/// with a clock the test moves. Stops and removes its database when released.
+/// with a clock the test moves, on a fresh database of the given backend. Stops and removes its
+/// database when released.
 final class DevServer: Sendable {
     final class Clock: Sendable {
         let value = Mutex<Int64>(Int64(Date().timeIntervalSince1970))
@@ -35,19 +36,19 @@ final class DevServer: Sendable {
 
     /// Every log line the server wrote, in order.
     let logs = LogCapture()
-    let directory: URL
+    let database: ServerDatabase
     let application: UpgradeApplication
     let base: String
 
     init(
+        _ backend: Backend = .sqlite,
         environment: [String: String] = [:],
         configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
     ) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-rest-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        database = try ServerDatabase(backend)
         let settings = try ServerSettings.load(
             [
-                "UPGRADE_DB": "sqlite:" + directory.appendingPathComponent("api.db").path,
+                "UPGRADE_DB": database.url,
                 "UPGRADE_LISTEN": "127.0.0.1:0", "UPGRADE_DEV_EMULATOR_PORT": "0",
             ].merging(environment) { _, given in given },
             development: true
@@ -65,16 +66,12 @@ final class DevServer: Sendable {
         } catch {
             // deinit does not run for an instance whose init failed: stop the emulator here.
             application.stop()
-            try? FileManager.default.removeItem(at: directory)
             throw error
         }
         base = "http://127.0.0.1:\(application.server.port)"
     }
 
-    deinit {
-        application.stop()
-        try? FileManager.default.removeItem(at: directory)
-    }
+    deinit { application.stop() }
 
     var development: DevelopmentEnvironment { application.development! }
 

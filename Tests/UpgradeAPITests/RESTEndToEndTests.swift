@@ -3,12 +3,16 @@ import Testing
 import UpgradeAPI
 import UpgradeEngine
 
-/// The upgrade over HTTP on loopback against the development server and its Apple emulator.
+/// The upgrade over HTTP on loopback against the development server and its Apple emulator. The
+/// flows that store something run on every backend (`Backend.all`).
 @Suite("REST API end to end")
 struct RESTEndToEndTests {
-    @Test("with TOTP: password, step-up, Apple credential, completed; then the password is refused")
-    func happyPathWithTOTP() async throws {
-        let server = try DevServer()
+    @Test(
+        "with TOTP: password, step-up, Apple credential, completed; then the password is refused",
+        arguments: Backend.all
+    )
+    func happyPathWithTOTP(_ backend: Backend) async throws {
+        let server = try DevServer(backend)
         let started = try await server.post("/v1/upgrades", DevServer.demoLogin)
         #expect(started.status == 201)
         #expect(started["status"] == "stepUpRequired")
@@ -42,9 +46,9 @@ struct RESTEndToEndTests {
         #expect(view["status"] == "completed")
     }
 
-    @Test("without TOTP: the first answer already carries state and nonce")
-    func happyPathWithoutTOTP() async throws {
-        let server = try DevServer()
+    @Test("without TOTP: the first answer already carries state and nonce", arguments: Backend.all)
+    func happyPathWithoutTOTP(_ backend: Backend) async throws {
+        let server = try DevServer(backend)
         try server.addAccount("plain", password: "pw-plain")
         let started = try await server.post(
             "/v1/upgrades",
@@ -87,9 +91,9 @@ struct RESTEndToEndTests {
             subLinked, cancelled
     }
 
-    @Test("each failure branch answers its problem and result", arguments: Branch.allCases)
-    func failureBranch(_ branch: Branch) async throws {
-        let server = try DevServer()
+    @Test("each failure branch answers its problem and result", arguments: Backend.all, Branch.allCases)
+    func failureBranch(_ backend: Backend, _ branch: Branch) async throws {
+        let server = try DevServer(backend)
         try server.addAccount("plain", password: "pw-plain")
         let plainLogin: [String: any Sendable] = [
             "username": "plain", "password": "pw-plain", "serviceIdentifier": "s",

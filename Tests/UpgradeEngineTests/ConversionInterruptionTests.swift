@@ -7,11 +7,11 @@ import Testing
 /// A store whose next writes fail, as a busy or failing database would, to prove what the service does
 /// when it cannot record an outcome.
 final class FlakyStore: UpgradeStore, Sendable {
-    let base: SQLiteStore
+    let base: any UpgradeStore
     /// Writes to let through, then writes to fail.
     private let script = Mutex((pass: 0, fail: 0))
 
-    init(_ base: SQLiteStore) { self.base = base }
+    init(_ base: any UpgradeStore) { self.base = base }
 
     /// After `pass` more write transactions succeed, the next `count` fail with `busy` before running.
     func failWrites(_ count: Int, after pass: Int = 0) { script.withLock { $0 = (pass, count) } }

@@ -3,28 +3,16 @@ import Testing
 
 @testable import UpgradeEngine
 
-/// A fresh, migrated SQLite database in a temporary directory, removed when the value is released.
-final class TemporaryDatabase: Sendable {
-    let directory: URL
-    let store: SQLiteStore
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        store = try SQLiteStore(path: directory.appendingPathComponent("upgrade.db").path)
-        _ = try store.migrate(now: 1_700_000_000)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
-}
-
+/// What only the SQLite backend has: its pragmas, the pages a write costs, the AUTOINCREMENT its
+/// migration 4 removed, and its catalog. Everything the storage protocol promises is in
+/// `StoreConformanceTests`.
 @Suite("SQLite store")
 struct SQLiteStoreTests {
     static let now: Int64 = 1_700_000_000
 
-    func account(_ name: String, id: String? = nil) -> AccountRecord {
+    func account(_ name: String) -> AccountRecord {
         AccountRecord(
-            id: id ?? UUID().uuidString,
+            id: "acct-\(name)",
             username: name,
             credentialKind: .password,
             createdAt: Self.now,
@@ -32,66 +20,9 @@ struct SQLiteStoreTests {
         )
     }
 
-    /// A TOTP enrollment for `account` with a placeholder secret.
-    func enrollment(_ account: AccountRecord) -> TOTPEnrollmentRecord {
-        TOTPEnrollmentRecord(
-            accountID: account.id,
-            secretCiphertext: [1, 2, 3],
-            algorithm: .sha1,
-            digits: 6,
-            period: 30,
-            lastAcceptedStep: nil,
-            createdAt: Self.now
-        )
-    }
-
-    @Test("the embedded schema is exactly Schema/sqlite (rerun Scripts/embed-schema if this fails)")
-    func embeddedSchemaMatchesFiles() throws {
-        let folder = Fixtures.root.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
-            "Schema/sqlite"
-        )
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }
-            .sorted()
-        #expect(files.count == EmbeddedSchema.sqlite.count)
-        for (file, migration) in zip(files, EmbeddedSchema.sqlite) {
-            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
-            #expect(text.trimmingCharacters(in: .newlines) == migration.sql, "\(file)")
-            #expect(file.hasPrefix(String(format: "%04d_", migration.version)))
-        }
-    }
-
-    @Test("migrate applies each migration once; status lists them")
-    func migrateIsIdempotent() throws {
-        let db = try TemporaryDatabase()
-        #expect(try db.store.migrate(now: Self.now).isEmpty)
-        let status = try db.store.migrationStatus()
-        #expect(status.count == EmbeddedSchema.sqlite.count)
-        #expect(status.allSatisfy { $0.appliedAt == 1_700_000_000 })
-    }
-
-    @Test("status on an empty database lists every migration as pending")
-    func statusBeforeMigrate() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteStore(path: directory.appendingPathComponent("x.db").path)
-        #expect(try store.migrationStatus().allSatisfy { $0.appliedAt == nil })
-    }
-
-    @Test("an edited, already-applied migration is refused")
-    func checksumDrift() throws {
-        let db = try TemporaryDatabase()
-        _ = try db.store.write { tx in
-            try (tx as! SQLiteTransaction).connection.query(
-                "UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1"
-            )
-        }
-        #expect(throws: StorageError.self) { try db.store.migrate(now: Self.now) }
-    }
-
     @Test("WAL mode and foreign keys are on")
     func pragmas() throws {
-        let db = try TemporaryDatabase()
+        let db = try Backend.sqlite.database()
         // Pragma queries count as statements that may write (`sqlite3_stmt_readonly`), so they are
         // read in a write transaction.
         let (mode, foreignKeys) = try db.store.write { tx in
@@ -105,83 +36,32 @@ struct SQLiteStoreTests {
         #expect(foreignKeys == 1)
     }
 
-    @Test("one Apple sub cannot be linked to two accounts")
-    func subIsUnique() throws {
-        let db = try TemporaryDatabase()
-        let first = account("alice")
-        let second = account("bob")
-        try db.store.write { tx in
-            try tx.insertAccount(first)
-            try tx.insertAccount(second)
-            try tx.insertAppleLink(link(first.id, sub: "001.abc.1"))
-        }
-        do {
-            try db.store.write { tx in try tx.insertAppleLink(link(second.id, sub: "001.abc.1")) }
-            Issue.record("second link was accepted")
-        } catch let error as StorageError {
-            #expect(error.code == .uniqueViolation)
-            #expect(error.constraint == .appleLinksSub)
-        }
-        #expect(try db.store.read { try $0.appleLink(accountID: second.id) } == nil)
+    /// WAL frames `write` adds: each committed page adds one (24 + 4096 bytes).
+    func framesWritten(_ db: TestDatabase, _ write: (any StoreTransaction) throws -> Void) throws -> Int {
+        let wal = String(try #require(db.url).dropFirst("sqlite:".count)) + "-wal"
+        let size = { (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
+        let before = size()
+        try db.store.write(write)
+        return (size() - before) / (24 + 4096)
     }
 
-    /// Bytes in the database's WAL file: each committed page adds one frame (24 + 4096 bytes).
-    func walBytes(_ db: TemporaryDatabase) throws -> Int {
-        let wal = db.directory.appendingPathComponent("upgrade.db-wal").path
-        return (try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
-    }
-
-    static let frame = 24 + 4096
-
-    @Test("an Apple link's update rewrites the sub index only when the sub changes; a taken sub is refused")
-    func appleLinkUpdate() throws {
-        let db = try TemporaryDatabase()
+    @Test("an update rewrites an index's page only when a value that index holds changes")
+    func updatesWriteChangedPagesOnly() throws {
+        let db = try Backend.sqlite.database()
         let alice = account("alice")
-        let bob = account("bob")
-        try db.store.write { tx in
-            try tx.insertAccount(alice)
-            try tx.insertAccount(bob)
-            try tx.insertAppleLink(link(alice.id, sub: "001.alice.1"))
-            try tx.insertAppleLink(link(bob.id, sub: "001.bob.1"))
-        }
-        var next = link(alice.id, sub: "001.alice.1")
-        next.email = "alice@privaterelay.appleid.com"
-        next.emailForwardingEnabled = false
-        next.updatedAt = Self.now + 1
-        var before = try walBytes(db)
-        try db.store.write { try $0.updateAppleLink(next, expectedVersion: 1) }
-        #expect(try walBytes(db) - before == Self.frame, "same sub: the table's page only")
-        var stored = try #require(try db.store.read { try $0.appleLink(accountID: alice.id) })
-        #expect(stored.email == next.email && stored.emailForwardingEnabled == false && stored.version == 2)
-
-        next.sub = "001.alice.2"
-        before = try walBytes(db)
-        try db.store.write { try $0.updateAppleLink(next, expectedVersion: 2) }
-        #expect(try walBytes(db) - before == 2 * Self.frame, "new sub: the table's page and the index's")
-        stored = try #require(try db.store.read { try $0.appleLink(sub: "001.alice.2") })
-        #expect(stored.accountID == alice.id && stored.version == 3)
-        #expect(try db.store.read { try $0.appleLink(sub: "001.alice.1") } == nil)
-
-        next.sub = "001.bob.1"
-        next.email = "changed@example.com"
-        do {
-            try db.store.write { try $0.updateAppleLink(next, expectedVersion: 3) }
-            Issue.record("a sub linked to another account was accepted")
-        } catch let error as StorageError {
-            #expect(error.code == .uniqueViolation && error.constraint == .appleLinksSub)
-        }
-        stored = try #require(try db.store.read { try $0.appleLink(accountID: alice.id) })
-        #expect(stored.sub == "001.alice.2" && stored.email == "alice@privaterelay.appleid.com" && stored.version == 3)
-        #expect(throws: StorageError.self) {
-            try db.store.write { try $0.updateAppleLink(link(alice.id, sub: "001.alice.9"), expectedVersion: 1) }
-        }
-    }
-
-    @Test("a transfer record's update writes an index only for a value that changed, and keeps the old sub")
-    func transferRecordUpdate() throws {
-        let db = try TemporaryDatabase()
-        let alice = account("alice")
-        var record = TransferRecord(
+        var link = AppleLinkRecord(
+            accountID: alice.id,
+            sub: "001.alice.1",
+            teamID: "TEAMA12345",
+            clientID: "com.example.app",
+            email: nil,
+            isPrivateEmail: nil,
+            refreshTokenCiphertext: nil,
+            status: .linked,
+            linkedAt: Self.now,
+            updatedAt: Self.now
+        )
+        var transfer = TransferRecord(
             accountID: alice.id,
             status: "pending",
             machine: "{}",
@@ -194,116 +74,7 @@ struct SQLiteStoreTests {
             windowEndsAt: nil,
             updatedAt: Self.now
         )
-        try db.store.write { tx in
-            try tx.insertAccount(alice)
-            try tx.upsertTransferRecord(record, expectedVersion: nil)
-        }
-        // Only unindexed columns: one page.
-        record.attempts = 1
-        var before = try walBytes(db)
-        try db.store.write { try $0.upsertTransferRecord(record, expectedVersion: 1) }
-        #expect(try walBytes(db) - before == Self.frame)
-        // A new status and a transfer sub: the table and those two indexes.
-        record.status = "prepared"
-        record.transferSub = "001.transfer.1"
-        record.oldSub = "001.someone.else"
-        before = try walBytes(db)
-        try db.store.write { try $0.upsertTransferRecord(record, expectedVersion: 2) }
-        #expect(try walBytes(db) - before == 3 * Self.frame)
-        let stored = try #require(try db.store.read { try $0.transferRecord(transferSub: "001.transfer.1") })
-        #expect(stored.status == "prepared" && stored.attempts == 1 && stored.version == 3)
-        #expect(stored.oldSub == "001.old.1", "the old sub is the insert's")
-        #expect(try db.store.read { try $0.transferRecord(oldSub: "001.old.1") }?.accountID == alice.id)
-        #expect(try db.store.read { try $0.transferRecords(status: "prepared", limit: 10) }.count == 1)
-        #expect(try db.store.read { try $0.transferRecords(status: "pending", limit: 10) }.isEmpty)
-        // A stale version changes nothing.
-        record.status = "failed"
-        #expect(throws: StorageError.self) {
-            try db.store.write { try $0.upsertTransferRecord(record, expectedVersion: 2) }
-        }
-        #expect(try db.store.read { try $0.transferRecord(accountID: alice.id) }?.status == "prepared")
-    }
-
-    @Test("inserting a transfer record another request created is a lost race; another account's old sub is refused")
-    func transferRecordInsertRace() throws {
-        let db = try TemporaryDatabase()
-        let alice = account("alice")
-        let bob = account("bob")
-        let record = TransferRecord(
-            accountID: alice.id,
-            status: "transferPrepared",
-            machine: "{}",
-            oldSub: "001.old.1",
-            transferSub: "001.transfer.1",
-            newSub: nil,
-            targetTeamID: "TEAMB12345",
-            failureReason: nil,
-            attempts: 1,
-            windowEndsAt: nil,
-            updatedAt: Self.now
-        )
-        try db.store.write { tx in
-            try tx.insertAccount(alice)
-            try tx.insertAccount(bob)
-            try tx.upsertTransferRecord(record, expectedVersion: nil)
-        }
-        // The same record again, as a second batch that read the account before the first wrote it.
-        do {
-            try db.store.write { try $0.upsertTransferRecord(record, expectedVersion: nil) }
-            Issue.record("a second insert for the account was accepted")
-        } catch let error as StorageError {
-            #expect(error.code == .versionConflict, "\(error)")
-        }
-        var other = record
-        other.accountID = bob.id
-        other.transferSub = "001.transfer.2"
-        do {
-            try db.store.write { try $0.upsertTransferRecord(other, expectedVersion: nil) }
-            Issue.record("two accounts share an old sub")
-        } catch let error as StorageError {
-            #expect(error.code == .uniqueViolation && error.constraint == .transferRecordsOldSub, "\(error)")
-        }
-        #expect(try db.store.read { try $0.transferRecords(status: nil, limit: 10) }.map(\.accountID) == [alice.id])
-    }
-
-    func link(_ accountID: String, sub: String) -> AppleLinkRecord {
-        AppleLinkRecord(
-            accountID: accountID,
-            sub: sub,
-            teamID: "TEAMA12345",
-            clientID: "com.example.app",
-            email: nil,
-            isPrivateEmail: nil,
-            refreshTokenCiphertext: nil,
-            status: .linked,
-            linkedAt: Self.now,
-            updatedAt: Self.now
-        )
-    }
-
-    @Test("a stale version loses; the row is unchanged")
-    func optimisticConcurrency() throws {
-        let db = try TemporaryDatabase()
-        let alice = account("alice")
-        try db.store.write { try $0.insertAccount(alice) }
-        try db.store.write {
-            try $0.updateAccountCredentialKind(id: alice.id, kind: .appleOnly, expectedVersion: 1, now: Self.now)
-        }
-        #expect(throws: StorageError(.versionConflict, "account was changed by another request; reload and retry")) {
-            try db.store.write {
-                try $0.updateAccountCredentialKind(id: alice.id, kind: .password, expectedVersion: 1, now: Self.now)
-            }
-        }
-        let stored = try db.store.read { try $0.account(id: alice.id) }
-        #expect(stored?.credentialKind == .appleOnly)
-        #expect(stored?.version == 2)
-    }
-
-    @Test("an upgrade's update stores what a transition changes, keeps what was fixed at insert, and writes one page")
-    func upgradeSessionUpdate() throws {
-        let db = try TemporaryDatabase()
-        let alice = account("alice")
-        let session = UpgradeSessionRecord(
+        var session = UpgradeSessionRecord(
             id: "upg_1",
             accountID: alice.id,
             usernameKey: "alice",
@@ -319,288 +90,81 @@ struct SQLiteStoreTests {
         )
         try db.store.write { tx in
             try tx.insertAccount(alice)
+            try tx.insertAppleLink(link)
+            try tx.upsertTransferRecord(transfer, expectedVersion: nil)
             try tx.insertUpgradeSession(session)
         }
-        var next = session
-        next.accountID = nil
-        next.usernameKey = "mallory"
-        next.serviceIdentifier = "other.example"
-        next.createdAt = 0
-        next.status = "completed"
-        next.machine = #"{"status":"completed"}"#
-        next.nonceHash = nil
-        next.linkedSub = "001234.abc"
-        next.expiresAt = Self.now + 1
-        next.updatedAt = Self.now + 1
+        link.email = "alice@privaterelay.appleid.com"
+        #expect(try framesWritten(db) { try $0.updateAppleLink(link, expectedVersion: 1) } == 1, "same sub")
+        link.sub = "001.alice.2"
+        #expect(try framesWritten(db) { try $0.updateAppleLink(link, expectedVersion: 2) } == 2, "and the sub index")
 
-        let before = try walBytes(db)
-        try db.store.write { try $0.updateUpgradeSession(next, expectedVersion: 1) }
-        // One WAL frame: the table's leaf, and no index entry rewritten.
-        #expect(try walBytes(db) - before == Self.frame)
-
-        let stored = try #require(try db.store.read { try $0.upgradeSession(id: "upg_1") })
-        #expect(stored.accountID == alice.id)
-        #expect(stored.usernameKey == "alice")
-        #expect(stored.serviceIdentifier == "example.com")
-        #expect(stored.createdAt == Self.now)
-        #expect(stored.status == "completed")
-        #expect(stored.machine == next.machine)
-        #expect(stored.stateHash == "s")
-        #expect(stored.nonceHash == nil)
-        #expect(stored.linkedSub == "001234.abc")
-        #expect(stored.expiresAt == Self.now + 1)
-        #expect(stored.updatedAt == Self.now + 1)
-        #expect(stored.version == 2)
-    }
-    @Test("an account's open upgrades are exactly those whose status is not terminal, oldest first")
-    func openUpgradeSessions() throws {
-        let db = try TemporaryDatabase()
-        let alice = account("alice")
-        try db.store.write { tx in
-            try tx.insertAccount(alice)
-            for (offset, status) in UpgradeStatus.allCases.enumerated() {
-                try tx.insertUpgradeSession(
-                    UpgradeSessionRecord(
-                        id: "upg_\(status.rawValue)",
-                        accountID: alice.id,
-                        usernameKey: "alice",
-                        serviceIdentifier: "example.com",
-                        status: status.rawValue,
-                        machine: "{}",
-                        stateHash: nil,
-                        nonceHash: nil,
-                        linkedSub: nil,
-                        createdAt: Self.now - Int64(offset),
-                        expiresAt: Self.now + 600,
-                        updatedAt: Self.now
-                    )
-                )
-            }
-        }
-        let open = try db.store.read { try $0.openUpgradeSessions(accountID: alice.id, limit: 100) }
-        #expect(open.map(\.status) == UpgradeStatus.allCases.filter { !$0.isTerminal }.reversed().map(\.rawValue))
-    }
-
-    @Test("a throwing transaction rolls back everything it wrote")
-    func rollback() throws {
-        struct Boom: Error {}
-        let db = try TemporaryDatabase()
-        #expect(throws: Boom.self) {
-            try db.store.write { tx in
-                try tx.insertAccount(account("carol"))
-                throw Boom()
-            }
-        }
-        #expect(try db.store.read { try $0.account(username: Username("carol")) } == nil)
-    }
-
-    @Test("a read transaction refuses a write and changes nothing; the connection still writes afterwards")
-    func readTransactionRefusesWrites() throws {
-        let db = try TemporaryDatabase()
-        // One connection, so the refused write and the later ones share it.
-        let store = try SQLiteStore(path: db.store.path, maxConnections: 1)
-        do {
-            try store.read { try $0.insertAccount(account("mallory")) }
-            Issue.record("a write inside a read transaction was not refused")
-        } catch let error as StorageError {
-            #expect(error.message.contains("read transaction"))
-        }
-        #expect(try store.read { try $0.account(username: Username("mallory")) } == nil)
-        // The same statement, now cached, runs in a write transaction.
-        try store.write { try $0.insertAccount(account("mallory")) }
-        #expect(try store.read { try $0.account(username: Username("mallory")) } != nil)
-    }
-
-    @Test("migration 4 keeps every audit row and its id, keeps the trail append-only, and ids keep rising")
-    func auditRebuildKeepsRows() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteStore(path: directory.appendingPathComponent("upgrade.db").path)
-        #expect(try store.migrate(now: Self.now, through: 3).map(\.version) == [1, 2, 3])
-        for index in 0..<5 {
-            try store.write {
-                try $0.appendAudit(
-                    AuditEvent(at: Self.now + Int64(index), accountID: "a", upgradeID: "u", event: "before.\(index)")
-                )
-            }
-        }
-        let before = try store.read { try $0.auditTrail(upgradeID: "u", limit: 100) }
-        #expect(try store.migrate(now: Self.now, through: 4).map(\.version) == [4])
-        let after = try store.read { try $0.auditTrail(upgradeID: "u", limit: 100) }
-        #expect(after == before)
-        #expect(try store.read { try $0.auditTrail(accountID: "a", limit: 100) } == before)
-        try store.write { try $0.appendAudit(AuditEvent(at: Self.now, accountID: "a", upgradeID: "u", event: "after")) }
-        let ids = try store.read { try $0.auditTrail(upgradeID: "u", limit: 100) }.compactMap(\.id)
-        #expect(ids == ids.sorted() && Set(ids).count == 6 && ids.last! > before.last!.id!)
-        #expect(throws: StorageError.self) {
-            try store.write { try ($0 as! SQLiteTransaction).connection.query("DELETE FROM audit_events") }
-        }
-        #expect(throws: StorageError.self) {
-            try store.write { try ($0 as! SQLiteTransaction).connection.query("UPDATE audit_events SET event = 'x'") }
-        }
-        let autoincrement = try store.write { tx in
-            try (tx as! SQLiteTransaction).connection.query("SELECT sql FROM sqlite_master WHERE name = 'audit_events'")
-        }
-        #expect(autoincrement.first?.first.flatMap(\.string)?.contains("AUTOINCREMENT") == false)
-    }
-
-    @Test("usernames are stored and found in their enforced form, case-insensitively and trimmed")
-    func usernameNormalisation() throws {
-        let db = try TemporaryDatabase()
-        try db.store.write { try $0.insertAccount(account(" Alice ")) }
-        #expect(try db.store.read { try $0.account(username: Username("ALICE")) }?.username == "alice")
-    }
-
-    @Test("the backend stores and compares a username byte for byte; enforcing it is the engine's step")
-    func usernameRowIsStoredAsGiven() throws {
-        let db = try TemporaryDatabase()
-        let nfd = "jose\u{301}"
-        try db.store.write { tx in
-            try tx.insertAccountRow(account("Alice"))
-            try tx.insertAccountRow(account(nfd))
-        }
-        let stored = try db.store.read { try $0.accounts(afterID: nil, limit: 10) }.map(\.username)
-        #expect(stored.contains { $0.utf8.elementsEqual("Alice".utf8) })
-        #expect(stored.contains { $0.utf8.elementsEqual(nfd.utf8) })
-        #expect(try db.store.read { try $0.account(username: Username("alice")) } == nil)
-        #expect(try db.store.read { try $0.account(username: Username(nfd)) } == nil)
-        // `insertAccount` enforces first: "ALICE" is stored, and found, as "alice".
-        try db.store.write { try $0.insertAccount(account("ALICE")) }
-        #expect(try db.store.read { try $0.account(username: Username("alice")) } != nil)
-    }
-
-    @Test("a password check's snapshot, read in one statement, equals the four single-row reads")
-    func passwordCheckSnapshot() throws {
-        let db = try TemporaryDatabase()
-        let plain = account("plain")
-        let withTOTP = account("Two-Factor")
-        let converted = account("converted")
-        try db.store.write { tx in
-            for record in [plain, withTOTP, converted] {
-                try tx.insertAccount(record)
-                try tx.upsertPasswordCredential(
-                    PasswordCredentialRecord(
-                        accountID: record.id,
-                        hash: "h-\(record.id)",
-                        format: "argon2id",
-                        updatedAt: 7
-                    )
-                )
-            }
-            try tx.upsertTOTPEnrollment(enrollment(withTOTP))
-            try tx.deletePasswordCredential(accountID: converted.id)
-            _ = try tx.recordFailure(usernameKey: "plain", now: 5)
-            _ = try tx.recordFailure(usernameKey: "nobody", now: 6)
-            _ = try tx.recordFailure(usernameKey: "nobody", now: 8)
-        }
-        for key in ["plain", "two-factor", "Two-Factor", "converted", "nobody", "never-seen"] {
-            let username = try Username(key)
-            let snapshot = try db.store.read { try $0.passwordCheckSnapshot(username: username) }
-            let expected = try db.store.read { tx in
-                var expected = PasswordCheckSnapshot(throttle: try tx.throttle(usernameKey: username.value))
-                expected.account = try tx.account(username: username)
-                if let account = expected.account {
-                    expected.credential = try tx.passwordCredential(accountID: account.id)
-                    expected.hasSecondFactor = try tx.totpEnrollment(accountID: account.id) != nil
-                }
-                return expected
-            }
-            #expect(snapshot == expected, "\(key)")
-        }
-        let twoFactor = try db.store.read { try $0.passwordCheckSnapshot(username: Username("two-factor")) }
-        #expect(twoFactor.hasSecondFactor && twoFactor.credential?.hash == "h-\(withTOTP.id)")
-        let nobody = try db.store.read { try $0.passwordCheckSnapshot(username: Username("nobody")) }
-        #expect(nobody.account == nil && nobody.throttle?.failures == 2 && nobody.throttle?.lastFailureAt == 8)
-        #expect(try db.store.read { try $0.passwordCheckSnapshot(username: Username("converted")) }.credential == nil)
-    }
-
-    @Test("the audit trail is append-only")
-    func auditAppendOnly() throws {
-        let db = try TemporaryDatabase()
-        try db.store.write {
-            try $0.appendAudit(
-                AuditEvent(at: Self.now, accountID: "a", upgradeID: nil, event: "test", detail: ["k": "v"])
-            )
-        }
-        #expect(throws: StorageError.self) {
-            try db.store.write {
-                try ($0 as! SQLiteTransaction).connection.query("UPDATE audit_events SET event = 'x'")
-            }
-        }
-        #expect(throws: StorageError.self) {
-            try db.store.write { try ($0 as! SQLiteTransaction).connection.query("DELETE FROM audit_events") }
-        }
-        let trail = try db.store.read { try $0.auditTrail(accountID: "a", limit: 10) }
-        #expect(trail.map(\.event) == ["test"])
-        #expect(trail.first?.detail == ["k": "v"])
-    }
-
-    @Test("the audit detail is the engine's JSON: the store keeps its text, and reading skips what is not a string")
-    func auditDetailJSON() throws {
-        let event = AuditEvent(
-            at: Self.now,
-            accountID: "a",
-            upgradeID: nil,
-            event: "t",
-            detail: ["b": "x\"y", "a": "1"]
+        transfer.attempts = 1
+        #expect(try framesWritten(db) { try $0.upsertTransferRecord(transfer, expectedVersion: 1) } == 1)
+        transfer.status = "prepared"
+        transfer.transferSub = "001.transfer.1"
+        #expect(
+            try framesWritten(db) { try $0.upsertTransferRecord(transfer, expectedVersion: 2) } == 3,
+            "and the status and transfer-sub indexes"
         )
-        #expect(event.detailJSON == #"{"a":"1","b":"x\"y"}"#)
-        let db = try TemporaryDatabase()
-        try db.store.write { try $0.appendAudit(event) }
-        let stored = try db.store.read { tx in
-            try (tx as! SQLiteTransaction).connection.query("SELECT detail FROM audit_events").first?.first
-        }
-        #expect(stored == .text(event.detailJSON))
-        #expect(try db.store.read { try $0.auditTrail(accountID: "a", limit: 1) }.first?.detail == event.detail)
-        #expect(AuditEvent.detail(json: #"{"a":"1","n":2,"o":{"k":"v"}}"#) == ["a": "1"])
-        #expect(AuditEvent.detail(json: "not JSON").isEmpty)
-        #expect(AuditEvent.detail(json: #"["a"]"#).isEmpty)
+
+        // What was fixed at insert (account, username, creation) is not written again.
+        session.accountID = nil
+        session.usernameKey = "mallory"
+        session.createdAt = 0
+        session.status = "completed"
+        session.nonceHash = nil
+        session.linkedSub = "001234.abc"
+        #expect(try framesWritten(db) { try $0.updateUpgradeSession(session, expectedVersion: 1) } == 1)
     }
 
-    @Test("a TOTP step and a recovery code can each be used once")
-    func singleUseSecondFactor() throws {
-        let db = try TemporaryDatabase()
-        let alice = account("alice")
-        try db.store.write { tx in
-            try tx.insertAccount(alice)
-            try tx.upsertTOTPEnrollment(enrollment(alice))
-            try tx.insertRecoveryCodes(accountID: alice.id, codeHashes: ["h1", "h2"])
+    @Test("after migration 4 the audit table takes its ids without AUTOINCREMENT")
+    func auditWithoutAutoincrement() throws {
+        let db = try Backend.sqlite.database()
+        let sql = try db.store.write { tx in
+            try TestDatabase.raw(tx, "SELECT sql FROM sqlite_master WHERE name = 'audit_events'")
         }
-        #expect(try db.store.write { try $0.advanceTOTPStep(accountID: alice.id, step: 100) })
-        #expect(try !db.store.write { try $0.advanceTOTPStep(accountID: alice.id, step: 100) })
-        #expect(try !db.store.write { try $0.advanceTOTPStep(accountID: alice.id, step: 99) })
-        #expect(try db.store.write { try $0.consumeRecoveryCode(accountID: alice.id, codeHash: "h1", now: Self.now) })
-        #expect(try !db.store.write { try $0.consumeRecoveryCode(accountID: alice.id, codeHash: "h1", now: Self.now) })
-        #expect(try db.store.read { try $0.unusedRecoveryCodeCount(accountID: alice.id) } == 1)
+        #expect(sql.first?.first.flatMap(\.string)?.contains("AUTOINCREMENT") == false)
     }
 
-    @Test("deleting an account's password leaves a database with no hash for it")
-    func deletePassword() throws {
-        let db = try TemporaryDatabase()
-        let alice = account("alice")
-        try db.store.write { tx in
-            try tx.insertAccount(alice)
-            try tx.upsertPasswordCredential(
-                PasswordCredentialRecord(accountID: alice.id, hash: "$2b$04$x", format: "bcrypt", updatedAt: Self.now)
-            )
-        }
-        #expect(try db.store.write { try $0.deletePasswordCredential(accountID: alice.id) })
-        #expect(try db.store.read { try $0.passwordCredential(accountID: alice.id) } == nil)
-    }
-
-    @Test("many threads writing at once: every increment lands exactly once")
-    func concurrentWriters() async throws {
-        let db = try TemporaryDatabase()
-        let store = db.store
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<40 {
-                group.addTask {
-                    _ = try? store.write { try $0.recordFailure(usernameKey: "shared", now: Self.now) }
-                }
+    @Test("every UNIQUE and PRIMARY KEY constraint of the schema has exactly one typed value, and a collision above")
+    func everyUniqueConstraintIsMapped() throws {
+        let db = try Backend.sqlite.database()
+        // The columns of each unique index, named as SQLite's messages name them; pragma functions
+        // count as statements that may write, so they run in a write transaction.
+        let named = try db.store.write { tx in
+            let connection = (tx as! SQLiteTransaction).connection
+            var columns: [String: [String]] = [:]
+            for row in try connection.query(
+                """
+                SELECT m.name, l.name, i.name FROM sqlite_master AS m
+                JOIN pragma_index_list(m.name) AS l JOIN pragma_index_info(l.name) AS i
+                WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name != 'schema_migrations'
+                    AND l."unique" = 1
+                ORDER BY m.name, l.name, i.seqno
+                """
+            ) {
+                let table = row[0].string ?? ""
+                columns[row[1].string ?? "", default: []].append("\(table).\(row[2].string ?? "")")
             }
+            var named = Set(columns.values.map { $0.joined(separator: ", ") })
+            // An INTEGER PRIMARY KEY is the rowid itself and has no index.
+            for row in try connection.query(
+                """
+                SELECT m.name, c.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS c
+                WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name != 'schema_migrations'
+                    AND c.pk = 1 AND upper(c.type) = 'INTEGER'
+                    AND NOT EXISTS (SELECT 1 FROM pragma_index_list(m.name) AS l WHERE l.origin = 'pk')
+                """
+            ) {
+                named.insert("\(row[0].string ?? "").\(row[1].string ?? "")")
+            }
+            return named
         }
-        #expect(try store.read { try $0.throttle(usernameKey: "shared") }?.failures == 40)
+        #expect(named == Set(SQLiteConnection.uniqueConstraints.keys))
+        let values = SQLiteConnection.uniqueConstraints.values
+        #expect(Set(values).count == values.count, "one typed value per constraint")
+        #expect(Set(UniqueCollision.allCases.map(\.constraint)) == Set(values))
     }
 
     @Test("UPGRADE_DB parsing")

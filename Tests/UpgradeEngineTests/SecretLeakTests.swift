@@ -77,7 +77,9 @@ struct SecretLeakTests {
         // The raw database and WAL bytes.
         var stored = Data()
         for suffix in ["", "-wal", "-shm"] {
-            if let data = FileManager.default.contents(atPath: h.store.path + suffix) { stored.append(data) }
+            if let data = FileManager.default.contents(atPath: try #require(h.database.path) + suffix) {
+                stored.append(data)
+            }
         }
         #expect(stored.count > 0)
         // Every audit row, rendered.

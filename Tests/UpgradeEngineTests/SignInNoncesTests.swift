@@ -62,17 +62,17 @@ struct SignInNoncesTests {
         } throws: { ($0 as? IdentityTokenError)?.code == .nonceMissing }
     }
 
-    @Test("the store spends a nonce once and forgets expired ones")
-    func singleUse() throws {
-        let db = try TemporaryDatabase()
+    @Test("the store spends a nonce once and forgets expired ones", arguments: Backend.all)
+    func singleUse(_ backend: Backend) throws {
+        let db = try backend.database()
         let first = try db.store.write { try $0.useSignInNonce(hash: "a", expiresAt: Self.now + 600, now: Self.now) }
         let second = try db.store.write { try $0.useSignInNonce(hash: "a", expiresAt: Self.now + 600, now: Self.now) }
         #expect(first && !second)
         // Past its expiry the row is pruned by the next use (the nonce itself is refused as expired).
         _ = try db.store.write { try $0.useSignInNonce(hash: "b", expiresAt: Self.now + 1200, now: Self.now + 600) }
         let remaining = try db.store.read { tx in
-            try (tx as! SQLiteTransaction).connection.scalarInt("SELECT count(*) FROM used_sign_in_nonces", [])
+            try TestDatabase.raw(tx, "SELECT count(*) FROM used_sign_in_nonces").first?.first
         }
-        #expect(remaining == 1)
+        #expect(remaining == .integer(1))
     }
 }

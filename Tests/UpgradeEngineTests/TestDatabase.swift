@@ -117,6 +117,9 @@ final class TestDatabase: Sendable {
     /// PostgreSQL: the schema that holds this database's tables, unless it has a database of its own.
     var schema: String? { place.schema }
 
+    /// SQLite: the database file; its `-wal` and `-shm` files sit beside it.
+    var path: String? { place.directory?.appendingPathComponent("upgrade.db").path }
+
     /// `UPGRADE_DB` for a process to open this database: nil for a PostgreSQL schema.
     var url: String? {
         if let directory = place.directory { return "sqlite:" + directory.appendingPathComponent("upgrade.db").path }

@@ -129,7 +129,7 @@ struct TransferCLITests {
         _ = try await world.prepare(TransferWorld.options(concurrency: 1, limit: 3))
         let windowEndsAt = try world.transferApp()
         _ = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 1, limit: 1))
-        let db = "sqlite:" + world.database.directory.appendingPathComponent("upgrade.db").path
+        let db = try #require(world.database.url)
 
         let result = try runCLI(["transfer", "status", "--db", db])
         #expect(result.status == 0, "\(result.stderr)")

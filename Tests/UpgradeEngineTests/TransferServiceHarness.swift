@@ -31,7 +31,7 @@ final class TransferWorld: Sendable {
 
     let clock = Clock()
     let emulator: AppleIDEmulator
-    let database: TemporaryDatabase
+    let database: TestDatabase
     let secrets = SecretBox.developmentOnly()
     let clientA: EmulatedAppleClient
     let clientB: EmulatedAppleClient
@@ -41,7 +41,7 @@ final class TransferWorld: Sendable {
     let sender: TransferService
     let recipient: TransferService
 
-    init() throws {
+    init(backend: Backend = .sqlite) throws {
         let clock = self.clock
         emulator = AppleIDEmulator(clock: { clock.value.withLock { $0 } })
         let keyA = P256PrivateKey()
@@ -55,7 +55,7 @@ final class TransferWorld: Sendable {
         clientB = try emulator.client(teamID: Self.teamB, keyID: Self.keyB, privateKey: keyB)
         appleA = CountingMigrator(clientA)
         appleB = CountingMigrator(clientB)
-        database = try TemporaryDatabase()
+        database = try backend.database()
         sender = TransferService(
             store: database.store,
             apple: appleA,
@@ -68,7 +68,7 @@ final class TransferWorld: Sendable {
         )
     }
 
-    var store: SQLiteStore { database.store }
+    var store: any UpgradeStore { database.store }
     var now: Int64 { clock.value.withLock { $0 } }
     func advance(_ seconds: Int64) { clock.value.withLock { $0 += seconds } }
 

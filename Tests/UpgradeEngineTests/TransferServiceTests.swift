@@ -87,8 +87,10 @@ struct TransferServiceTests {
         let tokens = world.appleA.accessTokens + world.appleB.accessTokens
         #expect(tokens.count == 2)
         var stored = Data()
-        for name in try FileManager.default.contentsOfDirectory(atPath: world.database.directory.path) {
-            stored.append(try Data(contentsOf: world.database.directory.appendingPathComponent(name)))
+        for suffix in ["", "-wal", "-shm"] {
+            if let data = FileManager.default.contents(atPath: try #require(world.database.path) + suffix) {
+                stored.append(data)
+            }
         }
         let audit = try users.flatMap { try world.audit($0) }.map { "\($0)" }.joined()
         for token in tokens {
@@ -97,9 +99,12 @@ struct TransferServiceTests {
         }
     }
 
-    @Test("re-running both batches does nothing twice: rows already done, no Apple call per user, no audit row")
-    func rerunIsIdempotent() async throws {
-        let world = try TransferWorld()
+    @Test(
+        "re-running both batches does nothing twice: rows already done, no Apple call per user, no audit row",
+        arguments: Backend.all
+    )
+    func rerunIsIdempotent(_ backend: Backend) async throws {
+        let world = try TransferWorld(backend: backend)
         let users = try (0..<3).map { try world.addLinkedUser("user\($0)") }
         _ = try await world.prepare()
         let windowEndsAt = try world.transferApp()
@@ -196,9 +201,12 @@ struct TransferServiceTests {
         }
     }
 
-    @Test("two complete batches racing over the same accounts: each account is transferred exactly once")
-    func racingBatches() async throws {
-        let world = try TransferWorld()
+    @Test(
+        "two complete batches racing over the same accounts: each account is transferred exactly once",
+        arguments: Backend.all
+    )
+    func racingBatches(_ backend: Backend) async throws {
+        let world = try TransferWorld(backend: backend)
         let users = try (0..<12).map { try world.addLinkedUser("user\($0)") }
         _ = try await world.prepare()
         let windowEndsAt = try world.transferApp()
@@ -214,9 +222,12 @@ struct TransferServiceTests {
         }
     }
 
-    @Test("two prepare batches racing over one database: each account prepared once, no row fails in either")
-    func racingPrepareBatches() async throws {
-        let world = try TransferWorld()
+    @Test(
+        "two prepare batches racing over one database: each account prepared once, no row fails in either",
+        arguments: Backend.all
+    )
+    func racingPrepareBatches(_ backend: Backend) async throws {
+        let world = try TransferWorld(backend: backend)
         let users = try (0..<4).map { try world.addLinkedUser("user\($0)") }
         // Apple's answers, which are the same for both batches (stable per user and recipient team).
         let token = try await world.clientA.teamAccessToken(clientID: TransferWorld.clientID).accessToken

@@ -14,17 +14,18 @@ final class UpgradeHarness: Sendable {
     static let appleKey: RSAPrivateKey = try! RSAPrivateKey(generatingBits: 2048)
     static let fastHash = PasswordHasher.Parameters(memoryKiB: 256, iterations: 1, parallelism: 1)
 
-    let database: TemporaryDatabase
+    let database: TestDatabase
     let secrets = SecretBox.developmentOnly()
     let apple: ScriptedAppleEndpoint
     let service: UpgradeService
 
     init(
+        backend: Backend = .sqlite,
         apple: ScriptedAppleEndpoint = ScriptedAppleEndpoint(),
         policy: UpgradePolicy = .default,
         onEffect: @escaping @Sendable (UpgradeEffect, String) -> Void = { _, _ in }
     ) throws {
-        database = try TemporaryDatabase()
+        database = try backend.database()
         self.apple = apple
         let verifier = IdentityTokenVerifier(
             keys: try JWKSet(keys: [(Self.keyID, Self.appleKey.publicKey)]),
@@ -44,7 +45,7 @@ final class UpgradeHarness: Sendable {
         )
     }
 
-    var store: SQLiteStore { database.store }
+    var store: any UpgradeStore { database.store }
 
     @discardableResult
     func addAccount(

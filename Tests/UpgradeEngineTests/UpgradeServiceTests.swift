@@ -34,9 +34,12 @@ struct UpgradeServiceTests {
         )
     }
 
-    @Test("password without 2FA: state and nonce issued, credential converts the account and deletes the password")
-    func happyPathWithoutSecondFactor() async throws {
-        let h = try UpgradeHarness()
+    @Test(
+        "password without 2FA: state and nonce issued, credential converts the account and deletes the password",
+        arguments: Backend.all
+    )
+    func happyPathWithoutSecondFactor(_ backend: Backend) async throws {
+        let h = try UpgradeHarness(backend: backend)
         let alice = try h.addAccount("alice", password: "correct horse")
         let started = try h.service.start(
             username: "Alice",
@@ -89,9 +92,9 @@ struct UpgradeServiceTests {
         #expect(again?.kind == .invalidCredentials)
     }
 
-    @Test("a retried completion returns the same answer and changes nothing")
-    func completionIsIdempotent() async throws {
-        let h = try UpgradeHarness()
+    @Test("a retried completion returns the same answer and changes nothing", arguments: Backend.all)
+    func completionIsIdempotent(_ backend: Backend) async throws {
+        let h = try UpgradeHarness(backend: backend)
         try h.addAccount("alice", password: "pw")
         let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         let request = credential(started)
@@ -109,9 +112,12 @@ struct UpgradeServiceTests {
         #expect(try h.service.view(id: started.id, now: now + 3).status == .completed)
     }
 
-    @Test("TOTP step-up: wrong code keeps twoFactorAuthRequired with attempts left, right code issues state and nonce")
-    func stepUpWithTOTP() async throws {
-        let h = try UpgradeHarness()
+    @Test(
+        "TOTP step-up: wrong code keeps twoFactorAuthRequired with attempts left, right code issues state and nonce",
+        arguments: Backend.all
+    )
+    func stepUpWithTOTP(_ backend: Backend) async throws {
+        let h = try UpgradeHarness(backend: backend)
         let secret = Array("12345678901234567890".utf8)
         try h.addAccount("bob", password: "pw", totpSecret: secret)
         let started = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
@@ -191,9 +197,9 @@ struct UpgradeServiceTests {
         #expect(try h.service.view(id: started.id, now: now + 1).status == .stepUpRequired)
     }
 
-    @Test("wrong password and unknown user look the same; both lock after repeated failures")
-    func uniformFailuresAndLockout() async throws {
-        let h = try UpgradeHarness()
+    @Test("wrong password and unknown user look the same; both lock after repeated failures", arguments: Backend.all)
+    func uniformFailuresAndLockout(_ backend: Backend) async throws {
+        let h = try UpgradeHarness(backend: backend)
         try h.addAccount("alice", password: "right")
         let wrong = await failure {
             try h.service.start(username: "alice", password: "wrong", serviceIdentifier: "s", now: now)
@@ -277,9 +283,9 @@ struct UpgradeServiceTests {
         }
     }
 
-    @Test("a sub already linked to another account is a conflict, never a merge")
-    func subConflict() async throws {
-        let h = try UpgradeHarness()
+    @Test("a sub already linked to another account is a conflict, never a merge", arguments: Backend.all)
+    func subConflict(_ backend: Backend) async throws {
+        let h = try UpgradeHarness(backend: backend)
         let alice = try h.addAccount("alice", password: "pw")
         let bob = try h.addAccount("bob", password: "pw")
         let first = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
@@ -373,9 +379,12 @@ struct UpgradeServiceTests {
         #expect(try h.store.read { try $0.appleLink(sub: sub) } == nil)
     }
 
-    @Test("50 concurrent completions of one upgrade: exactly one conversion, every caller sees it")
-    func concurrentCompletions() async throws {
-        let h = try UpgradeHarness()
+    @Test(
+        "50 concurrent completions of one upgrade: exactly one conversion, every caller sees it",
+        arguments: Backend.all
+    )
+    func concurrentCompletions(_ backend: Backend) async throws {
+        let h = try UpgradeHarness(backend: backend)
         let alice = try h.addAccount("alice", password: "pw")
         h.apple.delay(milliseconds: 50)
         let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)

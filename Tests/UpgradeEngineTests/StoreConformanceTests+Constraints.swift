@@ -71,8 +71,8 @@ private enum Seed {
     }
 
     /// A database holding one row behind each unique constraint.
-    static func database() throws -> TemporaryDatabase {
-        let db = try TemporaryDatabase()
+    static func database(_ backend: Backend) throws -> TestDatabase {
+        let db = try backend.database()
         try db.store.write { tx in
             try tx.insertAccount(account(alice, "s3cret-alice"))
             try tx.insertAccount(account(bob, "s3cret-bob"))
@@ -103,9 +103,9 @@ private enum Seed {
     }
 
     /// A statement the protocol offers no way to run (its upserts turn these collisions into
-    /// updates or no-ops), run on the SQLite connection itself.
+    /// updates or no-ops), run on the transaction's own connection.
     static func raw(_ tx: any StoreTransaction, _ sql: String, _ arguments: [SQLValue]) throws {
-        try (tx as! SQLiteTransaction).connection.query(sql, arguments)
+        try TestDatabase.raw(tx, sql, arguments)
     }
 }
 
@@ -216,13 +216,14 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     }
 }
 
-extension SQLiteStoreTests {
+extension StoreConformanceTests {
     @Test(
         "each unique constraint is reported as its typed value, and the write changes nothing",
-        arguments: UniqueCollision.allCases
+        arguments: Backend.all,
+        UniqueCollision.allCases
     )
-    func uniqueConstraintIsTyped(_ collision: UniqueCollision) throws {
-        let db = try Seed.database()
+    func uniqueConstraintIsTyped(_ backend: Backend, _ collision: UniqueCollision) throws {
+        let db = try Seed.database(backend)
         let before = try db.store.read { try $0.auditTrail(accountID: Seed.alice, limit: 10) }
         do {
             try db.store.write { tx in
@@ -240,49 +241,9 @@ extension SQLiteStoreTests {
         #expect(try db.store.read { try $0.auditTrail(accountID: Seed.alice, limit: 10) } == before)
     }
 
-    @Test("every UNIQUE and PRIMARY KEY constraint of the schema has exactly one typed value, and a collision above")
-    func everyUniqueConstraintIsMapped() throws {
-        let db = try TemporaryDatabase()
-        // The columns of each unique index, named as SQLite's messages name them; pragma functions
-        // count as statements that may write, so they run in a write transaction.
-        let named = try db.store.write { tx in
-            let connection = (tx as! SQLiteTransaction).connection
-            var columns: [String: [String]] = [:]
-            for row in try connection.query(
-                """
-                SELECT m.name, l.name, i.name FROM sqlite_master AS m
-                JOIN pragma_index_list(m.name) AS l JOIN pragma_index_info(l.name) AS i
-                WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name != 'schema_migrations'
-                    AND l."unique" = 1
-                ORDER BY m.name, l.name, i.seqno
-                """
-            ) {
-                let table = row[0].string ?? ""
-                columns[row[1].string ?? "", default: []].append("\(table).\(row[2].string ?? "")")
-            }
-            var named = Set(columns.values.map { $0.joined(separator: ", ") })
-            // An INTEGER PRIMARY KEY is the rowid itself and has no index.
-            for row in try connection.query(
-                """
-                SELECT m.name, c.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS c
-                WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name != 'schema_migrations'
-                    AND c.pk = 1 AND upper(c.type) = 'INTEGER'
-                    AND NOT EXISTS (SELECT 1 FROM pragma_index_list(m.name) AS l WHERE l.origin = 'pk')
-                """
-            ) {
-                named.insert("\(row[0].string ?? "").\(row[1].string ?? "")")
-            }
-            return named
-        }
-        #expect(named == Set(SQLiteConnection.uniqueConstraints.keys))
-        let values = SQLiteConnection.uniqueConstraints.values
-        #expect(Set(values).count == values.count, "one typed value per constraint")
-        #expect(Set(UniqueCollision.allCases.map(\.constraint)) == Set(values))
-    }
-
-    @Test("a refused write's message names tables and codes, never a value the write bound")
-    func messagesHoldNoBoundValues() throws {
-        let db = try Seed.database()
+    @Test("a refused write's message names tables and codes, never a value the write bound", arguments: Backend.all)
+    func messagesHoldNoBoundValues(_ backend: Backend) throws {
+        let db = try Seed.database(backend)
         let writes: [(String, StorageError.Code, (any StoreTransaction) throws -> Void)] = [
             (
                 "foreign key", .constraint,
