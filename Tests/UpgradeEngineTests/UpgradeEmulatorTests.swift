@@ -23,7 +23,13 @@ struct UpgradeEmulatorTests {
         let service: UpgradeService
         let userID: String
 
-        init() throws {
+        /// `wrap` puts a store between the service and the database (the harness keeps the bare one);
+        /// `onEffect` sees each effect the service performs.
+        init(
+            backend: Backend = .sqlite,
+            wrap: (any UpgradeStore) -> any UpgradeStore = { $0 },
+            onEffect: @escaping @Sendable (UpgradeEffect, String) -> Void = { _, _ in }
+        ) throws {
             let clock = self.clock
             emulator = AppleIDEmulator(clock: { clock.value.withLock { $0 } })
             try emulator.addTeam(UpgradeEmulatorTests.teamID)
@@ -36,9 +42,9 @@ struct UpgradeEmulatorTests {
             try emulator.addApp(clientID: UpgradeEmulatorTests.clientID, teamID: UpgradeEmulatorTests.teamID)
             try emulator.addApp(clientID: "com.example.other", teamID: UpgradeEmulatorTests.teamID)
             userID = try emulator.createUser(email: "alice@example.com", fullName: "Alice Example")
-            harness = try UpgradeHarness()
+            harness = try UpgradeHarness(backend: backend)
             service = UpgradeService(
-                store: harness.store,
+                store: wrap(harness.store),
                 passwords: PasswordVerifier(dummyParameters: UpgradeHarness.fastHash),
                 secrets: harness.secrets,
                 identityTokens: IdentityTokenVerifier(
@@ -50,7 +56,11 @@ struct UpgradeEmulatorTests {
                     keyID: UpgradeEmulatorTests.keyID,
                     privateKey: key
                 ),
-                configuration: UpgradeServiceConfiguration(appleTeamID: UpgradeEmulatorTests.teamID)
+                configuration: {
+                    var configuration = UpgradeServiceConfiguration(appleTeamID: UpgradeEmulatorTests.teamID)
+                    configuration.onEffect = onEffect
+                    return configuration
+                }()
             )
         }
 
@@ -255,5 +265,75 @@ struct UpgradeEmulatorTests {
         let conversions = try world.harness.store.read { try $0.auditTrail(accountID: alice.id, limit: 100) }
             .filter { $0.event == "account.convertedToApple" }
         #expect(conversions.count == 1)
+    }
+
+    @Test(
+        "every write run twice, as a conflict retry runs it: the upgrade completes with one code exchange",
+        arguments: Backend.all
+    )
+    func retriedWritesNeverRepeatTheExchange(backend: Backend) async throws {
+        let performed = Mutex<[UpgradeEffect]>([])
+        let replaying = Mutex<ReplayingStore?>(nil)
+        let world = try World(
+            backend: backend,
+            wrap: { base in
+                let store = ReplayingStore(base)
+                replaying.withLock { $0 = store }
+                return store
+            },
+            onEffect: { effect, _ in performed.withLock { $0.append(effect) } }
+        )
+        let alice = try world.harness.addAccount("alice", password: "pw")
+        let started = try world.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: world.now)
+        let credential = try world.authorize(started)
+        let done = try await world.service.submitAppleCredential(id: started.id, credential, now: world.now)
+        #expect(done.status == .completed)
+        #expect(done.accountID == alice.id)
+        // Apple's codes work once: had the exchange been repeated, the second would have been refused.
+        #expect(performed.withLock { $0.filter { $0 == .exchangeAuthorizationCode }.count } == 1)
+        // The in-transaction effects were performed again by each replayed run, as documented.
+        let conversions = performed.withLock {
+            $0.filter {
+                if case .convertAccount = $0 { return true }
+                return false
+            }.count
+        }
+        #expect(conversions == 2)
+        #expect((replaying.withLock { $0 }?.replayed ?? 0) >= 3)
+        let trail = try world.harness.store.read { try $0.auditTrail(accountID: alice.id, limit: 100) }
+        #expect(trail.filter { $0.event == "account.convertedToApple" }.count == 1)
+        let link = try world.harness.store.read { try $0.appleLink(accountID: alice.id) }
+        #expect(link?.sub == (try world.emulator.subject(userID: world.userID, teamID: Self.teamID)))
+        #expect(try world.harness.store.read { try $0.passwordCredential(accountID: alice.id) } == nil)
+    }
+}
+
+/// A store that runs every write closure twice: first in a transaction it then rolls back, as
+/// PostgreSQL rolls back a run that lost a serialization conflict, then for real. What the storage
+/// protocol allows a backend to do, done every time.
+final class ReplayingStore: UpgradeStore, Sendable {
+    private struct Again: Error {}
+    let base: any UpgradeStore
+    private let count = Mutex(0)
+
+    init(_ base: any UpgradeStore) { self.base = base }
+
+    /// Write closures run twice so far.
+    var replayed: Int { count.withLock { $0 } }
+
+    func migrate(now: Int64) throws(StorageError) -> [MigrationStatus] { try base.migrate(now: now) }
+    func migrationStatus() throws(StorageError) -> [MigrationStatus] { try base.migrationStatus() }
+    func ping() throws(StorageError) { try base.ping() }
+    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T { try base.read(body) }
+    func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        do {
+            _ = try base.write { tx throws -> T in
+                _ = try body(tx)
+                throw Again()
+            }
+        } catch is Again {
+            count.withLock { $0 += 1 }
+        }
+        return try base.write(body)
     }
 }
