@@ -100,6 +100,17 @@ struct PostgresConnectionTests {
         #expect(try connection.query("SELECT count(*) FROM \(table)") == [[.integer(6)]])
         #expect(connection.transactionStatus == .idle)
         #expect(connection.roundTrips == before + 4)
+
+        // A long run of writes goes out in bounded slices.
+        try connection.begin()
+        for id in 7..<(7 + PostgresConnection.maxQueued * 2) { try connection.enqueue(insert, [.integer(Int64(id))]) }
+        #expect(connection.roundTrips == before + 6)
+        try connection.commit()
+        #expect(
+            try observer.query("SELECT count(*) FROM \(table)") == [
+                [.integer(Int64(6 + PostgresConnection.maxQueued * 2))]
+            ]
+        )
     }
 
     @Test("text, bigint, bytea and NULL come back exactly as bound")

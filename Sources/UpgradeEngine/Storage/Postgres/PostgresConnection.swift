@@ -170,7 +170,13 @@ final class PostgresConnection {
         onError: ((PostgresError) -> PostgresError)? = nil
     ) throws(PostgresError) {
         queue.append(Command(.statement(sql: sql, arguments: try Self.encode(arguments)), onError: onError))
+        // A blocking connection must not write a batch whose answers could fill the socket before
+        // it reads them: a long run of writes (a migration's re-keying) goes out in slices.
+        if queue.count >= Self.maxQueued { try roundTrip() }
     }
+
+    /// Commands queued at most before they are sent; their answers take a few kilobytes.
+    static let maxQueued = 64
 
     /// Runs SQL without arguments through the simple-query protocol: DDL, a migration script with
     /// several statements. Nothing is prepared; queued commands are sent (and answered) first.
