@@ -165,6 +165,20 @@ struct StoreRoundTripTests {
     }
 
     @Test(
+        "a write inside a read transaction is refused by the call that makes it, and changes nothing",
+        arguments: Backend.all
+    )
+    func readRefusesQueuedWrites(_ backend: Backend) throws {
+        let db = try backend.database()
+        let audit = AuditEvent(at: Self.now, accountID: "acct-r", upgradeID: nil, event: "test.event", detail: [:])
+        let error = try #require(throws: StorageError.self) {
+            try db.store.read { tx in try tx.appendAudit(audit) }
+        }
+        #expect(error.message.contains("read transaction"), "\(error)")
+        #expect(try db.store.read { try $0.auditTrail(accountID: "acct-r", limit: 10) }.isEmpty)
+    }
+
+    @Test(
         "a refused insert is reported with its constraint, by a later call or by write itself; nothing commits",
         arguments: Backend.all
     )

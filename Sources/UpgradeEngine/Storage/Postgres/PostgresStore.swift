@@ -144,7 +144,7 @@ public final class PostgresStore: UpgradeStore, Sendable {
             if error.isRetryable || error.isConnectionLost { return .again(error) }
             throw Self.storageError(error)
         }
-        let transaction = PostgresTransaction(connection: connection)
+        let transaction = PostgresTransaction(connection: connection, readOnly: readOnly)
         let value: T
         do {
             value = try body(transaction)
