@@ -26,10 +26,13 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int, productionHash: Bool) thro
     let clientID = "com.example.bench"
     let now = Int64(Date().timeIntervalSince1970)
 
-    // Accounts with cheap hashes, written directly.
+    // Accounts with cheap hashes, written directly, into the PostgreSQL database `UPGRADE_DB` names
+    // or a SQLite file of the run's own.
     let database = directory.appendingPathComponent("bench.db").path
-    let store = try SQLiteStore(path: database)
-    _ = try store.migrate(now: now)
+    let postgres = try benchmarkPostgresStore()
+    let store: any UpgradeStore = try postgres ?? SQLiteStore(path: database)
+    if postgres == nil { _ = try store.migrate(now: now) }
+    let backend = postgres == nil ? "SQLite" : "PostgreSQL"
     let hasher =
         productionHash
         ? PasswordHasher() : try PasswordHasher(parameters: .init(memoryKiB: 256, iterations: 1, parallelism: 1))
@@ -41,8 +44,8 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int, productionHash: Bool) thro
     try store.write { tx in
         for index in 0..<total {
             let account = AccountRecord(
-                id: "acct-\(index)",
-                username: "user\(index)",
+                id: "acct-\(runTag)-\(index)",
+                username: "u\(runTag)-\(index)",
                 credentialKind: .password,
                 createdAt: now,
                 updatedAt: now
@@ -83,7 +86,8 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int, productionHash: Bool) thro
         throw BenchmarkError("the emulator printed no APPLE_BASE_URL")
     }
     var environment = settings
-    environment["UPGRADE_DB"] = "sqlite:" + database
+    environment["UPGRADE_DB"] =
+        postgres == nil ? "sqlite:" + database : ProcessInfo.processInfo.environment["UPGRADE_DB"]
     environment["UPGRADE_LISTEN"] = "127.0.0.1:0"
     environment["UPGRADE_SECRET_KEY_FILE"] = secretKey.path
     // The server logs a JSON line per request. Into a file, as a deployment's log collector would
@@ -118,7 +122,7 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int, productionHash: Bool) thro
     @Sendable func upgrade(_ index: Int, on device: Device) throws {
         let (_, started) = try device.server.post(
             "/v1/upgrades",
-            ["username": "user\(index)", "password": "bench-password", "serviceIdentifier": "bench"]
+            ["username": "u\(runTag)-\(index)", "password": "bench-password", "serviceIdentifier": "bench"]
         )
         guard let id = started["id"]?.stringValue, let state = started["state"]?.stringValue,
             let nonce = started["nonce"]?.stringValue
@@ -146,7 +150,9 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int, productionHash: Bool) thro
     let hashesBefore = try passwordHashMetrics(setup.server)
     let before = try server.cpuSeconds()
     let switchesBefore = server.contextSwitches()
-    let othersBefore = (driver: processCPUSeconds(), emulator: try emulator.cpuSeconds())
+    let othersBefore = (
+        driver: processCPUSeconds(), emulator: try emulator.cpuSeconds(), database: postgresServerCPUSeconds()
+    )
     let started = DispatchTime.now().uptimeNanoseconds
     let failures = Mutex<[String]>([])
     DispatchQueue.concurrentPerform(iterations: clients) { client in
@@ -166,6 +172,7 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int, productionHash: Bool) thro
     let switches = server.contextSwitches() - switchesBefore
     let driverCPU = processCPUSeconds() - othersBefore.driver
     let emulatorCPU = try emulator.cpuSeconds() - othersBefore.emulator
+    let databaseCPU = postgresServerCPUSeconds().flatMap { after in othersBefore.database.map { after - $0 } }
     let hashesAfter = try passwordHashMetrics(setup.server)
     guard hashesAfter.count - hashesBefore.count == Double(count) else {
         throw BenchmarkError(
@@ -201,16 +208,19 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int, productionHash: Bool) thro
     )
     print(
         String(
-            format: "  (the other processes on these cores: driver %.3f ms, Apple emulator %.3f ms per upgrade)",
+            format: "  (the other processes on these cores: driver %.3f ms, Apple emulator %.3f ms%@ per upgrade)",
             driverCPU / Double(count) * 1000,
-            emulatorCPU / Double(count) * 1000
+            emulatorCPU / Double(count) * 1000,
+            databaseCPU.map { String(format: ", PostgreSQL's server processes %.3f ms", $0 / Double(count) * 1000) }
+                ?? ""
         )
     )
     let excluded = (perUpgrade - serverHashMilliseconds) / 1000
     print(
         String(
-            format: "  = %.1f× the CPU of one SQLite commit (%.0f µs), = %.1f× one thread wake-up round trip (%.0f µs)",
+            format: "  = %.1f× the CPU of one %@ commit (%.0f µs), = %.1f× one thread wake-up round trip (%.0f µs)",
             excluded / commitCPU,
+            backend,
             commitCPU * 1e6,
             excluded / wakeCPU,
             wakeCPU * 1e6
@@ -251,16 +261,43 @@ func processCPUSeconds() -> Double {
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
-/// CPU seconds per committed one-row transaction (an audit row, as each upgrade transition writes).
-func cpuPerCommit(_ store: SQLiteStore) throws -> Double {
+/// CPU seconds per committed one-row transaction (an audit row, as each upgrade transition writes):
+/// this process's, plus PostgreSQL's server processes' when they can be found.
+func cpuPerCommit(_ store: any UpgradeStore) throws -> Double {
     let count = 2000
-    let before = processCPUSeconds()
+    let before = (processCPUSeconds(), postgresServerCPUSeconds() ?? 0)
     for index in 0..<count {
         try store.write { tx in
             try tx.appendAudit(AuditEvent(at: 0, accountID: nil, upgradeID: nil, event: "bench.commit.\(index)"))
         }
     }
-    return (processCPUSeconds() - before) / Double(count)
+    let server = (postgresServerCPUSeconds() ?? 0) - before.1
+    return (processCPUSeconds() - before.0 + server) / Double(count)
+}
+
+/// User plus system CPU seconds of the PostgreSQL cluster that `Scripts/dev-postgres` started
+/// (`UPGRADE_DEV_POSTGRES_DIR`): its postmaster and the processes it forked, those alive now. Nil
+/// without that directory. A connection's server process lives as long as the connection, and the
+/// server under test keeps its pooled connections open for the whole run.
+func postgresServerCPUSeconds() -> Double? {
+    guard let directory = ProcessInfo.processInfo.environment["UPGRADE_DEV_POSTGRES_DIR"],
+        let pidFile = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8),
+        let postmaster = pidFile.split(separator: "\n").first.flatMap({ Int($0) })
+    else { return nil }
+    var total = 0.0
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let pid = Int(entry),
+            let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { continue }
+        // After the command name: state, ppid, ... utime (index 11) and stime (index 12).
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, pid == postmaster || Int(fields[1]) == postmaster,
+            let user = Double(fields[11]), let system = Double(fields[12])
+        else { continue }
+        total += (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+    return total
 }
 
 /// CPU seconds for one thread to wake a sleeping thread and be woken back (two semaphores), the

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import UpgradeEngine
 
 // Prints throughput of the engine's hot paths next to the cost of the primitives they rest on, as
@@ -40,6 +41,22 @@ if CommandLine.arguments.dropFirst().first == "upgrade-cpu" {
         exit(2)
     }
     try runUpgradeCPUBenchmark(count: count, clients: clients, productionHash: productionHash)
+    exit(0)
+}
+
+// `Benchmarks upgrade-scale [COUNT] [CLIENTS] [ROUNDS]`: completed upgrades per second through one
+// `serve` instance and through two on one PostgreSQL database (UPGRADE_DB=postgres://...).
+if CommandLine.arguments.dropFirst().first == "upgrade-scale" {
+    let numbers = CommandLine.arguments.dropFirst(2).map { Int($0) }
+    let count = numbers.first.flatMap { $0 } ?? 300
+    let clients = numbers.dropFirst().first.flatMap { $0 } ?? 4
+    let rounds = numbers.dropFirst(2).first.flatMap { $0 } ?? 3
+    guard numbers.count <= 3, !numbers.contains(nil), count > 0, (2...64).contains(clients), (1...20).contains(rounds)
+    else {
+        print("usage: Benchmarks upgrade-scale [COUNT > 0] [CLIENTS 2...64] [ROUNDS 1...20]")
+        exit(2)
+    }
+    try runUpgradeScaleBenchmark(count: count, clients: clients, rounds: rounds)
     exit(0)
 }
 
@@ -160,6 +177,43 @@ report(
     transitionRate,
     relativeTo: ("SQLite commit", commitRate)
 )
+
+// MARK: PostgreSQL (when UPGRADE_DB names a PostgreSQL database)
+
+if let postgres = try benchmarkPostgresStore() {
+    let postgresCommitRate = try commitRate(postgres, now: now)
+    report("PostgreSQL commit (one audit row, SERIALIZABLE)", postgresCommitRate)
+    report(
+        "committed upgrade transitions on PostgreSQL (cancel)",
+        try transitionRate(postgres, sessions: 20_000, now: now),
+        relativeTo: ("PostgreSQL commit", postgresCommitRate)
+    )
+    // A store of its own, so that its one connection starts with nothing prepared.
+    guard let fresh = try benchmarkPostgresStore() else { exit(1) }
+    let upgrades = 20
+    let (cold, warm) = try runBlocking { try await postgresTrafficPerUpgrade(fresh, count: upgrades, now: now) }
+    func perUpgrade(_ value: Int) -> String { String(format: "%.1f", Double(value) / Double(upgrades)) }
+    print(
+        "PostgreSQL per completed upgrade without step-up (counted, \(upgrades) upgrades, warm connection): "
+            + "\(perUpgrade(warm.roundTrips)) round trips, \(perUpgrade(warm.statements)) statements, "
+            + "\(perUpgrade(warm.commits)) commits"
+    )
+    print("  the first upgrade on a fresh connection: \(cold)")
+}
+
+/// Runs async work to its end from synchronous code.
+func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let outcome = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        outcome.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    return try outcome.withLock { $0! }.get()
+}
 
 /// The benchmark exchanges no codes.
 struct AppleIDEmulatorUnavailable: AppleTokenExchanging {

@@ -51,15 +51,15 @@ private final class Shared<Value: Sendable>: Sendable {
     )
 )
 struct PostgresConnectionTests {
-    @Test("a statement is prepared once per connection, then only executed (one round trip a run)")
+    @Test("a statement is prepared once per connection, its PREPARE sent with its first run: one round trip a run")
     func preparedStatementReuse() throws {
         let connection = try TestPostgres.connect()
         let sql = "SELECT $1::bigint + 1"
         let before = connection.roundTrips
         #expect(try connection.query(sql, [.integer(41)]) == [[.integer(42)]])
-        #expect(connection.roundTrips == before + 2)
+        #expect(connection.roundTrips == before + 1)
         #expect(try connection.query(sql, [.integer(1)]) == [[.integer(2)]])
-        #expect(connection.roundTrips == before + 3)
+        #expect(connection.roundTrips == before + 2)
         #expect(connection.preparedStatementCount == 1)
         let names = try connection.query("SELECT name FROM pg_prepared_statements ORDER BY name")
         #expect(names == [[.text("siwa_1")], [.text("siwa_2")]])
@@ -67,6 +67,50 @@ struct PostgresConnectionTests {
         let other = try TestPostgres.connect()
         #expect(try other.query(sql, [.integer(9)]) == [[.integer(10)]])
         #expect(other.preparedStatementCount == 1)
+    }
+
+    @Test(
+        "BEGIN and queued writes travel with the next statement, COMMIT with the last writes; ROLLBACK is not waited for"
+    )
+    func pipelining() throws {
+        let connection = try TestPostgres.connect()
+        let observer = try TestPostgres.connect()
+        let (table, drop) = try TestPostgres.makeTable(connection)
+        defer { drop() }
+        let insert = "INSERT INTO \(table) VALUES ($1, 0)"
+        let before = connection.roundTrips
+        try connection.begin(.serializable)
+        for id in 3...5 { try connection.enqueue(insert, [.integer(Int64(id))]) }
+        #expect(connection.roundTrips == before, "nothing sent yet")
+        #expect(try connection.query("SELECT count(*) FROM \(table)") == [[.integer(5)]])
+        #expect(connection.roundTrips == before + 1)
+        try connection.enqueue(insert, [.integer(6)])
+        try connection.commit()
+        #expect(connection.roundTrips == before + 2)
+        #expect(try observer.query("SELECT count(*) FROM \(table)") == [[.integer(6)]])
+
+        // A queued write that fails is thrown by the statement it travelled with, which never ran.
+        try connection.begin()
+        try connection.enqueue(insert, [.integer(6)])
+        let failed = try #require(throws: PostgresError.self) { try connection.query("DELETE FROM \(table)") }
+        #expect(failed.sqlstate == PostgresError.SQLState.uniqueViolation, "\(failed)")
+        #expect(connection.transactionStatus == .failed)
+        try connection.rollback()
+        #expect(connection.roundTrips == before + 3, "the ROLLBACK's answer is read with the next round trip")
+        #expect(try connection.query("SELECT count(*) FROM \(table)") == [[.integer(6)]])
+        #expect(connection.transactionStatus == .idle)
+        #expect(connection.roundTrips == before + 4)
+
+        // A long run of writes goes out in bounded slices.
+        try connection.begin()
+        for id in 7..<(7 + PostgresConnection.maxQueued * 2) { try connection.enqueue(insert, [.integer(Int64(id))]) }
+        #expect(connection.roundTrips == before + 6)
+        try connection.commit()
+        #expect(
+            try observer.query("SELECT count(*) FROM \(table)") == [
+                [.integer(Int64(6 + PostgresConnection.maxQueued * 2))]
+            ]
+        )
     }
 
     @Test("text, bigint, bytea and NULL come back exactly as bound")

@@ -114,6 +114,9 @@ final class TestDatabase: Sendable {
         )
     }
 
+    /// PostgreSQL: the store itself, for what only it offers (the traffic it counts).
+    var postgresStore: PostgresStore? { (store as? Held)?.base as? PostgresStore }
+
     /// PostgreSQL: the schema that holds this database's tables, unless it has a database of its own.
     var schema: String? { place.schema }
 

@@ -8,7 +8,11 @@
 /// - **Transactions.** `write` commits everything `body` wrote if it returns and nothing if it
 ///   throws, and rethrows the first error unchanged. The engine never catches a storage error inside
 ///   a transaction to carry on, so a backend may abort the transaction at its first failed statement
-///   (PostgreSQL does). `read` sees one consistent snapshot of committed data and refuses writes.
+///   (PostgreSQL does). A write that returns nothing may report its failure from a later call of
+///   the same transaction, or from `write` itself: PostgreSQL sends such writes with the next
+///   statement that answers, or with the COMMIT, and a failed one keeps the transaction from
+///   committing anything. So a caller handles storage errors around `write`, never around one call
+///   inside it. `read` sees one consistent snapshot of committed data and refuses writes.
 /// - **Retries.** A backend may run `body` more than once: PostgreSQL rolls back a transaction that
 ///   lost a serialization conflict or a deadlock and runs the closure again; only the last run
 ///   commits. A closure therefore does database work only, plus what is safe to repeat (drawing

@@ -7,7 +7,7 @@
 public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
-            case connectFailed, server, connectionLost, poolExhausted, misuse
+            case connectFailed, server, connectionLost, poolExhausted, misuse, versionConflict
         }
         private let base: Base
         public var description: String { base.rawValue }
@@ -24,6 +24,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         /// The client refused a call before sending it (a value PostgreSQL cannot store, a wrong
         /// argument count, a transaction in the wrong state).
         public static let misuse = Kind(base: .misuse)
+        /// A versioned update found its row missing or at another version: another request won.
+        public static let versionConflict = Kind(base: .versionConflict)
     }
 
     public let kind: Kind
@@ -63,6 +65,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         public static let invalidPassword = "28P01"
         public static let invalidAuthorizationSpecification = "28000"
         public static let invalidCatalogName = "3D000"
+        public static let divisionByZero = "22012"
     }
 
     /// A serialization failure or a deadlock: PostgreSQL rolled the transaction back, and running
@@ -89,6 +92,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         let text = description
         switch kind {
         case .poolExhausted: return StorageError(.busy, text)
+        case .versionConflict: return StorageError(.versionConflict, text)
         case .server: break
         default: return StorageError(.io, text)
         }

@@ -14,6 +14,8 @@ final class PostgresPool: @unchecked Sendable {
     /// Seconds a lease waits for a free connection.
     let checkoutTimeout: Double
     private let sessionSettings: [(name: String, value: String)]
+    /// What the pool's connections sent, added up.
+    let counters = PostgresCounters()
     private let condition = NSCondition()
     private var idle: [Idle] = []
     private var open = 0
@@ -75,7 +77,9 @@ final class PostgresPool: @unchecked Sendable {
                 forget()
             case .new:
                 do {
-                    return try PostgresConnection(configuration, sessionSettings: sessionSettings)
+                    let connection = try PostgresConnection(configuration, sessionSettings: sessionSettings)
+                    connection.counters = counters
+                    return connection
                 } catch {
                     forget()
                     throw error

@@ -73,6 +73,9 @@ public final class PostgresStore: UpgradeStore, Sendable {
         }
     }
 
+    /// What the store's connections sent since it opened (round trips, statements, commits).
+    public var traffic: PostgresTraffic { pool.counters.traffic }
+
     // MARK: Transactions
 
     public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
@@ -141,7 +144,7 @@ public final class PostgresStore: UpgradeStore, Sendable {
             if error.isRetryable || error.isConnectionLost { return .again(error) }
             throw Self.storageError(error)
         }
-        let transaction = PostgresTransaction(connection: connection)
+        let transaction = PostgresTransaction(connection: connection, readOnly: readOnly)
         let value: T
         do {
             value = try body(transaction)
@@ -167,6 +170,9 @@ public final class PostgresStore: UpgradeStore, Sendable {
             }
         } catch {
             failure = error
+            // A write queued before the COMMIT failed (the transaction is then aborted, not ended),
+            // or COMMIT itself did.
+            try? connection.rollback()
             // A serialization failure found at COMMIT rolled everything back. A connection lost
             // here may or may not have committed: that is not retried.
             if error.isRetryable { return .again(error) }

@@ -19,7 +19,7 @@ extension PostgresTransaction: AccountStore {
     }
 
     func insertAccountRow(_ account: AccountRecord) throws(StorageError) {
-        try rows(
+        try send(
             "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, $6)",
             [
                 .text(account.id), .text(account.username),
@@ -68,7 +68,7 @@ extension PostgresTransaction: AccountStore {
     }
 
     func upsertPasswordCredential(_ credential: PasswordCredentialRecord) throws(StorageError) {
-        try rows(
+        try send(
             """
             INSERT INTO password_credentials (account_id, hash, format, updated_at) VALUES ($1, $2, $3, $4)
             ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, format = excluded.format, updated_at = excluded.updated_at
@@ -103,7 +103,7 @@ extension PostgresTransaction: AccountStore {
     // MARK: Second factor
 
     func upsertTOTPEnrollment(_ enrollment: TOTPEnrollmentRecord) throws(StorageError) {
-        try rows(
+        try send(
             """
             INSERT INTO totp_enrollments (account_id, secret_ciphertext, algorithm, digits, period, last_accepted_step, created_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -147,7 +147,7 @@ extension PostgresTransaction: AccountStore {
 
     func insertRecoveryCodes(accountID: String, codeHashes: [String]) throws(StorageError) {
         for hash in codeHashes {
-            try rows(
+            try send(
                 "INSERT INTO recovery_codes (account_id, code_hash, used_at) VALUES ($1, $2, NULL)",
                 [.text(accountID), .text(hash)]
             )
@@ -240,6 +240,6 @@ extension PostgresTransaction: AccountStore {
     }
 
     func clearFailures(usernameKey: String) throws(StorageError) {
-        try rows("DELETE FROM login_throttle WHERE username_key = $1", [.text(usernameKey)])
+        try send("DELETE FROM login_throttle WHERE username_key = $1", [.text(usernameKey)])
     }
 }

@@ -27,7 +27,7 @@ extension PostgresTransaction: AppleLinkStore {
 
     /// The flags are BOOLEAN columns: `SQLValue(Bool?)` binds 1 or 0, which PostgreSQL reads as a boolean.
     func insertAppleLink(_ link: AppleLinkRecord) throws(StorageError) {
-        try rows(
+        try send(
             Self.insertLink,
             [
                 .text(link.accountID), .text(link.sub), .text(link.teamID), .text(link.clientID), SQLValue(link.email),

@@ -1,7 +1,7 @@
 /// The append-only audit trail. Ids come from the table's identity sequence (docs/architecture.md §8.4).
 extension PostgresTransaction: AuditStore {
     func appendAudit(_ event: AuditEvent) throws(StorageError) {
-        try rows(
+        try send(
             "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
             [
                 .integer(event.at), SQLValue(event.accountID), SQLValue(event.upgradeID), .text(event.event),

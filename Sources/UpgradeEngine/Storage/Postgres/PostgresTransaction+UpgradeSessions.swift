@@ -7,7 +7,7 @@ extension PostgresTransaction: UpgradeSessionStore {
     private static let selectSessionByID = "SELECT \(Self.sessionColumns) FROM upgrade_sessions WHERE id = $1"
 
     func insertUpgradeSession(_ session: UpgradeSessionRecord) throws(StorageError) {
-        try rows(
+        try send(
             Self.insertSession,
             [
                 .text(session.id), SQLValue(session.accountID), .text(session.usernameKey),

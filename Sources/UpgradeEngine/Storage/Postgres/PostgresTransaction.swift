@@ -6,6 +6,9 @@
 /// `+Notifications`, `+Audit`), as for SQLite; this file holds what their statements share.
 struct PostgresTransaction {
     let connection: PostgresConnection
+    /// A read transaction sends a write at once, so that the call making it is refused, rather than
+    /// queueing it for a COMMIT that never comes.
+    var readOnly = false
     /// What the store needs to know after the closure: whether a statement failed in a way that
     /// dooms the transaction but lets it run again.
     let state = State()
@@ -37,11 +40,40 @@ struct PostgresTransaction {
         return value
     }
 
-    /// Runs an UPDATE guarded by `version = expectedVersion`; no row changed means someone else won.
+    /// Queues a write whose answer the caller does not need: it travels with the transaction's next
+    /// statement that returns something, or with its COMMIT, so a run of writes costs no round trip
+    /// of its own. Its failure is thrown by that later call (`UpgradeStore` allows it).
+    func send(_ sql: String, _ arguments: [SQLValue]) throws(StorageError) {
+        if readOnly {
+            try rows(sql, arguments)
+            return
+        }
+        do {
+            try connection.enqueue(sql, arguments)
+        } catch {
+            throw PostgresStore.storageError(error)
+        }
+    }
+
+    /// Queues an UPDATE guarded by `version = expectedVersion`, like `send`. No row changed means
+    /// someone else won; the server itself must refuse that, since the COMMIT may already be on its
+    /// way behind the update: the statement divides by the number of rows it changed, and that
+    /// division by zero is reported as the version conflict.
     func versionedUpdate(_ sql: String, _ arguments: [SQLValue], what: String) throws(StorageError) {
-        try rows(sql, arguments)
-        guard changes == 1 else {
-            throw StorageError(.versionConflict, "\(what) was changed by another request; reload and retry")
+        if readOnly {
+            try rows(sql, arguments)
+            return
+        }
+        do {
+            try connection.enqueue(
+                "WITH changed AS (\(sql) RETURNING 1) SELECT 1 / count(*) FROM changed",
+                arguments
+            ) { error in
+                guard error.sqlstate == PostgresError.SQLState.divisionByZero else { return error }
+                return PostgresError(.versionConflict, "\(what) was changed by another request; reload and retry")
+            }
+        } catch {
+            throw PostgresStore.storageError(error)
         }
     }
 }

@@ -1,0 +1,241 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import UpgradeEngine
+
+/// What one completed upgrade costs the database, and the rule that lets PostgreSQL send writes
+/// ahead: a write that fails is still reported by its transaction, which then commits nothing.
+@Suite("Store round trips")
+struct StoreRoundTripTests {
+    static let teamID = "TEAMA12345"
+    static let keyID = "KEY1234567"
+    static let clientID = "com.example.app"
+    static let now: Int64 = 1_760_000_000
+
+    /// The upgrade service on `store`, with the Apple ID emulator in process.
+    final class World: Sendable {
+        let emulator: AppleIDEmulator
+        let service: UpgradeService
+        let store: any UpgradeStore
+
+        init(store: any UpgradeStore) throws {
+            self.store = store
+            emulator = AppleIDEmulator(clock: { StoreRoundTripTests.now })
+            try emulator.addTeam(StoreRoundTripTests.teamID)
+            let key = P256PrivateKey()
+            try emulator.registerKey(
+                teamID: StoreRoundTripTests.teamID,
+                keyID: StoreRoundTripTests.keyID,
+                publicKey: key.publicKey
+            )
+            try emulator.addApp(clientID: StoreRoundTripTests.clientID, teamID: StoreRoundTripTests.teamID)
+            service = UpgradeService(
+                store: store,
+                passwords: PasswordVerifier(dummyParameters: UpgradeHarness.fastHash),
+                secrets: SecretBox.developmentOnly(),
+                identityTokens: IdentityTokenVerifier(
+                    keys: emulator.keySet,
+                    policy: try IdentityTokenPolicy(allowedAudiences: [StoreRoundTripTests.clientID])
+                ),
+                apple: try emulator.client(
+                    teamID: StoreRoundTripTests.teamID,
+                    keyID: StoreRoundTripTests.keyID,
+                    privateKey: key
+                ),
+                configuration: UpgradeServiceConfiguration(appleTeamID: StoreRoundTripTests.teamID)
+            )
+        }
+
+        /// A password account, without a second factor.
+        func addAccount(_ username: String) throws {
+            let account = AccountRecord(
+                id: UUID().uuidString.lowercased(),
+                username: username,
+                credentialKind: .password,
+                createdAt: StoreRoundTripTests.now,
+                updatedAt: StoreRoundTripTests.now
+            )
+            let hash = try PasswordHasher(parameters: UpgradeHarness.fastHash).hash(password: "pw")
+            try store.write { tx in
+                try tx.insertAccount(account)
+                try tx.upsertPasswordCredential(
+                    PasswordCredentialRecord(
+                        accountID: account.id,
+                        hash: hash,
+                        format: "argon2id",
+                        updatedAt: StoreRoundTripTests.now
+                    )
+                )
+            }
+        }
+
+        /// Password, Apple's sheet, credential: the upgrade completes without a step-up.
+        func upgrade(_ username: String) async throws {
+            let started = try service.start(
+                username: username,
+                password: "pw",
+                serviceIdentifier: "s",
+                now: StoreRoundTripTests.now
+            )
+            #expect(started.status == .awaitingAppleCredential)
+            let user = try emulator.createUser(email: "\(username)@example.com")
+            let authorization = try emulator.authorize(
+                userID: user,
+                clientID: StoreRoundTripTests.clientID,
+                nonce: started.nonce,
+                state: started.state,
+                emailMode: .hidden
+            )
+            let credential = UpgradeService.AppleCredential(
+                identityToken: authorization.identityToken,
+                authorizationCode: authorization.authorizationCode,
+                state: authorization.state ?? "",
+                user: authorization.user
+            )
+            let done = try await service.submitAppleCredential(id: started.id, credential, now: StoreRoundTripTests.now)
+            #expect(done.status == .completed)
+        }
+    }
+
+    /// Counted on a warmed pool (its statements already prepared) and also from cold: the prepares
+    /// travel with the first executions, so they add statements, not round trips. The five
+    /// transactions (two reads, three writes) are listed in Benchmarks/README.md.
+    @Test(
+        "a completed upgrade without step-up costs PostgreSQL 3 commits, 10 round trips and 26 statements",
+        .enabled(if: TestPostgres.isAvailable, "UPGRADE_TEST_POSTGRES is not set")
+    )
+    func upgradeCost() async throws {
+        let db = try Backend.postgres.database()
+        let store = try #require(db.postgresStore)
+        let world = try World(store: db.store)
+        try world.addAccount("alice")
+        try world.addAccount("bob")
+
+        let beforeCold = store.traffic
+        try await world.upgrade("alice")
+        let cold = store.traffic - beforeCold
+        let beforeWarm = store.traffic
+        try await world.upgrade("bob")
+        let warm = store.traffic - beforeWarm
+
+        #expect(warm.commits == 3, "\(warm)")
+        #expect(warm.roundTrips == 10, "\(warm)")
+        #expect(warm.statements == 26, "\(warm)")
+        #expect(warm.prepares == 0, "\(warm)")
+        #expect(
+            cold.roundTrips == warm.roundTrips && cold.commits == 3 && cold.statements == warm.statements,
+            "\(cold)"
+        )
+        #expect(cold.prepares > 0, "\(cold)")
+    }
+
+    @Test(
+        "a stale versioned update fails its transaction, and nothing written before or after it commits",
+        arguments: Backend.all
+    )
+    func staleUpdateCommitsNothing(_ backend: Backend) throws {
+        let db = try backend.database()
+        let account = AccountRecord(
+            id: "acct-1",
+            username: "alice",
+            credentialKind: .password,
+            createdAt: Self.now,
+            updatedAt: Self.now
+        )
+        try db.store.write { try $0.insertAccount(account) }
+        let audit = AuditEvent(at: Self.now, accountID: account.id, upgradeID: nil, event: "test.event", detail: [:])
+        #expect(throws: StorageError(.versionConflict, "account was changed by another request; reload and retry")) {
+            try db.store.write { tx in
+                try tx.appendAudit(audit)
+                try tx.updateAccountCredentialKind(id: account.id, kind: .appleOnly, expectedVersion: 7, now: Self.now)
+                try tx.appendAudit(audit)
+            }
+        }
+        #expect(try db.store.read { try $0.auditTrail(accountID: account.id, limit: 10) }.isEmpty)
+        #expect(try db.store.read { try $0.account(id: account.id) }?.version == 1)
+        // The same update at the right version commits, with both rows.
+        try db.store.write { tx in
+            try tx.appendAudit(audit)
+            try tx.updateAccountCredentialKind(id: account.id, kind: .appleOnly, expectedVersion: 1, now: Self.now)
+            try tx.appendAudit(audit)
+        }
+        #expect(try db.store.read { try $0.auditTrail(accountID: account.id, limit: 10) }.count == 2)
+        #expect(try db.store.read { try $0.account(id: account.id) }?.credentialKind == .appleOnly)
+    }
+
+    @Test(
+        "a write inside a read transaction is refused by the call that makes it, and changes nothing",
+        arguments: Backend.all
+    )
+    func readRefusesQueuedWrites(_ backend: Backend) throws {
+        let db = try backend.database()
+        let audit = AuditEvent(at: Self.now, accountID: "acct-r", upgradeID: nil, event: "test.event", detail: [:])
+        let error = try #require(throws: StorageError.self) {
+            try db.store.read { tx in try tx.appendAudit(audit) }
+        }
+        #expect(error.message.contains("read transaction"), "\(error)")
+        #expect(try db.store.read { try $0.auditTrail(accountID: "acct-r", limit: 10) }.isEmpty)
+    }
+
+    @Test(
+        "a refused insert is reported with its constraint, by a later call or by write itself; nothing commits",
+        arguments: Backend.all
+    )
+    func refusedInsertCommitsNothing(_ backend: Backend) throws {
+        let db = try backend.database()
+        let alice = AccountRecord(
+            id: "acct-a",
+            username: "alice",
+            credentialKind: .password,
+            createdAt: Self.now,
+            updatedAt: Self.now
+        )
+        let bob = AccountRecord(
+            id: "acct-b",
+            username: "bob",
+            credentialKind: .password,
+            createdAt: Self.now,
+            updatedAt: Self.now
+        )
+        func link(_ accountID: String) -> AppleLinkRecord {
+            AppleLinkRecord(
+                accountID: accountID,
+                sub: "001.sub.1",
+                teamID: Self.teamID,
+                clientID: Self.clientID,
+                email: nil,
+                isPrivateEmail: nil,
+                refreshTokenCiphertext: nil,
+                status: .linked,
+                linkedAt: Self.now,
+                updatedAt: Self.now
+            )
+        }
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.insertAccount(bob)
+            try tx.insertAppleLink(link(alice.id))
+        }
+        let audit = AuditEvent(at: Self.now, accountID: bob.id, upgradeID: nil, event: "test.event", detail: [:])
+        // The failure is the last thing the closure does: `write` reports it.
+        var error = try #require(throws: StorageError.self) {
+            try db.store.write { tx in
+                try tx.appendAudit(audit)
+                try tx.insertAppleLink(link(bob.id))
+            }
+        }
+        #expect(error.code == .uniqueViolation && error.constraint == .appleLinksSub, "\(error)")
+        // A read follows it: the read, or `write`, reports it, and the read's answer is never seen.
+        error = try #require(throws: StorageError.self) {
+            try db.store.write { tx in
+                try tx.insertAppleLink(link(bob.id))
+                _ = try tx.account(id: bob.id)
+                try tx.appendAudit(audit)
+            }
+        }
+        #expect(error.code == .uniqueViolation && error.constraint == .appleLinksSub, "\(error)")
+        #expect(try db.store.read { try $0.auditTrail(accountID: bob.id, limit: 10) }.isEmpty)
+        #expect(try db.store.read { try $0.appleLink(accountID: bob.id) } == nil)
+    }
+}
