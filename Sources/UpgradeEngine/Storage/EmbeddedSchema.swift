@@ -223,6 +223,26 @@ enum EmbeddedSchema {
                 -- refuses, are left as they are for an operator: `upgrade-cli db check` lists them.
                 """
         ),
+        SchemaMigration(
+            version: 8,
+            name: "job_leases",
+            sql: """
+                -- One row per batch job that is running (`transfer prepare` for one target team, `transfer
+                -- complete`): a second run of the same job is refused while the row is live. The holder renews
+                -- `expires_at` on a heartbeat; a row whose holder died (kill -9, a lost host) expires and the next
+                -- run takes it over. `token` is known to the holder alone, so only it renews or releases the row;
+                -- `holder` is what a refused run prints (host, process id, run id). Times are Unix seconds.
+                CREATE TABLE job_leases (
+                    job TEXT COLLATE "C" PRIMARY KEY,
+                    holder TEXT COLLATE "C" NOT NULL,
+                    token TEXT COLLATE "C" NOT NULL,
+                    acquired_at BIGINT NOT NULL,
+                    heartbeat_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    CHECK (expires_at >= heartbeat_at AND heartbeat_at >= acquired_at)
+                );
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -453,6 +473,26 @@ enum EmbeddedSchema {
                 -- username the profile maps to another form that no other account has, with an
                 -- `account.username-rekeyed` audit row. Accounts whose usernames collide under the profile, or that it
                 -- refuses, are left as they are for an operator: `upgrade-cli db check` lists them.
+                """
+        ),
+        SchemaMigration(
+            version: 8,
+            name: "job_leases",
+            sql: """
+                -- One row per batch job that is running (`transfer prepare` for one target team, `transfer
+                -- complete`): a second run of the same job is refused while the row is live. The holder renews
+                -- `expires_at` on a heartbeat; a row whose holder died (kill -9, a lost host) expires and the next
+                -- run takes it over. `token` is known to the holder alone, so only it renews or releases the row;
+                -- `holder` is what a refused run prints (host, process id, run id). Times are Unix seconds.
+                CREATE TABLE job_leases (
+                    job TEXT PRIMARY KEY,
+                    holder TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    acquired_at INTEGER NOT NULL,
+                    heartbeat_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    CHECK (expires_at >= heartbeat_at AND heartbeat_at >= acquired_at)
+                ) WITHOUT ROWID;
                 """
         ),
     ]
