@@ -141,6 +141,7 @@ final class SQLiteConnection {
         "apple_notifications.jti": .appleNotificationsJTI,
         "used_sign_in_nonces.nonce_hash": .usedSignInNoncesHash,
         "job_leases.job": .jobLeasesJob,
+        "client_throttle.client_key": .clientThrottleClientKey,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

@@ -126,5 +126,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "upgrade_sessions": .upgradeSessionsID, "transfer_records": .transferRecordsAccount,
         "audit_events": .auditEventsID, "apple_notifications": .appleNotificationsJTI,
         "used_sign_in_nonces": .usedSignInNoncesHash, "job_leases": .jobLeasesJob,
+        "client_throttle": .clientThrottleClientKey,
     ]
 }
