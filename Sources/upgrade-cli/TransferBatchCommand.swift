@@ -114,10 +114,12 @@ enum TransferBatchCommand {
     /// A batch that writes holds the lease on `job` while it runs, so a second run of the same job
     /// is refused (exit 2, naming the run that holds it and since when) instead of racing it for
     /// every row. A dry run writes nothing, so it takes no lease and may run beside a real one.
+    /// `announce` prints what the batch is about to do, once it may.
     static func run(
         _ options: Options,
         job: String,
         on target: Batch,
+        announce: () -> Void,
         batch: @escaping @Sendable (TransferBatchOptions) async throws(TransferFailure) -> TransferBatchSummary
     ) throws -> Int32 {
         var lease: JobLease?
@@ -135,6 +137,7 @@ enum TransferBatchCommand {
         }
         // Released however the batch ends: finished, failed, interrupted by a first signal.
         defer { lease?.release() }
+        announce()
         let output = try TransferCommandOutput(reportPath: options.reportPath, expectedRows: target.expectedRows)
         let batchOptions = TransferBatchOptions(
             dryRun: options.dryRun,

@@ -20,15 +20,17 @@ struct TransferCompleteCommand: CLICommand {
         let clientID = try configuration.clientID(requestedClientID)
         let batch = try TransferBatchCommand.batch(configuration, location: location, now: now)
         let service = batch.service
-        Console.out(
-            "completing the transfer of \(clientID) to team \(configuration.teamID); the window ends \(TransferBatchCommand.iso8601(windowEndsAt))\(options.dryRun ? " (dry run: nothing is written)" : "")"
-        )
-        if now >= windowEndsAt {
-            Console.err(
-                "warning: the 60-day window closed at \(TransferBatchCommand.iso8601(windowEndsAt)); Apple no longer exchanges transfer identifiers, and rows will fail as window-closed"
+        let announce = {
+            Console.out(
+                "completing the transfer of \(clientID) to team \(configuration.teamID); the window ends \(TransferBatchCommand.iso8601(windowEndsAt))\(options.dryRun ? " (dry run: nothing is written)" : "")"
             )
+            if now >= windowEndsAt {
+                Console.err(
+                    "warning: the 60-day window closed at \(TransferBatchCommand.iso8601(windowEndsAt)); Apple no longer exchanges transfer identifiers, and rows will fail as window-closed"
+                )
+            }
         }
-        return try TransferBatchCommand.run(options, job: "transfer complete", on: batch) {
+        return try TransferBatchCommand.run(options, job: "transfer complete", on: batch, announce: announce) {
             batchOptions throws(TransferFailure) in
             try await service.complete(clientID: clientID, windowEndsAt: windowEndsAt, now: now, options: batchOptions)
         }

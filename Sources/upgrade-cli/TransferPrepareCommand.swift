@@ -32,10 +32,12 @@ struct TransferPrepareCommand: CLICommand {
         let clientID = try configuration.clientID(requestedClientID)
         let batch = try TransferBatchCommand.batch(configuration, location: location, now: now)
         let service = batch.service
-        Console.out(
-            "preparing the transfer of \(clientID) from team \(configuration.teamID) to team \(target)\(options.dryRun ? " (dry run: nothing is written)" : "")"
-        )
-        return try TransferBatchCommand.run(options, job: "transfer prepare \(target)", on: batch) {
+        let announce = {
+            Console.out(
+                "preparing the transfer of \(clientID) from team \(configuration.teamID) to team \(target)\(options.dryRun ? " (dry run: nothing is written)" : "")"
+            )
+        }
+        return try TransferBatchCommand.run(options, job: "transfer prepare \(target)", on: batch, announce: announce) {
             batchOptions throws(TransferFailure) in
             try await service.prepare(
                 targetTeamID: target,
