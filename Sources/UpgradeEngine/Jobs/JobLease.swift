@@ -42,7 +42,7 @@ public final class JobLease: Sendable {
     private let store: any UpgradeStore
     private let heartbeat: Mutex<Heartbeat?> = Mutex(nil)
 
-    private struct Heartbeat {
+    private struct Heartbeat: Sendable {
         let stop = DispatchSemaphore(value: 0)
         let stopped = DispatchSemaphore(value: 0)
     }
@@ -126,7 +126,8 @@ public final class JobLease: Sendable {
         }
         guard started else { return }
         let interval = timing.heartbeatMilliseconds
-        DispatchQueue.global().async { [self] in
+        // A thread of its own: the loop blocks between beats, which a shared queue's thread must not.
+        Thread.detachNewThread { [self] in
             defer { beat.stopped.signal() }
             var validUntil = acquiredAt + timing.expiry
             while beat.stop.wait(timeout: .now() + .milliseconds(interval)) == .timedOut {
