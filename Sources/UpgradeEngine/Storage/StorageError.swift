@@ -42,6 +42,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case auditEventsID = "audit_events.id"
             case appleNotificationsJTI = "apple_notifications.jti"
             case usedSignInNoncesHash = "used_sign_in_nonces.nonce_hash"
+            case jobLeasesJob = "job_leases.job"
+            case clientThrottleClientKey = "client_throttle.client_key"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -77,6 +79,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let auditEventsID = Constraint(name: .auditEventsID)
         public static let appleNotificationsJTI = Constraint(name: .appleNotificationsJTI)
         public static let usedSignInNoncesHash = Constraint(name: .usedSignInNoncesHash)
+        /// A second lease row for one job (the store takes a lease over in place instead).
+        public static let jobLeasesJob = Constraint(name: .jobLeasesJob)
+        public static let clientThrottleClientKey = Constraint(name: .clientThrottleClientKey)
     }
 
     public let code: Code
