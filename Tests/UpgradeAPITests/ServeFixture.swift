@@ -189,7 +189,8 @@ final class ServeFixture {
         )
     }
 
-    /// What the extension sends after Apple's sheet: a credential for `appleUser` bound to the upgrade.
+    /// What the extension sends after Apple's sheet: a credential for `appleUser` bound to the upgrade;
+    /// its `user` is the team-scoped `sub`.
     func credential(for started: Answer, appleUser: String) throws -> [String: String] {
         let sheet = try emulator.authorize(
             userID: appleUser,
@@ -200,7 +201,7 @@ final class ServeFixture {
         )
         return [
             "identityToken": sheet.identityToken, "authorizationCode": sheet.authorizationCode,
-            "state": started.json["state"] ?? "",
+            "state": started.json["state"] ?? "", "user": sheet.user,
         ]
     }
 
