@@ -2,7 +2,7 @@
 public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: String {
-            case uniqueViolation, versionConflict, notFound, busy, migration, configuration, io, constraint
+            case uniqueViolation, versionConflict, notFound, busy, unavailable, migration, configuration, io, constraint
         }
         private let kind: Kind
         public var description: String { kind.rawValue }
@@ -15,6 +15,10 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let notFound = Code(kind: .notFound)
         /// The database stayed locked past the busy timeout.
         public static let busy = Code(kind: .busy)
+        /// The database server cannot be reached: connecting failed or timed out, or the connection
+        /// broke. Nothing of the transaction committed (except when the break came during COMMIT,
+        /// whose outcome is then unknown); the same call may succeed once the server is back.
+        public static let unavailable = Code(kind: .unavailable)
         public static let migration = Code(kind: .migration)
         public static let configuration = Code(kind: .configuration)
         public static let io = Code(kind: .io)

@@ -33,8 +33,10 @@
 ///   `.uniqueViolation` with `constraint` set to the `StorageError.Constraint` the write broke (the
 ///   backend maps its own constraint names to these once); `.constraint` for any other rule of the
 ///   schema (CHECK, foreign key, NOT NULL, the append-only audit trail); `.busy` when a lock, a
-///   connection or a conflict-free run was not had in time (the caller may retry); `.io` for the rest. Messages name tables, columns,
-///   constraints and the backend's codes, never a bound value: values may be secrets.
+///   connection or a conflict-free run was not had in time (the caller may retry); `.unavailable`
+///   when the database server cannot be reached or the connection broke (the caller may retry once
+///   it is back); `.io` for the rest. Messages name tables, columns, constraints and the backend's
+///   codes, never a bound value: values may be secrets.
 /// - **Values.** Text is stored and compared byte for byte, with no case folding, collation or
 ///   Unicode normalisation: usernames arrive in their enforced form (`Username`) and the engine
 ///   alone decides what is equal. Orders by id are byte orders. Integers are 64-bit; blobs come back
