@@ -109,5 +109,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "not-ready": "Not ready",
         "invalid-notification": "Invalid notification",
         "revoked": "Apple link ended",
+        "unauthorized": "Admin token required",
+        "insufficient-scope": "Insufficient scope",
     ]
 }

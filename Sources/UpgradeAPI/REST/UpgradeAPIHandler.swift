@@ -24,6 +24,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let clientThrottle: ClientThrottle?
     /// Proxies whose `X-Forwarded-For` names the client (`UPGRADE_TRUSTED_PROXIES`).
     let trustedProxies: TrustedProxies
+    /// Bearer tokens for the admin routes (`UPGRADE_ADMIN_TOKENS_FILE`).
+    let admin: AdminAuthenticator
     /// Sampled at scrape time for the worker-queue gauge; set once the server exists.
     let statistics: @Sendable () -> HTTPServer.Statistics?
     private let router: Router<Operation>
@@ -39,6 +41,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         log: RequestLog = RequestLog(),
         clientThrottle: ClientThrottle? = ClientThrottle(),
         trustedProxies: TrustedProxies = .none,
+        adminTokens: AdminTokenSet? = nil,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
     ) {
         self.upgrades = upgrades
@@ -51,6 +54,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.log = log
         self.clientThrottle = clientThrottle
         self.trustedProxies = trustedProxies
+        self.admin = AdminAuthenticator(tokens: adminTokens, throttle: clientThrottle)
         self.statistics = statistics
         var router = Router<Operation>()
         router.add("POST", "/v1/upgrades", .startUpgrade)
