@@ -85,6 +85,8 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
     /// sends has one (a test checks it, and that each is in `Schema/openapi.yaml`).
     static let titles: [String: String] = [
         "invalid-credentials": "Invalid credentials",
+        "invalid-ticket": "Invalid upgrade ticket",
+        "account-not-found": "Account not found",
         "locked": "Locked",
         "not-eligible": "Account not eligible",
         "invalid-code": "Invalid code",

@@ -6,7 +6,7 @@ import UpgradeEngine
 /// errors, metrics and one log line per request.
 public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {
-        case startUpgrade, getUpgrade, stepUp, appleCredential, cancel
+        case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
         case signInNonce, signIn, credentialState, notification
         case health, ready, metrics
     }
@@ -62,6 +62,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/upgrades/{id}/step-up", .stepUp)
         router.add("POST", "/v1/upgrades/{id}/apple-credential", .appleCredential)
         router.add("POST", "/v1/upgrades/{id}/cancel", .cancel)
+        router.add("POST", "/v1/upgrade-tickets", .issueTicket)
         router.add("POST", "/v1/apple/sign-in/nonce", .signInNonce)
         router.add("POST", "/v1/apple/sign-in", .signIn)
         router.add("GET", "/v1/apple/credential-state", .credentialState)
@@ -199,16 +200,40 @@ public final class UpgradeAPIHandler: HTTPHandler {
             response.headers.replaceOrAppend(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
             return response
         case .startUpgrade:
-            let body = try JSONBody(request, allowed: ["username", "password", "serviceIdentifier"])
+            let body = try JSONBody(request, allowed: ["username", "password", "ticket", "serviceIdentifier"])
+            // An in-app upgrade sends a ticket and an empty (or no) password; without a ticket the
+            // password is required.
+            let ticket = try body.string("ticket")
+            let password = try ticket == nil ? body.requiredString("password") : body.string("password") ?? ""
             let answer = try throttled(request, now: now) {
                 try upgrades.start(
                     username: try body.requiredString("username"),
-                    password: try body.requiredString("password"),
+                    password: password,
+                    ticket: ticket,
                     serviceIdentifier: try body.requiredString("serviceIdentifier"),
                     now: now
                 )
             }
             return Self.render(answer, status: 201)
+        case .issueTicket:
+            // The token is checked before the body is read: an unauthenticated caller learns nothing.
+            let token = try admin.authorize(request, scope: .tickets, now: now)
+            let body = try JSONBody(request, allowed: ["username", "secondFactorVerified"])
+            let issued = try upgrades.issueTicket(
+                username: try body.requiredString("username"),
+                secondFactorVerified: try body.bool("secondFactorVerified") ?? false,
+                issuedBy: token.name,
+                now: now
+            )
+            var response = HTTPResponse(
+                status: 201,
+                body: JWSJSON.object([
+                    "ticket": .string(issued.ticket), "expiresAt": .string(Self.timestamp(issued.expiresAt)),
+                ]).serialized()
+            )
+            response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
+            response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
+            return response
         case .stepUp:
             let body = try JSONBody(request, allowed: ["code", "recoveryCode"])
             let code: UpgradeService.StepUpCode
@@ -270,7 +295,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
     /// Failures that count against the client: each is a credential checked (or tried on a locked
     /// username) and found wrong.
     static let clientFailureKinds: Set<UpgradeFailure.Kind> = [
-        .invalidCredentials, .locked, .invalidCode, .tooManyAttempts,
+        .invalidCredentials, .invalidTicket, .locked, .invalidCode, .tooManyAttempts,
     ]
 
     /// A credential-checking call under the per-client limit: refused before any work while the

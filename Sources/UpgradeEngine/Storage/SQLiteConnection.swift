@@ -140,6 +140,7 @@ final class SQLiteConnection {
         "audit_events.id": .auditEventsID,
         "apple_notifications.jti": .appleNotificationsJTI,
         "used_sign_in_nonces.nonce_hash": .usedSignInNoncesHash,
+        "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

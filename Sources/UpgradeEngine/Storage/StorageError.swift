@@ -42,6 +42,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case auditEventsID = "audit_events.id"
             case appleNotificationsJTI = "apple_notifications.jti"
             case usedSignInNoncesHash = "used_sign_in_nonces.nonce_hash"
+            case upgradeTicketsHash = "upgrade_tickets.ticket_hash"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -77,6 +78,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let auditEventsID = Constraint(name: .auditEventsID)
         public static let appleNotificationsJTI = Constraint(name: .appleNotificationsJTI)
         public static let usedSignInNoncesHash = Constraint(name: .usedSignInNoncesHash)
+        public static let upgradeTicketsHash = Constraint(name: .upgradeTicketsHash)
     }
 
     public let code: Code

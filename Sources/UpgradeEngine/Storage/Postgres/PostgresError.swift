@@ -129,6 +129,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "login_throttle": .loginThrottleUsernameKey, "apple_links": .appleLinksAccount,
         "upgrade_sessions": .upgradeSessionsID, "transfer_records": .transferRecordsAccount,
         "audit_events": .auditEventsID, "apple_notifications": .appleNotificationsJTI,
-        "used_sign_in_nonces": .usedSignInNoncesHash,
+        "used_sign_in_nonces": .usedSignInNoncesHash, "upgrade_tickets": .upgradeTicketsHash,
     ]
 }
