@@ -70,6 +70,18 @@ private enum Seed {
         )
     }
 
+    static let ticketHash = "s3cret-ticket-hash"
+
+    static func ticket(_ accountID: String) -> UpgradeTicketRecord {
+        UpgradeTicketRecord(
+            ticketHash: ticketHash,
+            accountID: accountID,
+            secondFactorVerified: false,
+            createdAt: now,
+            expiresAt: now + 300
+        )
+    }
+
     /// A database holding one row behind each unique constraint.
     static func database(_ backend: Backend) throws -> TestDatabase {
         let db = try backend.database()
@@ -98,6 +110,7 @@ private enum Seed {
             try tx.appendAudit(AuditEvent(at: now, accountID: alice, upgradeID: nil, event: "s3cret.event"))
             _ = try tx.recordNotification(jti: jti, type: "s3cret-type", now: now)
             _ = try tx.useSignInNonce(hash: nonceHash, expiresAt: now + 600, now: now)
+            try tx.insertUpgradeTicket(ticket(alice), now: now)
         }
         return db
     }
@@ -115,7 +128,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case accountsID, accountsUsername, passwordCredentialsAccount, totpEnrollmentsAccount, recoveryCodesCode
     case loginThrottleUsernameKey, appleLinksAccount, appleLinksSub, upgradeSessionsID, transferRecordsAccount
     case transferRecordsOldSub, transferRecordsTransferSub, auditEventsID, appleNotificationsJTI
-    case usedSignInNoncesHash
+    case usedSignInNoncesHash, upgradeTicketsHash
 
     var testDescription: String { rawValue }
 
@@ -136,6 +149,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .auditEventsID: .auditEventsID
         case .appleNotificationsJTI: .appleNotificationsJTI
         case .usedSignInNoncesHash: .usedSignInNoncesHash
+        case .upgradeTicketsHash: .upgradeTicketsHash
         }
     }
 
@@ -212,6 +226,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
                 "INSERT INTO used_sign_in_nonces (nonce_hash, expires_at) VALUES (?, 1)",
                 [.text(Seed.nonceHash)]
             )
+        case .upgradeTicketsHash:
+            try tx.insertUpgradeTicket(Seed.ticket(Seed.bob), now: Seed.now)
         }
     }
 }
