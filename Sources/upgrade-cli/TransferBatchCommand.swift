@@ -17,23 +17,47 @@ enum TransferBatchCommand {
     static let batchUsage =
         "[--client-id ID] [--dry-run] [--concurrency N] [--limit N] [--report FILE] [--db URL]"
 
-    /// The transfer service over the migrated store and the Apple client, and how many rows the
-    /// batch will visit (the Apple-linked accounts), for the progress line.
-    static func service(
+    /// What a batch runs on: the transfer service over the migrated store and the Apple client, how
+    /// many rows it will visit (the Apple-linked accounts), for the progress line, and the lease timing.
+    struct Batch {
+        var service: TransferService
+        var store: any UpgradeStore
+        var expectedRows: Int
+        var leaseTiming: JobLease.Timing
+    }
+
+    static func batch(
         _ configuration: TransferCommandConfiguration,
         location: DatabaseLocation,
         now: Int64
-    ) throws -> (service: TransferService, expectedRows: Int) {
+    ) throws -> Batch {
+        let leaseTiming = try leaseTiming(ProcessInfo.processInfo.environment)
+        let store = try StoreOption.openMigrated(location)
         let service = TransferService(
-            store: try StoreOption.openMigrated(location),
+            store: store,
             apple: try makeAppleMigrationClient(configuration),
             configuration: TransferServiceConfiguration(teamID: configuration.teamID)
         )
         do {
-            return (service, try service.status(now: now).linkedAccounts)
+            return Batch(
+                service: service,
+                store: store,
+                expectedRows: try service.status(now: now).linkedAccounts,
+                leaseTiming: leaseTiming
+            )
         } catch {
             throw CommandFailure(error.message)
         }
+    }
+
+    /// `UPGRADE_JOB_LEASE_SECONDS`: how long a batch's lease outlives its last heartbeat (README,
+    /// Operations); the default suits production, a short one lets a test see a lease lapse.
+    static func leaseTiming(_ environment: [String: String]) throws -> JobLease.Timing {
+        guard let text = environment["UPGRADE_JOB_LEASE_SECONDS"], !text.isEmpty else { return .default }
+        guard let seconds = Int64(text), let timing = JobLease.Timing(expiry: seconds) else {
+            throw CommandFailure.configuration("UPGRADE_JOB_LEASE_SECONDS must be a number of seconds from 2 to 3600")
+        }
+        return timing
     }
 
     static func readOptions(_ arguments: inout ArgumentReader) throws -> Options {
@@ -86,19 +110,42 @@ enum TransferBatchCommand {
     }
 
     /// Runs a batch with a report file and progress output, prints the summary and returns the exit code.
+    ///
+    /// A batch that writes holds the lease on `job` while it runs, so a second run of the same job
+    /// is refused (exit 2, naming the run that holds it and since when) instead of racing it for
+    /// every row. A dry run writes nothing, so it takes no lease and may run beside a real one.
+    /// `announce` prints what the batch is about to do, once it may.
     static func run(
         _ options: Options,
-        expectedRows: Int,
+        job: String,
+        on target: Batch,
+        announce: () -> Void,
         batch: @escaping @Sendable (TransferBatchOptions) async throws(TransferFailure) -> TransferBatchSummary
     ) throws -> Int32 {
-        let output = try TransferCommandOutput(reportPath: options.reportPath, expectedRows: expectedRows)
+        var lease: JobLease?
+        if !options.dryRun {
+            do {
+                lease = try JobLease.acquire(
+                    job: job,
+                    store: target.store,
+                    timing: target.leaseTiming,
+                    now: Clock.nowSeconds
+                )
+            } catch {
+                throw CommandFailure.configuration(error.message)
+            }
+        }
+        // Released however the batch ends: finished, failed, interrupted by a first signal.
+        defer { lease?.release() }
+        announce()
+        let output = try TransferCommandOutput(reportPath: options.reportPath, expectedRows: target.expectedRows)
         let batchOptions = TransferBatchOptions(
             dryRun: options.dryRun,
             concurrency: options.concurrency,
             limit: options.limit,
             onRow: { output.row($0) }
         )
-        let result = runInterruptible { () async -> Result<TransferBatchSummary, TransferFailure> in
+        let result = runInterruptible(lease: lease) { () async -> Result<TransferBatchSummary, TransferFailure> in
             do throws(TransferFailure) {
                 return .success(try await batch(batchOptions))
             } catch {
@@ -125,8 +172,12 @@ enum TransferBatchCommand {
 
     /// Runs `body` to completion from the synchronous command. The first SIGINT or SIGTERM cancels
     /// it: rows in flight finish and are committed, no new row starts, and the summary is printed;
-    /// a second signal ends the process at once. Either way committed rows stay committed.
-    private static func runInterruptible<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+    /// a second signal ends the process at once (its lease then lapses by itself). Either way
+    /// committed rows stay committed. Losing `lease` cancels the batch as a signal would.
+    private static func runInterruptible<T: Sendable>(
+        lease: JobLease?,
+        _ body: @escaping @Sendable () async -> T
+    ) -> T {
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
         let task = Task {
@@ -134,6 +185,13 @@ enum TransferBatchCommand {
             result.withLock { $0 = value }
             done.signal()
         }
+        lease?.startHeartbeat(
+            clock: { Clock.nowSeconds },
+            onLost: { message in
+                Console.err("error: \(message)")
+                task.cancel()
+            }
+        )
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)

@@ -18,16 +18,19 @@ struct TransferCompleteCommand: CLICommand {
         let windowEndsAt = acceptedAt + TransferStateMachine.windowLength
         let configuration = try TransferCommandConfiguration.load(ProcessInfo.processInfo.environment)
         let clientID = try configuration.clientID(requestedClientID)
-        let (service, expectedRows) = try TransferBatchCommand.service(configuration, location: location, now: now)
-        Console.out(
-            "completing the transfer of \(clientID) to team \(configuration.teamID); the window ends \(TransferBatchCommand.iso8601(windowEndsAt))\(options.dryRun ? " (dry run: nothing is written)" : "")"
-        )
-        if now >= windowEndsAt {
-            Console.err(
-                "warning: the 60-day window closed at \(TransferBatchCommand.iso8601(windowEndsAt)); Apple no longer exchanges transfer identifiers, and rows will fail as window-closed"
+        let batch = try TransferBatchCommand.batch(configuration, location: location, now: now)
+        let service = batch.service
+        let announce = {
+            Console.out(
+                "completing the transfer of \(clientID) to team \(configuration.teamID); the window ends \(TransferBatchCommand.iso8601(windowEndsAt))\(options.dryRun ? " (dry run: nothing is written)" : "")"
             )
+            if now >= windowEndsAt {
+                Console.err(
+                    "warning: the 60-day window closed at \(TransferBatchCommand.iso8601(windowEndsAt)); Apple no longer exchanges transfer identifiers, and rows will fail as window-closed"
+                )
+            }
         }
-        return try TransferBatchCommand.run(options, expectedRows: expectedRows) {
+        return try TransferBatchCommand.run(options, job: "transfer complete", on: batch, announce: announce) {
             batchOptions throws(TransferFailure) in
             try await service.complete(clientID: clientID, windowEndsAt: windowEndsAt, now: now, options: batchOptions)
         }

@@ -30,11 +30,14 @@ struct TransferPrepareCommand: CLICommand {
             )
         }
         let clientID = try configuration.clientID(requestedClientID)
-        let (service, expectedRows) = try TransferBatchCommand.service(configuration, location: location, now: now)
-        Console.out(
-            "preparing the transfer of \(clientID) from team \(configuration.teamID) to team \(target)\(options.dryRun ? " (dry run: nothing is written)" : "")"
-        )
-        return try TransferBatchCommand.run(options, expectedRows: expectedRows) {
+        let batch = try TransferBatchCommand.batch(configuration, location: location, now: now)
+        let service = batch.service
+        let announce = {
+            Console.out(
+                "preparing the transfer of \(clientID) from team \(configuration.teamID) to team \(target)\(options.dryRun ? " (dry run: nothing is written)" : "")"
+            )
+        }
+        return try TransferBatchCommand.run(options, job: "transfer prepare \(target)", on: batch, announce: announce) {
             batchOptions throws(TransferFailure) in
             try await service.prepare(
                 targetTeamID: target,

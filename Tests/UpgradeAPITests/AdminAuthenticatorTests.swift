@@ -43,8 +43,11 @@ struct AdminAuthenticatorTests {
     func outcomes() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
-        let throttle = ClientThrottle(policy: ClientThrottle.Policy(failures: 100, window: 600)!)
-        let authenticator = AdminAuthenticator(tokens: try AdminTokenFile.load(path: fixture.path), throttle: throttle)
+        let throttled = try ClientThrottleTests.Throttled(ClientThrottle.Policy(failures: 100, window: 600)!)
+        let authenticator = AdminAuthenticator(
+            tokens: try AdminTokenFile.load(path: fixture.path),
+            throttle: throttled.throttle
+        )
 
         let passed = try authenticator.authorize(
             Self.request(authorization: ["Bearer \(fixture.tickets)"]),
@@ -68,7 +71,7 @@ struct AdminAuthenticatorTests {
         let missing = try #require(refusal([]))
         #expect(missing.status == 401 && missing.slug == "unauthorized")
         #expect(missing.headers.values(for: "WWW-Authenticate") == ["Bearer realm=\"siwa-upgrade admin\""])
-        #expect(throttle.trackedClients == 0, "a request without a token guessed nothing")
+        #expect(try throttled.throttle.clientsInDebt(now: Self.now) == 0, "a request without a token guessed nothing")
 
         for malformed in [["Basic YWxhZGRpbjpvcGVuc2VzYW1l"], ["Bearer"], ["Bearer a b"], ["Bearer x", "Bearer y"]] {
             let problem = try #require(refusal(malformed))
@@ -78,7 +81,7 @@ struct AdminAuthenticatorTests {
         let wrong = try #require(refusal(["Bearer \(AdminToken.generate())"]))
         #expect(wrong.status == 401 && wrong.slug == "unauthorized")
         #expect(wrong.headers.values(for: "WWW-Authenticate").first?.contains("error=\"invalid_token\"") == true)
-        #expect(throttle.trackedClients == 1, "a wrong token counts against the client")
+        #expect(try throttled.throttle.clientsInDebt(now: Self.now) == 1, "a wrong token counts against the client")
         // A token one character off is just as wrong.
         var altered = Array(fixture.tickets)
         altered[altered.count - 1] = altered.last == "A" ? "B" : "A"
@@ -110,12 +113,15 @@ struct AdminAuthenticatorTests {
         #expect(problem?.status == 401)
     }
 
-    @Test("wrong tokens spend the client's allowance; then even the right token waits (429)")
+    @Test("wrong tokens spend the client's allowance, counted in the database; then even the right token waits (rate-limited)")
     func throttled() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
-        let throttle = ClientThrottle(policy: ClientThrottle.Policy(failures: 3, window: 60)!)
-        let authenticator = AdminAuthenticator(tokens: try AdminTokenFile.load(path: fixture.path), throttle: throttle)
+        let throttled = try ClientThrottleTests.Throttled(ClientThrottle.Policy(failures: 3, window: 60)!)
+        let authenticator = AdminAuthenticator(
+            tokens: try AdminTokenFile.load(path: fixture.path),
+            throttle: throttled.throttle
+        )
         for _ in 0..<3 {
             let problem = #expect(throws: APIProblem.self) {
                 try authenticator.authorize(
@@ -126,15 +132,14 @@ struct AdminAuthenticatorTests {
             }
             #expect(problem?.status == 401)
         }
-        let limited = #expect(throws: APIProblem.self) {
+        let limited = #expect(throws: UpgradeFailure.self) {
             try authenticator.authorize(
                 Self.request(authorization: ["Bearer \(fixture.tickets)"]),
                 scope: .tickets,
                 now: Self.now
             )
         }
-        #expect(limited?.status == 429 && limited?.slug == "rate-limited")
-        #expect(limited?.headers.values(for: "Retry-After") == ["20"])
+        #expect(limited?.kind == .rateLimited && limited?.retryAfter == 20)
         #expect(
             try authenticator.authorize(
                 Self.request(authorization: ["Bearer \(fixture.tickets)"]),

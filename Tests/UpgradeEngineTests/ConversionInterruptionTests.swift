@@ -10,18 +10,33 @@ final class FlakyStore: UpgradeStore, Sendable {
     let base: any UpgradeStore
     /// Writes to let through, then writes to fail.
     private let script = Mutex((pass: 0, fail: 0))
+    /// Every call fails with `unavailable`, as with a database server that cannot be reached.
+    private let down = Mutex(false)
 
     init(_ base: any UpgradeStore) { self.base = base }
 
     /// After `pass` more write transactions succeed, the next `count` fail with `busy` before running.
     func failWrites(_ count: Int, after pass: Int = 0) { script.withLock { $0 = (pass, count) } }
     var pendingFailures: Int { script.withLock { $0.fail } }
+    /// The database server goes away (`true`) or comes back.
+    func setDown(_ value: Bool) { down.withLock { $0 = value } }
+
+    private func reachable() throws(StorageError) {
+        if down.withLock({ $0 }) { throw StorageError(.unavailable, "cannot connect to the database (scripted)") }
+    }
 
     func migrate(now: Int64) throws(StorageError) -> [MigrationStatus] { try base.migrate(now: now) }
     func migrationStatus() throws(StorageError) -> [MigrationStatus] { try base.migrationStatus() }
-    func ping() throws(StorageError) { try base.ping() }
-    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T { try base.read(body) }
+    func ping() throws(StorageError) {
+        try reachable()
+        try base.ping()
+    }
+    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try reachable()
+        return try base.read(body)
+    }
     func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try reachable()
         let fail = script.withLock { script -> Bool in
             if script.pass > 0 {
                 script.pass -= 1

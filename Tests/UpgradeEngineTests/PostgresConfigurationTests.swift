@@ -113,7 +113,9 @@ struct PostgresConfigurationTests {
         #expect(parameters.count == values.count)
         #expect(values["host"] == "h" && values["port"] == "6000" && values["dbname"] == "d")
         #expect(values["user"] == "u" && values["password"] == "p w" && values["sslmode"] == "require")
-        #expect(values["connect_timeout"] == "10")
+        #expect(values["connect_timeout"] == "5")
+        // Sent data unacknowledged that long ends the connection, as a connect would end.
+        #expect(values["tcp_user_timeout"] == "5000")
         #expect(values["options"] == "-c bytea_output=hex -c application_name=a\\ b\\\\c")
         let anonymous = try PostgresConfiguration(url: "postgres://h/d").connectionParameters()
         #expect(!anonymous.contains { $0.0 == "user" || $0.0 == "password" || $0.0 == "sslmode" })

@@ -322,7 +322,7 @@ struct PostgresConnectionTests {
         #expect(lost.isConnectionLost, "\(lost)")
         #expect(lost.kind == .connectionLost)
         #expect(!lost.isRetryable)
-        #expect(lost.storageError.code == .io)
+        #expect(lost.storageError.code == .unavailable)
         #expect(pool.openConnections == 1)
 
         // The other idle connection is dead too: checked on checkout, replaced, and the caller never knows.
@@ -398,7 +398,54 @@ struct PostgresErrorTests {
         #expect(error.kind == .connectFailed)
         #expect(error.message == "cannot connect to PostgreSQL at 127.0.0.1:\(port.number): Connection refused")
         #expect(!error.description.contains(Self.password))
-        #expect(error.storageError.code == .io)
+        #expect(error.storageError.code == .unavailable)
+    }
+
+    @Test("a server that takes the connection but never answers fails at connect_timeout, as unavailable")
+    func silentServer() throws {
+        let port = try RefusingPort(listening: true)
+        let configuration = PostgresConfiguration(
+            host: "127.0.0.1",
+            port: port.number,
+            user: "u",
+            password: Self.password,
+            database: "d",
+            connectTimeout: 2
+        )
+        let error = try #require(throws: PostgresError.self) { try PostgresConnection(configuration) }
+        #expect(error.kind == .connectFailed)
+        #expect(error.message.hasPrefix("cannot connect to PostgreSQL at 127.0.0.1:\(port.number): "), "\(error)")
+        #expect(!error.description.contains(Self.password))
+        #expect(error.storageError.code == .unavailable)
+    }
+
+    @Test("a lease that waits on a slot held by a slow connect fails as unavailable, not as a busy pool")
+    func waitOnSlowConnect() async throws {
+        let port = try RefusingPort(listening: true)
+        let configuration = PostgresConfiguration(
+            host: "127.0.0.1",
+            port: port.number,
+            user: "u",
+            database: "d",
+            connectTimeout: 2
+        )
+        let pool = PostgresPool(configuration: configuration, maxConnections: 1, checkoutTimeout: 0.3)
+        // The one slot: a connect to a server that never answers, until connect_timeout.
+        let slow = Task.detached { () -> PostgresError.Kind? in
+            do {
+                try pool.withConnection { _ in }
+                return nil
+            } catch {
+                return (error as? PostgresError)?.kind
+            }
+        }
+        for _ in 0..<100 where pool.openConnections == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(pool.openConnections == 1)
+        let waiting = try #require(throws: PostgresError.self) { try pool.lease() }
+        #expect(waiting.kind == .connectFailed, "\(waiting)")
+        #expect(waiting.storageError.code == .unavailable)
+        #expect(await slow.value == .connectFailed)
+        #expect(pool.openConnections == 0, "the failed connect gave its slot back")
     }
 
     @Test("SQLSTATEs map to the storage protocol's codes")
@@ -422,6 +469,12 @@ struct PostgresErrorTests {
             #expect(mapped(configuration).code == .configuration, "\(configuration)")
         }
         #expect(mapped("42P01").code == .io)
+        // The server shutting down, starting up, or a connection exception: try again when it is back.
+        for unavailable in ["57P01", "57P02", "57P03", "08006", "08001"] {
+            #expect(mapped(unavailable).code == .unavailable, "\(unavailable)")
+        }
+        #expect(PostgresError(.connectFailed, "m").storageError.code == .unavailable)
+        #expect(PostgresError(.connectionLost, "m").storageError.code == .unavailable)
         #expect(PostgresError(.server, "m", sqlstate: "40P01").isRetryable)
         #expect(!PostgresError(.server, "m", sqlstate: "23505").isRetryable)
         #expect(PostgresError(.poolExhausted, "m").storageError.code == .busy)
@@ -444,11 +497,13 @@ struct PostgresErrorTests {
 }
 
 /// A loopback TCP port that is bound but not listening: a connection to it is refused at once.
-private final class RefusingPort {
+/// A loopback port nobody answers on: connections are refused, or with `listening` the kernel
+/// takes them and nothing ever reads or writes (a server that hangs).
+private final class RefusingPort: Sendable {
     let descriptor: Int32
     let number: Int
 
-    init() throws {
+    init(listening: Bool = false) throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw PostgresError(.misuse, "cannot open a socket") }
         var address = sockaddr_in()
@@ -460,7 +515,7 @@ private final class RefusingPort {
                 bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
             }
         }
-        guard bound else {
+        guard bound, !listening || listen(descriptor, 16) == 0 else {
             close(descriptor)
             throw PostgresError(.misuse, "cannot bind a loopback port")
         }

@@ -164,7 +164,7 @@ struct PostgresStoreTests {
             }
         }
         #expect(runs == 2)
-        #expect(error.code == .io && error.message.contains("lost the connection"), "\(error)")
+        #expect(error.code == .unavailable && error.message.contains("lost the connection"), "\(error)")
         // The pool recovers: the next transaction gets a working connection.
         #expect(try store.read { try $0.auditTrail(accountID: "a", limit: 10) }.count == 1)
     }

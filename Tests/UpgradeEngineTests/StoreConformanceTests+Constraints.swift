@@ -16,6 +16,8 @@ private enum Seed {
     static let codeHash = "s3cret-code-hash"
     static let jti = "s3cret-jti"
     static let nonceHash = "s3cret-nonce-hash"
+    static let job = "s3cret-job"
+    static let clientKey = "s3cret-client"
     static let now: Int64 = 1_700_000_000
 
     static func account(_ id: String, _ username: String) -> AccountRecord {
@@ -110,6 +112,18 @@ private enum Seed {
             try tx.appendAudit(AuditEvent(at: now, accountID: alice, upgradeID: nil, event: "s3cret.event"))
             _ = try tx.recordNotification(jti: jti, type: "s3cret-type", now: now)
             _ = try tx.useSignInNonce(hash: nonceHash, expiresAt: now + 600, now: now)
+            try tx.setClientThrottle(clientKey: clientKey, paidOffAt: now * 1000)
+            _ = try tx.acquireJobLease(
+                JobLeaseRecord(
+                    job: job,
+                    holder: "h",
+                    token: "t",
+                    acquiredAt: now,
+                    heartbeatAt: now,
+                    expiresAt: now + 30
+                ),
+                now: now
+            )
             try tx.insertUpgradeTicket(ticket(alice), now: now)
         }
         return db
@@ -128,7 +142,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case accountsID, accountsUsername, passwordCredentialsAccount, totpEnrollmentsAccount, recoveryCodesCode
     case loginThrottleUsernameKey, appleLinksAccount, appleLinksSub, upgradeSessionsID, transferRecordsAccount
     case transferRecordsOldSub, transferRecordsTransferSub, auditEventsID, appleNotificationsJTI
-    case usedSignInNoncesHash, upgradeTicketsHash
+    case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
+    case upgradeTicketsHash
 
     var testDescription: String { rawValue }
 
@@ -149,6 +164,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .auditEventsID: .auditEventsID
         case .appleNotificationsJTI: .appleNotificationsJTI
         case .usedSignInNoncesHash: .usedSignInNoncesHash
+        case .jobLeasesJob: .jobLeasesJob
+        case .clientThrottleClientKey: .clientThrottleClientKey
         case .upgradeTicketsHash: .upgradeTicketsHash
         }
     }
@@ -225,6 +242,18 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
                 tx,
                 "INSERT INTO used_sign_in_nonces (nonce_hash, expires_at) VALUES (?, 1)",
                 [.text(Seed.nonceHash)]
+            )
+        case .jobLeasesJob:
+            try Seed.raw(
+                tx,
+                "INSERT INTO job_leases (job, holder, token, acquired_at, heartbeat_at, expires_at) VALUES (?, 'h', 's3cret.token', 1, 1, 2)",
+                [.text(Seed.job)]
+            )
+        case .clientThrottleClientKey:
+            try Seed.raw(
+                tx,
+                "INSERT INTO client_throttle (client_key, paid_off_at) VALUES (?, 1)",
+                [.text(Seed.clientKey)]
             )
         case .upgradeTicketsHash:
             try tx.insertUpgradeTicket(Seed.ticket(Seed.bob), now: Seed.now)

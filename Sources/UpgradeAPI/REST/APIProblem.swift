@@ -38,6 +38,8 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         if let retryAfter = failure.retryAfter {
             extensions.append(.init("retryAfter", .integer(retryAfter)))
             headers.replaceOrAppend(name: "Retry-After", value: String(retryAfter))
+        } else if failure.kind == .databaseUnavailable {
+            headers.replaceOrAppend(name: "Retry-After", value: Self.databaseRetryAfter)
         }
         let (status, slug) = UpgradeProblems.problem(for: failure.kind)
         self.init(
@@ -54,9 +56,26 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
     public init(_ failure: SignInFailure) {
         let (status, slug) = UpgradeProblems.problem(for: failure.kind)
         var headers = HTTPHeaders()
-        if failure.kind == .storeUnavailable { headers.replaceOrAppend(name: "Retry-After", value: "1") }
+        if failure.kind == .storeUnavailable {
+            headers.replaceOrAppend(name: "Retry-After", value: Self.databaseRetryAfter)
+        }
         self.init(status: status, slug: slug, detail: failure.message, headers: headers)
         cause = failure.cause
+    }
+
+    /// `Retry-After` seconds while the database cannot be reached: a restart or failover takes a few.
+    static let databaseRetryAfter = "2"
+
+    /// `database-unavailable`: the database could not be reached; nothing changed.
+    static func databaseUnavailable(cause: String?) -> APIProblem {
+        var problem = APIProblem(
+            status: 503,
+            slug: "database-unavailable",
+            detail: "the database cannot be reached; retry shortly",
+            headers: ["Retry-After": databaseRetryAfter]
+        )
+        problem.cause = cause
+        return problem
     }
 
     public static func validation(_ detail: String) -> APIProblem {
@@ -109,6 +128,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "unsupported-media-type": "Unsupported media type",
         "method-not-allowed": "Method not allowed",
         "not-ready": "Not ready",
+        "database-unavailable": "Database unavailable",
         "invalid-notification": "Invalid notification",
         "revoked": "Apple link ended",
         "unauthorized": "Admin token required",

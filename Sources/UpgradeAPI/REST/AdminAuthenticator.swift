@@ -13,16 +13,15 @@ struct AdminAuthenticator: Sendable {
 
     static let realm = "siwa-upgrade admin"
 
-    func authorize(_ request: HTTPRequest, scope: AdminScope, now: Int64) throws(APIProblem) -> AdminToken {
-        if let throttle, let client = request.client, let wait = throttle.retryAfter(client, now: now) {
-            var headers = HTTPHeaders()
-            headers.replaceOrAppend(name: "Retry-After", value: String(wait))
-            throw APIProblem(
-                status: 429,
-                slug: "rate-limited",
-                detail: "too many failed attempts from this client; retry in \(wait) s",
-                extensions: [.init("retryAfter", .integer(wait))],
-                headers: headers
+    /// Throws an `APIProblem` for a missing, wrong or under-scoped token, and an `UpgradeFailure`
+    /// for a client over its limit (`rate-limited`) or a database that cannot count the failure.
+    func authorize(_ request: HTTPRequest, scope: AdminScope, now: Int64) throws -> AdminToken {
+        let clientKey = request.client.map { $0.throttleKey.description }
+        if let throttle, let clientKey, let wait = try throttle.retryAfter(clientKey: clientKey, now: now) {
+            throw UpgradeFailure(
+                .rateLimited,
+                "too many failed attempts from this client; retry in \(wait) s",
+                retryAfter: wait
             )
         }
         let values = request.headers.values(for: "Authorization")
@@ -39,7 +38,7 @@ struct AdminAuthenticator: Sendable {
             )
         }
         guard let token = tokens?.authenticate(presented) else {
-            if let throttle, let client = request.client { throttle.recordFailure(client, now: now) }
+            if let throttle, let clientKey { try throttle.recordFailure(clientKey: clientKey, now: now) }
             var problem = Self.unauthorized(
                 "the admin token is not valid",
                 challenge: "Bearer realm=\"\(Self.realm)\", error=\"invalid_token\""

@@ -78,6 +78,7 @@ extension UpgradeAPIHandler {
         case .revoked: APIProblem(status: 403, slug: "revoked", detail: failure.message)
         case .conflict: APIProblem(status: 409, slug: "sub-conflict", detail: failure.message)
         case .validation: APIProblem.validation(failure.message)
+        case .unavailable: APIProblem.databaseUnavailable(cause: failure.cause)
         default:
             {
                 var problem = APIProblem(

@@ -20,7 +20,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let clock: @Sendable () -> Int64
     let metrics: Metrics
     let log: RequestLog
-    /// Failed credential checks per client (`UPGRADE_CLIENT_THROTTLE`); nil when turned off.
+    /// Failed credential checks per client (`UPGRADE_CLIENT_THROTTLE`), counted in the database;
+    /// nil when turned off.
     let clientThrottle: ClientThrottle?
     /// Proxies whose `X-Forwarded-For` names the client (`UPGRADE_TRUSTED_PROXIES`).
     let trustedProxies: TrustedProxies
@@ -39,7 +40,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
-        clientThrottle: ClientThrottle? = ClientThrottle(),
+        clientThrottle: ClientThrottle.Policy? = .default,
         trustedProxies: TrustedProxies = .none,
         adminTokens: AdminTokenSet? = nil,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
@@ -52,9 +53,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.clock = clock
         self.metrics = metrics
         self.log = log
-        self.clientThrottle = clientThrottle
+        self.clientThrottle = clientThrottle.map { ClientThrottle(policy: $0, store: store) }
         self.trustedProxies = trustedProxies
-        self.admin = AdminAuthenticator(tokens: adminTokens, throttle: clientThrottle)
+        self.admin = AdminAuthenticator(tokens: adminTokens, throttle: self.clientThrottle)
         self.statistics = statistics
         var router = Router<Operation>()
         router.add("POST", "/v1/upgrades", .startUpgrade)
@@ -181,18 +182,13 @@ public final class UpgradeAPIHandler: HTTPHandler {
                 )
                 gauges.append(("http_connections_open", "Open client connections.", Double(statistics.connectionsOpen)))
             }
-            if let clientThrottle {
+            // Counted in the database, so every instance reports the same number; a database that
+            // does not answer leaves the gauge out rather than failing the scrape.
+            if let clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
                 gauges.append(
                     (
-                        "client_throttle_clients", "Clients whose failed credential checks are being counted.",
-                        Double(clientThrottle.trackedClients)
-                    )
-                )
-                gauges.append(
-                    (
-                        "client_throttle_untracked_failures",
-                        "Failed credential checks left uncounted because the per-client table was full.",
-                        Double(clientThrottle.untrackedFailures)
+                        "client_throttle_clients", "Clients whose failed credential checks still count against them.",
+                        Double(clients)
                     )
                 )
             }
@@ -308,7 +304,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         -> UpgradeAnswer
     {
         guard let clientThrottle, let client = request.client else { return try recorded(body) }
-        if let wait = clientThrottle.retryAfter(client, now: now) {
+        let clientKey = client.throttleKey.description
+        if let wait = try clientThrottle.retryAfter(clientKey: clientKey, now: now) {
             throw UpgradeFailure(
                 .rateLimited,
                 "too many failed attempts from this client; retry in \(wait) s",
@@ -318,7 +315,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         do {
             return try recorded(body)
         } catch let failure as UpgradeFailure where Self.clientFailureKinds.contains(failure.kind) {
-            clientThrottle.recordFailure(client, now: now)
+            try clientThrottle.recordFailure(clientKey: clientKey, now: now)
             throw failure
         }
     }

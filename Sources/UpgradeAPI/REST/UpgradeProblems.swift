@@ -31,6 +31,7 @@ enum UpgradeProblems {
         .appleUnavailable: (502, "apple-unavailable"),
         .validation: (422, "validation"),
         .rateLimited: (429, "rate-limited"),
+        .databaseUnavailable: (503, "database-unavailable"),
         .internalError: (500, "internal"),
     ]
 
@@ -49,7 +50,7 @@ enum UpgradeProblems {
         .revoked: (403, "revoked"),
         .subConflict: (409, "sub-conflict"),
         .invalidNotification: (400, "invalid-notification"),
-        .storeUnavailable: (503, "not-ready"),
+        .storeUnavailable: (503, "database-unavailable"),
         .internalError: (500, "internal"),
     ]
 

@@ -116,7 +116,7 @@ public final class UpgradeApplication: Sendable {
             clock: clock,
             metrics: metrics,
             log: log,
-            clientThrottle: settings.clientThrottle.map { ClientThrottle(policy: $0) },
+            clientThrottle: settings.clientThrottle,
             trustedProxies: settings.trustedProxies,
             adminTokens: settings.adminTokens,
             statistics: { statistics.server?.statistics }

@@ -60,6 +60,7 @@ public struct SignInFailure: Error, Sendable, Equatable, CustomStringConvertible
             case .revoked: .revoked
             case .conflict: .subConflict
             case .validation: .validation
+            case .unavailable: .storeUnavailable
             default: .internalError
             }
         self.init(kind, failure.message, cause: failure.cause)

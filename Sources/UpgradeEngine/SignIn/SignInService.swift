@@ -90,11 +90,13 @@ public final class SignInService: Sendable {
                 do {
                     try upgrades.storeRefreshToken(refresh, accountID: account.accountID, now: now)
                 } catch {
-                    throw SignInFailure(
-                        error.kind == .notFound ? .notFound : .internalError,
-                        error.message,
-                        cause: error.cause
-                    )
+                    let kind: SignInFailure.Kind =
+                        switch error.kind {
+                        case .notFound: .notFound
+                        case .databaseUnavailable: .storeUnavailable
+                        default: .internalError
+                        }
+                    throw SignInFailure(kind, error.message, cause: error.cause)
                 }
             }
         }
@@ -141,9 +143,12 @@ public final class SignInService: Sendable {
                 )
             }
         } catch {
+            let unavailable = (error as? StorageError)?.code == .unavailable
             throw SignInFailure(
-                .internalError,
-                "the sign-in could not be recorded; retry later",
+                unavailable ? .storeUnavailable : .internalError,
+                unavailable
+                    ? "the database cannot be reached; retry shortly"
+                    : "the sign-in could not be recorded; retry later",
                 cause: UpgradeService.cause(of: error)
             )
         }

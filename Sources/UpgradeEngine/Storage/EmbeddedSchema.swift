@@ -224,6 +224,41 @@ enum EmbeddedSchema {
                 """
         ),
         SchemaMigration(
+            version: 8,
+            name: "job_leases",
+            sql: """
+                -- One row per batch job that is running (`transfer prepare` for one target team, `transfer
+                -- complete`): a second run of the same job is refused while the row is live. The holder renews
+                -- `expires_at` on a heartbeat; a row whose holder died (kill -9, a lost host) expires and the next
+                -- run takes it over. `token` is known to the holder alone, so only it renews or releases the row;
+                -- `holder` is what a refused run prints (host, process id, run id). Times are Unix seconds.
+                CREATE TABLE job_leases (
+                    job TEXT COLLATE "C" PRIMARY KEY,
+                    holder TEXT COLLATE "C" NOT NULL,
+                    token TEXT COLLATE "C" NOT NULL,
+                    acquired_at BIGINT NOT NULL,
+                    heartbeat_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    CHECK (expires_at >= heartbeat_at AND heartbeat_at >= acquired_at)
+                );
+                """
+        ),
+        SchemaMigration(
+            version: 9,
+            name: "client_throttle",
+            sql: """
+                -- Failed credential checks per client, shared by every server on the database: for each client key
+                -- (an address, an IPv6 client by its /64), when its debt of failures is paid off, in Unix
+                -- milliseconds (the generic cell rate algorithm's theoretical arrival time). A row whose debt is
+                -- paid says nothing a missing row would not, and is deleted when a failure is counted.
+                CREATE TABLE client_throttle (
+                    client_key TEXT COLLATE "C" PRIMARY KEY,
+                    paid_off_at BIGINT NOT NULL
+                );
+                CREATE INDEX client_throttle_paid_off ON client_throttle (paid_off_at);
+                """
+        ),
+        SchemaMigration(
             version: 10,
             name: "upgrade_tickets",
             sql: """
@@ -473,6 +508,41 @@ enum EmbeddedSchema {
                 -- username the profile maps to another form that no other account has, with an
                 -- `account.username-rekeyed` audit row. Accounts whose usernames collide under the profile, or that it
                 -- refuses, are left as they are for an operator: `upgrade-cli db check` lists them.
+                """
+        ),
+        SchemaMigration(
+            version: 8,
+            name: "job_leases",
+            sql: """
+                -- One row per batch job that is running (`transfer prepare` for one target team, `transfer
+                -- complete`): a second run of the same job is refused while the row is live. The holder renews
+                -- `expires_at` on a heartbeat; a row whose holder died (kill -9, a lost host) expires and the next
+                -- run takes it over. `token` is known to the holder alone, so only it renews or releases the row;
+                -- `holder` is what a refused run prints (host, process id, run id). Times are Unix seconds.
+                CREATE TABLE job_leases (
+                    job TEXT PRIMARY KEY,
+                    holder TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    acquired_at INTEGER NOT NULL,
+                    heartbeat_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    CHECK (expires_at >= heartbeat_at AND heartbeat_at >= acquired_at)
+                ) WITHOUT ROWID;
+                """
+        ),
+        SchemaMigration(
+            version: 9,
+            name: "client_throttle",
+            sql: """
+                -- Failed credential checks per client, shared by every server on the database: for each client key
+                -- (an address, an IPv6 client by its /64), when its debt of failures is paid off, in Unix
+                -- milliseconds (the generic cell rate algorithm's theoretical arrival time). A row whose debt is
+                -- paid says nothing a missing row would not, and is deleted when a failure is counted.
+                CREATE TABLE client_throttle (
+                    client_key TEXT PRIMARY KEY,
+                    paid_off_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                CREATE INDEX client_throttle_paid_off ON client_throttle (paid_off_at);
                 """
         ),
         SchemaMigration(

@@ -140,6 +140,8 @@ final class SQLiteConnection {
         "audit_events.id": .auditEventsID,
         "apple_notifications.jti": .appleNotificationsJTI,
         "used_sign_in_nonces.nonce_hash": .usedSignInNoncesHash,
+        "job_leases.job": .jobLeasesJob,
+        "client_throttle.client_key": .clientThrottleClientKey,
         "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
     ]
 

@@ -2,7 +2,7 @@
 public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: String {
-            case uniqueViolation, versionConflict, notFound, busy, migration, configuration, io, constraint
+            case uniqueViolation, versionConflict, notFound, busy, unavailable, migration, configuration, io, constraint
         }
         private let kind: Kind
         public var description: String { kind.rawValue }
@@ -15,6 +15,10 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let notFound = Code(kind: .notFound)
         /// The database stayed locked past the busy timeout.
         public static let busy = Code(kind: .busy)
+        /// The database server cannot be reached: connecting failed or timed out, or the connection
+        /// broke. Nothing of the transaction committed (except when the break came during COMMIT,
+        /// whose outcome is then unknown); the same call may succeed once the server is back.
+        public static let unavailable = Code(kind: .unavailable)
         public static let migration = Code(kind: .migration)
         public static let configuration = Code(kind: .configuration)
         public static let io = Code(kind: .io)
@@ -42,6 +46,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case auditEventsID = "audit_events.id"
             case appleNotificationsJTI = "apple_notifications.jti"
             case usedSignInNoncesHash = "used_sign_in_nonces.nonce_hash"
+            case jobLeasesJob = "job_leases.job"
+            case clientThrottleClientKey = "client_throttle.client_key"
             case upgradeTicketsHash = "upgrade_tickets.ticket_hash"
         }
         private let name: Name
@@ -78,6 +84,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let auditEventsID = Constraint(name: .auditEventsID)
         public static let appleNotificationsJTI = Constraint(name: .appleNotificationsJTI)
         public static let usedSignInNoncesHash = Constraint(name: .usedSignInNoncesHash)
+        /// A second lease row for one job (the store takes a lease over in place instead).
+        public static let jobLeasesJob = Constraint(name: .jobLeasesJob)
+        public static let clientThrottleClientKey = Constraint(name: .clientThrottleClientKey)
         public static let upgradeTicketsHash = Constraint(name: .upgradeTicketsHash)
     }
 

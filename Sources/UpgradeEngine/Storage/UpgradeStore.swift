@@ -2,7 +2,8 @@
 /// stateless instances on one database. The engine reaches a database only through these protocols, so a backend is a type
 /// that conforms to `UpgradeStore` and a transaction type that conforms to `StoreTransaction`, one
 /// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
-/// `NotificationStore`, `AuditStore`). Nothing above these protocols knows SQL or a backend's codes.
+/// `NotificationStore`, `AuditStore`, `JobLeaseStore`, `ClientThrottleStore`). Nothing above these
+/// protocols knows SQL or a backend's codes.
 ///
 /// What every backend guarantees:
 /// - **Transactions.** `write` commits everything `body` wrote if it returns and nothing if it
@@ -32,8 +33,10 @@
 ///   `.uniqueViolation` with `constraint` set to the `StorageError.Constraint` the write broke (the
 ///   backend maps its own constraint names to these once); `.constraint` for any other rule of the
 ///   schema (CHECK, foreign key, NOT NULL, the append-only audit trail); `.busy` when a lock, a
-///   connection or a conflict-free run was not had in time (the caller may retry); `.io` for the rest. Messages name tables, columns,
-///   constraints and the backend's codes, never a bound value: values may be secrets.
+///   connection or a conflict-free run was not had in time (the caller may retry); `.unavailable`
+///   when the database server cannot be reached or the connection broke (the caller may retry once
+///   it is back); `.io` for the rest. Messages name tables, columns, constraints and the backend's
+///   codes, never a bound value: values may be secrets.
 /// - **Values.** Text is stored and compared byte for byte, with no case folding, collation or
 ///   Unicode normalisation: usernames arrive in their enforced form (`Username`) and the engine
 ///   alone decides what is equal. Orders by id are byte orders. Integers are 64-bit; blobs come back
@@ -63,7 +66,7 @@ public protocol UpgradeStore: Sendable {
 /// protocol, in its own file, so a backend implements (and a reader finds) one at a time.
 public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
-    UpgradeTicketStore
+    JobLeaseStore, ClientThrottleStore, UpgradeTicketStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.

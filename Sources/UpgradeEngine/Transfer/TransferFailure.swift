@@ -7,6 +7,7 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
             case notFound = "not-found"
             case revoked
             case conflict
+            case unavailable
             case internalError = "internal"
         }
         private let base: Base
@@ -23,6 +24,8 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
         /// The request contradicts a recorded identity link (another account already has this Apple
         /// id, or the token's `transfer_sub` is not the one stored). Nothing is merged.
         public static let conflict = Code(.conflict)
+        /// The database could not be reached; nothing changed, and the call may be retried.
+        public static let unavailable = Code(.unavailable)
         /// The store failed or holds a record that cannot be read.
         public static let internalError = Code(.internalError)
 

@@ -64,6 +64,13 @@ public final class TransferService: Sendable {
 
     static func storageFailure(_ error: any Error) -> TransferFailure {
         if let failure = error as? TransferFailure { return failure }
+        if let storage = error as? StorageError, storage.code == .unavailable {
+            return TransferFailure(
+                .unavailable,
+                "the database cannot be reached; nothing changed, retry shortly",
+                cause: storage.description
+            )
+        }
         return TransferFailure(
             .internalError,
             "the store is not available; nothing changed, retry later",

@@ -12,7 +12,7 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
                 stateMismatch, nonceMismatch
             case invalidIdentityToken, subConflict, upgradeExpired, notAllowedInState, notFound, inProgress
             case conversionInterrupted, invalidAuthorizationCode, appleUnavailable, validation, rateLimited
-            case internalError
+            case databaseUnavailable, internalError
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -59,6 +59,9 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
         public static let validation = Kind(Base.validation)
         /// Too many failures in a short time; `retryAfter` says when to try again.
         public static let rateLimited = Kind(Base.rateLimited)
+        /// The database could not be reached; nothing changed (or, when the connection broke during
+        /// a commit, the call may have completed: its retry answers from what was stored).
+        public static let databaseUnavailable = Kind(Base.databaseUnavailable)
         /// The server could not complete the call (storage failed, stored data unreadable); the
         /// failure's `cause` says why, for the log only.
         public static let internalError = Kind(Base.internalError)

@@ -109,9 +109,17 @@ public final class UpgradeService: Sendable {
     }
 
     /// The failure a client sees when storage failed: generic for the client, with the storage error
-    /// kept as `cause` for the request's log line.
+    /// kept as `cause` for the request's log line. An unreachable database is told apart, since
+    /// retrying later is then the client's whole remedy.
     static func storageFailure(_ error: any Error) -> UpgradeFailure {
         if let failure = error as? UpgradeFailure { return failure }
+        if let storage = error as? StorageError, storage.code == .unavailable {
+            return UpgradeFailure(
+                .databaseUnavailable,
+                "the database cannot be reached; retry shortly",
+                cause: storage.description
+            )
+        }
         return UpgradeFailure(
             .internalError,
             "the upgrade could not be stored; nothing changed, retry later",

@@ -21,10 +21,13 @@ public struct PostgresConfiguration: Sendable, Equatable {
     /// Nil: libpq's default (`PGSSLMODE`, else `prefer`).
     public var sslMode: SSLMode?
     /// Seconds libpq waits for a connection before giving up. Never zero, which would mean forever.
+    /// Also how long sent data may stay unacknowledged on an open connection (`tcp_user_timeout`).
     public var connectTimeout: Int
 
     public static let defaultPort = 5432
-    public static let defaultConnectTimeout = 10
+    /// Short enough that a request meeting an unreachable server answers 503 within its client's
+    /// patience, and no longer than the pool's checkout wait.
+    public static let defaultConnectTimeout = 5
 
     public init(
         host: String,
@@ -195,6 +198,9 @@ public struct PostgresConfiguration: Sendable, Equatable {
             // instead of the kernel's two hours, so a waiting statement fails instead of hanging.
             ("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"),
             ("keepalives_count", "3"),
+            // Keepalives do not run while sent data waits for its acknowledgement: without this, a
+            // statement sent to a host that vanished waits for the kernel's retransmissions (minutes).
+            ("tcp_user_timeout", String(connectTimeout * 1000)),
         ]
         if let user { parameters.append(("user", user)) }
         if let password { parameters.append(("password", password)) }

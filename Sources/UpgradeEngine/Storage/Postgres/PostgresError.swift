@@ -66,6 +66,11 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         public static let invalidAuthorizationSpecification = "28000"
         public static let invalidCatalogName = "3D000"
         public static let divisionByZero = "22012"
+        /// The server is shutting down (`pg_ctl stop`) or its backend was terminated.
+        public static let adminShutdown = "57P01"
+        public static let crashShutdown = "57P02"
+        /// The server is starting up or in recovery and takes no connections yet.
+        public static let cannotConnectNow = "57P03"
     }
 
     /// A serialization failure or a deadlock: PostgreSQL rolled the transaction back, and running
@@ -86,18 +91,23 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// The same failure as the storage protocol's typed error (docs/architecture.md §8.1):
     /// unique violations keep the constraint, as `table.column` when the constraint follows
     /// PostgreSQL's default naming (`<table>_<column>_key`); serialization failures, deadlocks,
-    /// lock and statement timeouts and an exhausted pool are `busy`; a refused login or a missing
-    /// database is `configuration`; anything else is `io`.
+    /// lock and statement timeouts and an exhausted pool are `busy`; a failed connect, a lost
+    /// connection and the server shutting down or starting up are `unavailable`; a refused login or
+    /// a missing database reported by a statement is `configuration`; anything else is `io`.
     public var storageError: StorageError {
         let text = description
         switch kind {
         case .poolExhausted: return StorageError(.busy, text)
         case .versionConflict: return StorageError(.versionConflict, text)
+        case .connectFailed, .connectionLost: return StorageError(.unavailable, text)
         case .server: break
         default: return StorageError(.io, text)
         }
         guard let sqlstate else { return StorageError(.io, text) }
         switch sqlstate {
+        case _ where sqlstate.hasPrefix("08"), SQLState.adminShutdown, SQLState.crashShutdown,
+            SQLState.cannotConnectNow:
+            return StorageError(.unavailable, text)
         case SQLState.uniqueViolation:
             return StorageError(.uniqueViolation, text, constraint: typedConstraint)
         case _ where sqlstate.hasPrefix("23"):
@@ -129,6 +139,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "login_throttle": .loginThrottleUsernameKey, "apple_links": .appleLinksAccount,
         "upgrade_sessions": .upgradeSessionsID, "transfer_records": .transferRecordsAccount,
         "audit_events": .auditEventsID, "apple_notifications": .appleNotificationsJTI,
-        "used_sign_in_nonces": .usedSignInNoncesHash, "upgrade_tickets": .upgradeTicketsHash,
+        "used_sign_in_nonces": .usedSignInNoncesHash, "job_leases": .jobLeasesJob,
+        "client_throttle": .clientThrottleClientKey,
+        "upgrade_tickets": .upgradeTicketsHash,
     ]
 }

@@ -5,9 +5,12 @@ import Foundation
 /// A connection is leased to one thread at a time (handed out and taken back under `condition`),
 /// the invariant that makes this class `@unchecked Sendable` while `PostgresConnection` is not.
 /// When every connection is in use, a lease waits at most `checkoutTimeout` and then fails with
-/// `poolExhausted`: a request never hangs on the pool. Broken connections are discarded when they
-/// come back; since a broken connection usually means the server restarted or the network broke,
-/// the idle ones are then checked with one round trip before their next use.
+/// `poolExhausted`, or with `connectFailed` when the slots it waited for were held by connects that
+/// had not finished or had just failed: a request never hangs on the pool, and an unreachable server
+/// is reported as such rather than as load. Broken connections are discarded when they come back;
+/// since a broken connection usually means the server restarted or the network broke, the idle ones
+/// are then checked with one round trip before their next use, so service resumes by itself once the
+/// server is back.
 final class PostgresPool: @unchecked Sendable {
     let configuration: PostgresConfiguration
     let maxConnections: Int
@@ -19,6 +22,10 @@ final class PostgresPool: @unchecked Sendable {
     private let condition = NSCondition()
     private var idle: [Idle] = []
     private var open = 0
+    /// Reserved slots whose connect has not returned yet.
+    private var connecting = 0
+    /// The last connect failed, and none has succeeded since.
+    private var connectsFailing = false
 
     private struct Idle {
         let connection: PostgresConnection
@@ -79,8 +86,10 @@ final class PostgresPool: @unchecked Sendable {
                 do {
                     let connection = try PostgresConnection(configuration, sessionSettings: sessionSettings)
                     connection.counters = counters
+                    connected(true)
                     return connection
                 } catch {
+                    connected(false)
                     forget()
                     throw error
                 }
@@ -121,16 +130,33 @@ final class PostgresPool: @unchecked Sendable {
             if let entry = idle.popLast() { return .idle(entry) }
             if open < maxConnections {
                 open += 1
+                connecting += 1
                 return .new
             }
             if !condition.wait(until: deadline) && idle.isEmpty && open >= maxConnections {
+                let waited = String(format: "%g", checkoutTimeout)
+                if connecting > 0 || connectsFailing {
+                    throw PostgresError(
+                        .connectFailed,
+                        "cannot connect to PostgreSQL at \(configuration.endpoint): no connection was had "
+                            + "within \(waited) s while connecting \(connectsFailing ? "fails" : "is slow")"
+                    )
+                }
                 throw PostgresError(
                     .poolExhausted,
                     "all \(maxConnections) PostgreSQL connections to \(configuration.endpoint) stayed in use "
-                        + "for \(String(format: "%g", checkoutTimeout)) s"
+                        + "for \(waited) s"
                 )
             }
         }
+    }
+
+    /// A reserved slot's connect returned.
+    private func connected(_ succeeded: Bool) {
+        condition.lock()
+        connecting -= 1
+        connectsFailing = !succeeded
+        condition.unlock()
     }
 
     /// A reserved or leased connection that will not come back.

@@ -312,8 +312,8 @@ public final class PostgresStore: UpgradeStore, Sendable {
     }
 
     /// Creates the bookkeeping table in a transaction of its own. Two processes creating it at once
-    /// may see the loser fail on the catalog's own unique index (or find it already there): the
-    /// table exists either way, and the loser goes on.
+    /// may see the loser fail on the catalog's own unique index (`23505`), on the table's name
+    /// (`42P07`) or on its row type's name (`42710`): the table exists either way, and the loser goes on.
     private static func createMigrationTable(_ connection: PostgresConnection) throws(PostgresError) {
         do {
             try connection.execute(
@@ -324,6 +324,7 @@ public final class PostgresStore: UpgradeStore, Sendable {
             )
         } catch let error
             where error.sqlstate == PostgresError.SQLState.uniqueViolation || error.sqlstate == "42P07"
+            || error.sqlstate == "42710"
         {
             return
         }

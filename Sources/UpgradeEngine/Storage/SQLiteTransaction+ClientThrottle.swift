@@ -1,0 +1,24 @@
+/// The per-client count of failed credential checks, shared by every server on the database.
+extension SQLiteTransaction: ClientThrottleStore {
+    func clientThrottlePaidOffAt(clientKey: String) throws(StorageError) -> Int64? {
+        try rows("SELECT paid_off_at FROM client_throttle WHERE client_key = ?", [.text(clientKey)]).first?.first?.int
+    }
+
+    func setClientThrottle(clientKey: String, paidOffAt: Int64) throws(StorageError) {
+        try rows(
+            "INSERT INTO client_throttle (client_key, paid_off_at) VALUES (?, ?) ON CONFLICT (client_key) DO UPDATE SET paid_off_at = excluded.paid_off_at",
+            [.text(clientKey), .integer(paidOffAt)]
+        )
+    }
+
+    func deletePaidClientThrottles(now: Int64) throws(StorageError) -> Int {
+        try rows("DELETE FROM client_throttle WHERE paid_off_at <= ?", [.integer(now)])
+        return connection.changes
+    }
+
+    func clientsInDebt(now: Int64) throws(StorageError) -> Int {
+        Int(
+            try connection.scalarInt("SELECT count(*) FROM client_throttle WHERE paid_off_at > ?", [.integer(now)]) ?? 0
+        )
+    }
+}
