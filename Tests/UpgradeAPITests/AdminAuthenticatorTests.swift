@@ -113,7 +113,7 @@ struct AdminAuthenticatorTests {
         #expect(problem?.status == 401)
     }
 
-    @Test("wrong tokens spend the client's allowance, counted in the database; then even the right token waits (rate-limited)")
+    @Test("wrong tokens spend the client's allowance in the database; then even the right token waits")
     func throttled() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
