@@ -55,11 +55,6 @@ public struct UpgradeClientError: Error, Sendable {
         self.detail = detail
         self.extensionErrorCode = extensionErrorCode
     }
-
-    /// The last path segment of `problemType`: the problem's stable slug, such as `invalid-code`.
-    var slug: String {
-        problemType.split(separator: "/").last.map(String.init) ?? problemType
-    }
 }
 
 extension UpgradeClientError: CustomStringConvertible {
