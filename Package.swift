@@ -5,10 +5,13 @@ import PackageDescription
 // system-library target whose `.apt` provider names the -dev package that supplies its headers.
 let package = Package(
     name: "siwa-upgrade",
-    platforms: [.macOS(.v15)],
+    // iOS for the UpgradeClient library alone: an extension target adds that product, which needs
+    // nothing but Foundation; the server's targets build on Linux and macOS.
+    platforms: [.macOS(.v15), .iOS(.v15)],
     products: [
         .executable(name: "upgrade-cli", targets: ["upgrade-cli"]),
         .library(name: "UpgradeEngine", targets: ["UpgradeEngine"]),
+        .library(name: "UpgradeClient", targets: ["UpgradeClient"]),
     ],
     targets: [
         .systemLibrary(
@@ -53,6 +56,8 @@ let package = Package(
             name: "UpgradeAPI",
             dependencies: ["UpgradeEngine", "CSystem"]
         ),
+        // The REST API for an Account Authentication Modification extension: Foundation only.
+        .target(name: "UpgradeClient"),
         // A minimal server answering /healthz, for Benchmarks/http-load.sh and the descriptor-exhaustion test.
         .executableTarget(
             name: "http-load-server",
@@ -75,6 +80,12 @@ let package = Package(
         .testTarget(
             name: "UpgradeAPITests",
             dependencies: ["UpgradeAPI"]
+        ),
+        // Drives the client against the real server on loopback; DevServer.swift and TestBackend.swift
+        // are links to UpgradeAPITests' own.
+        .testTarget(
+            name: "UpgradeClientTests",
+            dependencies: ["UpgradeClient", "UpgradeAPI"]
         ),
     ],
     swiftLanguageModes: [.v6]

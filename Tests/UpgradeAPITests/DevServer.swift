@@ -80,16 +80,30 @@ final class DevServer: Sendable {
     func post(
         _ path: String,
         _ body: [String: any Sendable],
-        contentType: String = "application/json"
+        contentType: String = "application/json",
+        headers: [String: String] = [:]
     ) async throws -> Response {
-        try await send("POST", path, body: try JSONSerialization.data(withJSONObject: body), contentType: contentType)
+        try await send(
+            "POST",
+            path,
+            body: try JSONSerialization.data(withJSONObject: body),
+            contentType: contentType,
+            headers: headers
+        )
     }
 
-    func send(_ method: String, _ path: String, body: Data?, contentType: String?) async throws -> Response {
+    func send(
+        _ method: String,
+        _ path: String,
+        body: Data?,
+        contentType: String?,
+        headers extra: [String: String] = [:]
+    ) async throws -> Response {
         var request = URLRequest(url: URL(string: base + path)!, timeoutInterval: 20)
         request.httpMethod = method
         request.httpBody = body
         if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        for (name, value) in extra { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await URLSession.shared.data(for: request)
         let http = response as! HTTPURLResponse
         var headers: [String: String] = [:]

@@ -149,31 +149,101 @@ struct CLITests {
         }
     }
 
-    @Test("serve: --admin-tokens-file is an unknown option and UPGRADE_ADMIN_TOKENS_FILE one clear line, exit 2")
-    func adminTokensUnavailable() throws {
+    @Test("admin tokens add, list, remove: the token printed once, the file 0600 and hashed, one-line refusals, exit 2")
+    func adminTokens() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let tokens = directory.appendingPathComponent("admin-tokens")
-        try "token\n".write(to: tokens, atomically: true, encoding: .utf8)
-        // A database that cannot be opened: should the refusal be missing, serve still stops.
-        let database = "sqlite:" + directory.appendingPathComponent("absent/db.sqlite").path
-        let flag = try runCLI(
-            ["serve", "--dev", "--listen", "127.0.0.1:0", "--db", database, "--admin-tokens-file", tokens.path]
+        let file = directory.appendingPathComponent("admin-tokens").path
+
+        let added = try runCLI(["admin", "tokens", "add", "backend", "--scopes", "tickets,accounts", "--file", file])
+        #expect(added.status == 0, "\(added.stderr)")
+        let lines = added.stdout.split(separator: "\n")
+        #expect(lines.count == 1)
+        let token = String(lines.first ?? "")
+        #expect(token.hasPrefix("siwa_admin_") && token.utf8.count >= 11 + 22, "at least 128 random bits")
+        #expect(!added.stderr.contains(token))
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let stored = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(!stored.contains(token), "only a hash is stored")
+        #expect(stored.contains(Digest.sha256(token).hexString))
+
+        // The variable names the file as well as --file does.
+        let second = try runCLI(
+            ["admin", "tokens", "add", "support", "--scopes", "audit"],
+            environment: ["UPGRADE_ADMIN_TOKENS_FILE": file]
         )
-        #expect(flag.status == 2)
-        #expect(flag.stderr.hasPrefix("error: unknown option --admin-tokens-file\nusage: "), "\(flag.stderr)")
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdout != added.stdout)
+
+        let list = try runCLI(["admin", "tokens", "list", "--file", file])
+        #expect(list.status == 0)
+        let listed = list.stdout.split(separator: "\n").map {
+            $0.split(separator: "\t").prefix(2).joined(separator: " ")
+        }
+        #expect(listed == ["backend tickets,accounts", "support audit"], "\(list.stdout)")
+        #expect(!list.stdout.contains(Digest.sha256(token).hexString) && !list.stdout.contains(token))
+
+        // Each refusal: one line on stderr, exit 2, the file unchanged.
+        let refusals: [[String]] = [
+            ["admin", "tokens", "add", "backend", "--scopes", "tickets", "--file", file],
+            ["admin", "tokens", "add", "bad name", "--scopes", "tickets", "--file", file],
+            ["admin", "tokens", "add", "-x", "--scopes", "tickets", "--file", file],
+            ["admin", "tokens", "add", "other", "--scopes", "tickets,everything", "--file", file],
+            ["admin", "tokens", "add", "other", "--scopes", "tickets,tickets", "--file", file],
+            ["admin", "tokens", "add", "other", "--scopes", "", "--file", file],
+            ["admin", "tokens", "remove", "nobody", "--file", file],
+            ["admin", "tokens", "list", "--file", directory.appendingPathComponent("absent").path],
+        ]
+        let before = try String(contentsOfFile: file, encoding: .utf8)
+        for arguments in refusals {
+            let refused = try runCLI(arguments)
+            #expect(refused.status == 2, "\(arguments)")
+            #expect(
+                refused.stderr.hasPrefix("error: ") && refused.stderr.split(separator: "\n").count == 1,
+                "\(arguments): \(refused.stderr)"
+            )
+            #expect(refused.stdout.isEmpty, "\(arguments)")
+        }
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == before, "refusals changed nothing")
+
+        let removed = try runCLI(["admin", "tokens", "remove", "support", "--file", file])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(try runCLI(["admin", "tokens", "list", "--file", file]).stdout.hasPrefix("backend\t"))
+        #expect(!(try runCLI(["admin", "tokens", "list", "--file", file]).stdout.contains("support")))
+
+        // A file group or others can read is refused by every command and by serve.
+        chmod(file, 0o644)
+        for arguments in [
+            ["admin", "tokens", "list", "--file", file],
+            ["admin", "tokens", "add", "third", "--scopes", "audit", "--file", file],
+        ] {
+            let refused = try runCLI(arguments)
+            #expect(refused.status == 2, "\(arguments)")
+            #expect(
+                refused.stderr.contains("has mode 0644") && refused.stderr.contains("chmod 600"),
+                "\(refused.stderr)"
+            )
+        }
+        let database = "sqlite:" + directory.appendingPathComponent("absent/db.sqlite").path
+        let serve = try runCLI(
+            ["serve", "--dev", "--listen", "127.0.0.1:0", "--db", database, "--admin-tokens-file", file]
+        )
+        #expect(serve.status == 2)
+        #expect(
+            serve.stderr
+                == "error: UPGRADE_ADMIN_TOKENS_FILE=\(file) has mode 0644; group and others must have no access: run chmod 600 on it\n",
+            "\(serve.stderr)"
+        )
         let variable = try runCLI(
             ["serve", "--dev", "--listen", "127.0.0.1:0", "--db", database],
-            environment: ["UPGRADE_ADMIN_TOKENS_FILE": tokens.path]
+            environment: ["UPGRADE_ADMIN_TOKENS_FILE": directory.appendingPathComponent("absent").path]
         )
         #expect(variable.status == 2)
-        #expect(
-            variable.stderr == "error: UPGRADE_ADMIN_TOKENS_FILE: admin endpoints are not available yet; unset it\n",
-            "\(variable.stderr)"
-        )
-        let help = try runCLI(["serve", "--help"])
-        #expect(!help.stdout.contains("admin"))
+        #expect(variable.stderr.hasPrefix("error: UPGRADE_ADMIN_TOKENS_FILE="), "\(variable.stderr)")
+        #expect(variable.stderr.split(separator: "\n").count == 1)
+        #expect(try runCLI(["serve", "--help"]).stdout.contains("--admin-tokens-file"))
     }
 
     @Test(

@@ -72,6 +72,18 @@ private enum Seed {
         )
     }
 
+    static let ticketHash = "s3cret-ticket-hash"
+
+    static func ticket(_ accountID: String) -> UpgradeTicketRecord {
+        UpgradeTicketRecord(
+            ticketHash: ticketHash,
+            accountID: accountID,
+            secondFactorVerified: false,
+            createdAt: now,
+            expiresAt: now + 300
+        )
+    }
+
     /// A database holding one row behind each unique constraint.
     static func database(_ backend: Backend) throws -> TestDatabase {
         let db = try backend.database()
@@ -112,6 +124,7 @@ private enum Seed {
                 ),
                 now: now
             )
+            try tx.insertUpgradeTicket(ticket(alice), now: now)
         }
         return db
     }
@@ -130,6 +143,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case loginThrottleUsernameKey, appleLinksAccount, appleLinksSub, upgradeSessionsID, transferRecordsAccount
     case transferRecordsOldSub, transferRecordsTransferSub, auditEventsID, appleNotificationsJTI
     case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
+    case upgradeTicketsHash
 
     var testDescription: String { rawValue }
 
@@ -152,6 +166,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .usedSignInNoncesHash: .usedSignInNoncesHash
         case .jobLeasesJob: .jobLeasesJob
         case .clientThrottleClientKey: .clientThrottleClientKey
+        case .upgradeTicketsHash: .upgradeTicketsHash
         }
     }
 
@@ -240,6 +255,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
                 "INSERT INTO client_throttle (client_key, paid_off_at) VALUES (?, 1)",
                 [.text(Seed.clientKey)]
             )
+        case .upgradeTicketsHash:
+            try tx.insertUpgradeTicket(Seed.ticket(Seed.bob), now: Seed.now)
         }
     }
 }

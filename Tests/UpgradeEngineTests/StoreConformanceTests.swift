@@ -574,6 +574,64 @@ struct StoreConformanceTests {
         #expect(try db.store.read { try $0.unusedRecoveryCodeCount(accountID: alice.id) } == 1)
     }
 
+    @Test(
+        "an upgrade ticket is spent once, by its own account, before it expires; minting deletes expired ones",
+        arguments: Backend.all
+    )
+    func upgradeTicketsAreSingleUse(_ backend: Backend) throws {
+        let db = try backend.database()
+        let alice = account("alice")
+        let bob = account("bob")
+        func ticket(_ hash: String, _ owner: AccountRecord, expiresAt: Int64 = Self.now + 300) -> UpgradeTicketRecord {
+            UpgradeTicketRecord(
+                ticketHash: hash,
+                accountID: owner.id,
+                secondFactorVerified: hash == "t-2fa",
+                createdAt: Self.now,
+                expiresAt: expiresAt
+            )
+        }
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.insertAccount(bob)
+            try tx.insertUpgradeTicket(ticket("t1", alice), now: Self.now)
+            try tx.insertUpgradeTicket(ticket("t-2fa", alice), now: Self.now)
+            try tx.insertUpgradeTicket(ticket("t-old", alice, expiresAt: Self.now + 10), now: Self.now)
+        }
+        func consume(_ hash: String, _ owner: AccountRecord, at now: Int64 = Self.now) throws -> UpgradeTicketRecord? {
+            try db.store.write { try $0.consumeUpgradeTicket(hash: hash, accountID: owner.id, now: now) }
+        }
+        // Another account's ticket is refused and stays unspent for its owner.
+        #expect(try consume("t1", bob) == nil)
+        #expect(try consume("t1", alice) == ticket("t1", alice))
+        #expect(try consume("t1", alice) == nil, "spent once")
+        #expect(try db.store.read { try $0.upgradeTicket(hash: "t1") }?.usedAt == Self.now)
+        #expect(try consume("t-2fa", alice)?.secondFactorVerified == true)
+        #expect(try consume("t-old", alice, at: Self.now + 10) == nil, "expired at its expiresAt")
+        #expect(try consume("unknown", alice) == nil)
+        // Minting deletes the tickets expired by then.
+        try db.store.write { try $0.insertUpgradeTicket(ticket("t2", bob), now: Self.now + 10) }
+        #expect(try db.store.read { try $0.upgradeTicket(hash: "t-old") } == nil)
+        #expect(try db.store.read { try $0.upgradeTicket(hash: "t2") } != nil)
+        let duplicate = #expect(throws: StorageError.self) {
+            try db.store.write { try $0.insertUpgradeTicket(ticket("t2", alice), now: Self.now + 10) }
+        }
+        #expect(duplicate?.constraint == .upgradeTicketsHash)
+
+        // Racing spenders of one ticket: exactly one gets it.
+        try db.store.write { try $0.insertUpgradeTicket(ticket("t-race", bob), now: Self.now) }
+        let results = DispatchQueue.ConcurrentResults(count: 8)
+        let store = db.store
+        let bobID = bob.id
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            let spent = try? store.write {
+                try $0.consumeUpgradeTicket(hash: "t-race", accountID: bobID, now: Self.now)
+            }
+            results.set(index, spent != nil)
+        }
+        #expect(results.values.filter { $0 }.count == 1)
+    }
+
     @Test("deleting an account's password leaves a database with no hash for it", arguments: Backend.all)
     func deletePassword(_ backend: Backend) throws {
         let db = try backend.database()
@@ -600,5 +658,16 @@ struct StoreConformanceTests {
             }
         }
         #expect(try store.read { try $0.throttle(usernameKey: "shared") }?.failures == 40)
+    }
+}
+
+extension DispatchQueue {
+    /// One Bool per concurrent iteration, written under a lock.
+    final class ConcurrentResults: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stored: [Bool]
+        init(count: Int) { stored = Array(repeating: false, count: count) }
+        func set(_ index: Int, _ value: Bool) { lock.withLock { stored[index] = value } }
+        var values: [Bool] { lock.withLock { stored } }
     }
 }

@@ -299,7 +299,8 @@ struct UpgradeStateMachineScenarioTests {
         #expect(UpgradeResult.allCases.map(\.rawValue) == ["success", "failure", "twoFactorAuthRequired"])
         #expect(
             UpgradeFailureReason.allCases.map(\.rawValue) == [
-                "invalid-credentials", "locked", "not-eligible", "invalid-code", "too-many-attempts", "state-mismatch",
+                "invalid-credentials", "invalid-ticket", "locked", "not-eligible", "invalid-code", "too-many-attempts",
+                "state-mismatch",
                 "nonce-mismatch", "invalid-identity-token", "sub-conflict", "apple-exchange-failed",
                 "invalid-authorization-code", "conversion-interrupted", "upgrade-expired",
             ]

@@ -47,6 +47,11 @@ struct UpgradeStateMachineTests {
         case passwordWrong
         case passwordLocked
         case passwordNotEligible
+        case ticketOK
+        case ticket2FA
+        case ticketInvalid
+        case ticketLocked
+        case ticketNotEligible
         case codeOK
         case codeWrong
         case codeLocked
@@ -77,6 +82,11 @@ struct UpgradeStateMachineTests {
             case .passwordWrong: .passwordEvaluated(.rejected(reason: .invalidCredentials))
             case .passwordLocked: .passwordEvaluated(.rejected(reason: .locked))
             case .passwordNotEligible: .passwordEvaluated(.rejected(reason: .notEligible))
+            case .ticketOK: .ticketAccepted(secondFactor: false)
+            case .ticket2FA: .ticketAccepted(secondFactor: true)
+            case .ticketInvalid: .ticketRejected(reason: .invalidTicket)
+            case .ticketLocked: .ticketRejected(reason: .locked)
+            case .ticketNotEligible: .ticketRejected(reason: .notEligible)
             case .codeOK: .stepUpEvaluated(.accepted)
             case .codeWrong: .stepUpEvaluated(.rejected(reason: .invalidCode))
             case .codeLocked: .stepUpEvaluated(.rejected(reason: .locked))
@@ -128,14 +138,17 @@ struct UpgradeStateMachineTests {
             effects: [.issueStateAndNonce]
         )
         switch (sample, input) {
-        case (.started, .passwordOK): return awaiting
-        case (.started, .password2FA):
+        // An in-app upgrade's ticket stands in for the password: the same transitions.
+        case (.started, .passwordOK), (.started, .ticketOK): return awaiting
+        case (.started, .password2FA), (.started, .ticket2FA):
             return .moves(
                 to: .stepUpRequired(.init(deadline: t0 + 310, sessionDeadline: t0 + 600, failedAttempts: 0))
             )
         case (.started, .passwordWrong): return failed(.invalidCredentials)
         case (.started, .passwordLocked): return failed(.locked)
-        case (.started, .passwordNotEligible): return failed(.notEligible)
+        case (.started, .passwordNotEligible), (.started, .ticketNotEligible): return failed(.notEligible)
+        case (.started, .ticketInvalid): return failed(.invalidTicket)
+        case (.started, .ticketLocked): return failed(.locked)
 
         case (.stepUpFresh, .codeOK), (.stepUpLastTry, .codeOK): return awaiting
         case (.stepUpFresh, .codeWrong):

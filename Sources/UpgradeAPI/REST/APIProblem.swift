@@ -104,6 +104,8 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
     /// sends has one (a test checks it, and that each is in `Schema/openapi.yaml`).
     static let titles: [String: String] = [
         "invalid-credentials": "Invalid credentials",
+        "invalid-ticket": "Invalid upgrade ticket",
+        "account-not-found": "Account not found",
         "locked": "Locked",
         "not-eligible": "Account not eligible",
         "invalid-code": "Invalid code",
@@ -129,5 +131,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "database-unavailable": "Database unavailable",
         "invalid-notification": "Invalid notification",
         "revoked": "Apple link ended",
+        "unauthorized": "Admin token required",
+        "insufficient-scope": "Insufficient scope",
     ]
 }

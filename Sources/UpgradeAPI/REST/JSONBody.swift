@@ -91,6 +91,13 @@ struct JSONBody {
         return string
     }
 
+    /// A boolean field; `nil` when absent or null.
+    func bool(_ name: String) throws(APIProblem) -> Bool? {
+        guard let value = value(name), value != .null else { return nil }
+        guard let bool = value.boolValue else { throw APIProblem.validation("field '\(name)' must be true or false") }
+        return bool
+    }
+
     func requiredString(_ name: String) throws(APIProblem) -> String {
         try string(name, required: true) ?? ""
     }

@@ -6,7 +6,7 @@ import UpgradeEngine
 /// errors, metrics and one log line per request.
 public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {
-        case startUpgrade, getUpgrade, stepUp, appleCredential, cancel
+        case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
         case signInNonce, signIn, credentialState, notification
         case health, ready, metrics
     }
@@ -25,6 +25,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let clientThrottle: ClientThrottle?
     /// Proxies whose `X-Forwarded-For` names the client (`UPGRADE_TRUSTED_PROXIES`).
     let trustedProxies: TrustedProxies
+    /// Bearer tokens for the admin routes (`UPGRADE_ADMIN_TOKENS_FILE`).
+    let admin: AdminAuthenticator
     /// Sampled at scrape time for the worker-queue gauge; set once the server exists.
     let statistics: @Sendable () -> HTTPServer.Statistics?
     private let router: Router<Operation>
@@ -40,6 +42,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         log: RequestLog = RequestLog(),
         clientThrottle: ClientThrottle.Policy? = .default,
         trustedProxies: TrustedProxies = .none,
+        adminTokens: AdminTokenSet? = nil,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
     ) {
         self.upgrades = upgrades
@@ -52,6 +55,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.log = log
         self.clientThrottle = clientThrottle.map { ClientThrottle(policy: $0, store: store) }
         self.trustedProxies = trustedProxies
+        self.admin = AdminAuthenticator(tokens: adminTokens, throttle: self.clientThrottle)
         self.statistics = statistics
         var router = Router<Operation>()
         router.add("POST", "/v1/upgrades", .startUpgrade)
@@ -59,6 +63,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/upgrades/{id}/step-up", .stepUp)
         router.add("POST", "/v1/upgrades/{id}/apple-credential", .appleCredential)
         router.add("POST", "/v1/upgrades/{id}/cancel", .cancel)
+        router.add("POST", "/v1/upgrade-tickets", .issueTicket)
         router.add("POST", "/v1/apple/sign-in/nonce", .signInNonce)
         router.add("POST", "/v1/apple/sign-in", .signIn)
         router.add("GET", "/v1/apple/credential-state", .credentialState)
@@ -191,16 +196,40 @@ public final class UpgradeAPIHandler: HTTPHandler {
             response.headers.replaceOrAppend(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
             return response
         case .startUpgrade:
-            let body = try JSONBody(request, allowed: ["username", "password", "serviceIdentifier"])
+            let body = try JSONBody(request, allowed: ["username", "password", "ticket", "serviceIdentifier"])
+            // An in-app upgrade sends a ticket and an empty (or no) password; without a ticket the
+            // password is required.
+            let ticket = try body.string("ticket")
+            let password = try ticket == nil ? body.requiredString("password") : body.string("password") ?? ""
             let answer = try throttled(request, now: now) {
                 try upgrades.start(
                     username: try body.requiredString("username"),
-                    password: try body.requiredString("password"),
+                    password: password,
+                    ticket: ticket,
                     serviceIdentifier: try body.requiredString("serviceIdentifier"),
                     now: now
                 )
             }
             return Self.render(answer, status: 201)
+        case .issueTicket:
+            // The token is checked before the body is read: an unauthenticated caller learns nothing.
+            let token = try admin.authorize(request, scope: .tickets, now: now)
+            let body = try JSONBody(request, allowed: ["username", "secondFactorVerified"])
+            let issued = try upgrades.issueTicket(
+                username: try body.requiredString("username"),
+                secondFactorVerified: try body.bool("secondFactorVerified") ?? false,
+                issuedBy: token.name,
+                now: now
+            )
+            var response = HTTPResponse(
+                status: 201,
+                body: JWSJSON.object([
+                    "ticket": .string(issued.ticket), "expiresAt": .string(Self.timestamp(issued.expiresAt)),
+                ]).serialized()
+            )
+            response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
+            response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
+            return response
         case .stepUp:
             let body = try JSONBody(request, allowed: ["code", "recoveryCode"])
             let code: UpgradeService.StepUpCode
@@ -262,7 +291,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
     /// Failures that count against the client: each is a credential checked (or tried on a locked
     /// username) and found wrong.
     static let clientFailureKinds: Set<UpgradeFailure.Kind> = [
-        .invalidCredentials, .locked, .invalidCode, .tooManyAttempts,
+        .invalidCredentials, .invalidTicket, .locked, .invalidCode, .tooManyAttempts,
     ]
 
     /// A credential-checking call under the per-client limit: refused before any work while the

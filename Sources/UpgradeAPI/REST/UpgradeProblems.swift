@@ -12,6 +12,8 @@ enum UpgradeProblems {
 
     static let table: [UpgradeFailure.Kind: (status: Int, slug: String)] = [
         .invalidCredentials: (401, "invalid-credentials"),
+        .invalidTicket: (401, "invalid-ticket"),
+        .accountNotFound: (404, "account-not-found"),
         .locked: (429, "locked"),
         .notEligible: (409, "not-eligible"),
         .invalidCode: (401, "invalid-code"),
@@ -56,6 +58,7 @@ enum UpgradeProblems {
     static func slug(for reason: UpgradeFailureReason) -> String {
         switch reason {
         case .invalidCredentials: "invalid-credentials"
+        case .invalidTicket: "invalid-ticket"
         case .locked: "locked"
         case .notEligible: "not-eligible"
         case .invalidCode: "invalid-code"

@@ -33,6 +33,10 @@ public struct ServerSettings: Sendable {
     /// How long a claimed conversion may take before other calls treat it as interrupted
     /// (`UPGRADE_CONVERSION_TIMEOUT`, seconds).
     public var conversionTimeout: Int64
+    /// `UPGRADE_ADMIN_TOKENS_FILE`, and the tokens read from it while validating. `serve` reads the
+    /// file once, at start-up: restart it after `upgrade-cli admin tokens add` or `remove`.
+    public var adminTokensFile: String?
+    public var adminTokens: AdminTokenSet?
 
     /// The variables and their `--flag` spellings.
     public static let variables: [(variable: String, flag: String)] = [
@@ -44,13 +48,12 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_MAX_CONNECTIONS_PER_CLIENT", "--max-connections-per-client"),
         ("UPGRADE_HEALTH_LISTEN", "--health-listen"),
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
+        ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
     ]
 
     /// Variables of features this build does not have yet. Each is refused when set rather than
     /// ignored, so nobody believes they configured something; their flags are unknown options.
-    public static let unavailableVariables: [(variable: String, reason: String)] = [
-        ("UPGRADE_ADMIN_TOKENS_FILE", "admin endpoints are not available yet; unset it")
-    ]
+    public static let unavailableVariables: [(variable: String, reason: String)] = []
 
     public static let appleProductionURL = "https://appleid.apple.com"
 
@@ -237,6 +240,12 @@ public struct ServerSettings: Sendable {
             }
         }
 
+        let adminTokensFile = value("UPGRADE_ADMIN_TOKENS_FILE")
+        var adminTokens: AdminTokenSet?
+        if let adminTokensFile {
+            do { adminTokens = try AdminTokenFile.load(path: adminTokensFile) } catch { problems.append(error.message) }
+        }
+
         guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
         return ServerSettings(
             database: database,
@@ -256,7 +265,9 @@ public struct ServerSettings: Sendable {
             maxConnectionsPerClient: maxConnectionsPerClient,
             healthListen: healthListen,
             emulatorPort: emulatorPort,
-            conversionTimeout: conversionTimeout
+            conversionTimeout: conversionTimeout,
+            adminTokensFile: adminTokensFile,
+            adminTokens: adminTokens
         )
     }
 

@@ -118,6 +118,7 @@ public final class UpgradeApplication: Sendable {
             log: log,
             clientThrottle: settings.clientThrottle,
             trustedProxies: settings.trustedProxies,
+            adminTokens: settings.adminTokens,
             statistics: { statistics.server?.statistics }
         )
         operations = handler.operations

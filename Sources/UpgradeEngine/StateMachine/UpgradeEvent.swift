@@ -5,6 +5,14 @@
 public enum UpgradeEvent: Sendable, Hashable {
     /// The existing password was checked (`POST /v1/upgrades`).
     case passwordEvaluated(PasswordOutcome)
+    /// An in-app upgrade: the extension got an empty password and passed a one-time ticket the app's
+    /// backend minted for this account, and the driver spent it. It stands in for a correct password.
+    /// `secondFactor` is whether a second factor must still be checked: the account has TOTP and the
+    /// ticket was minted without `secondFactorVerified`.
+    case ticketAccepted(secondFactor: Bool)
+    /// The ticket was refused: wrong, expired, used, another account's (`invalidTicket`), the
+    /// username is locked, or the account cannot be upgraded.
+    case ticketRejected(reason: TicketRejection)
     /// A TOTP or recovery code was checked (`POST /v1/upgrades/{id}/step-up`).
     case stepUpEvaluated(StepUpOutcome)
     /// Apple's credential was checked: identity token signature and claims, the echoed `state`
@@ -31,6 +39,12 @@ public enum UpgradeEvent: Sendable, Hashable {
 
     public enum PasswordRejection: String, Sendable, Hashable, CaseIterable {
         case invalidCredentials
+        case locked
+        case notEligible
+    }
+
+    public enum TicketRejection: String, Sendable, Hashable, CaseIterable {
+        case invalidTicket
         case locked
         case notEligible
     }
@@ -74,13 +88,15 @@ public enum UpgradeEvent: Sendable, Hashable {
     /// An event without its outcome: what a driver asks the machine about before it does the work
     /// that produces the outcome (``UpgradeStateMachine/admission(of:now:)``).
     public enum Kind: String, Sendable, Hashable, CaseIterable {
-        case passwordEvaluated, stepUpEvaluated, appleCredentialEvaluated, authorizationCodeExchanged
-        case conversionFailed, cancel, superseded, deadlinePassed
+        case passwordEvaluated, ticketAccepted, ticketRejected, stepUpEvaluated, appleCredentialEvaluated
+        case authorizationCodeExchanged, conversionFailed, cancel, superseded, deadlinePassed
     }
 
     public var kind: Kind {
         switch self {
         case .passwordEvaluated: .passwordEvaluated
+        case .ticketAccepted: .ticketAccepted
+        case .ticketRejected: .ticketRejected
         case .stepUpEvaluated: .stepUpEvaluated
         case .appleCredentialEvaluated: .appleCredentialEvaluated
         case .authorizationCodeExchanged: .authorizationCodeExchanged
@@ -99,6 +115,16 @@ extension UpgradeEvent.PasswordRejection {
     var failureReason: UpgradeFailureReason {
         switch self {
         case .invalidCredentials: .invalidCredentials
+        case .locked: .locked
+        case .notEligible: .notEligible
+        }
+    }
+}
+
+extension UpgradeEvent.TicketRejection {
+    var failureReason: UpgradeFailureReason {
+        switch self {
+        case .invalidTicket: .invalidTicket
         case .locked: .locked
         case .notEligible: .notEligible
         }

@@ -5,6 +5,8 @@
 public enum UpgradeFailureReason: String, Sendable, Hashable, CaseIterable, Codable {
     /// Wrong password or unknown user; the two must look the same.
     case invalidCredentials = "invalid-credentials"
+    /// An in-app upgrade's ticket is wrong, expired, already used or another account's.
+    case invalidTicket = "invalid-ticket"
     /// The account (or the username, known or not) is locked by the lockout policy.
     case locked = "locked"
     /// The account cannot be upgraded (already Apple-only, disabled, or changed meanwhile).

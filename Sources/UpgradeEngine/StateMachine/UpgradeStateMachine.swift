@@ -3,6 +3,7 @@
 /// ```
 /// started --password ok, no 2FA--> awaitingAppleCredential   [issueStateAndNonce]
 /// started --password ok, 2FA-----> stepUpRequired
+/// started --ticket accepted------> as after a correct password (in-app upgrade)
 /// stepUpRequired --code ok-------> awaitingAppleCredential   [issueStateAndNonce]
 /// stepUpRequired --wrong code----> stepUpRequired, then failed(too-many-attempts) at the limit
 /// awaitingAppleCredential --credential verified--> converting [exchangeAuthorizationCode]
@@ -88,7 +89,8 @@ public struct UpgradeStateMachine: Sendable, Hashable {
                     message: "the '\(status.rawValue)' state runs until \(state.deadline ?? now); expire it only after"
                 )
             )
-        case (.started, .passwordEvaluated), (.stepUpRequired, .stepUpEvaluated),
+        case (.started, .passwordEvaluated), (.started, .ticketAccepted), (.started, .ticketRejected),
+            (.stepUpRequired, .stepUpEvaluated),
             (.awaitingAppleCredential, .appleCredentialEvaluated), (.converting, .authorizationCodeExchanged),
             (.converting, .conversionFailed):
             return .proceed
@@ -156,10 +158,13 @@ public struct UpgradeStateMachine: Sendable, Hashable {
                     + "expire it only once its deadline has passed"
             )
 
-        case (.started(let started), .passwordEvaluated(.accepted(secondFactor: false))):
+        // A ticket stands in for the password: the same transitions follow.
+        case (.started(let started), .passwordEvaluated(.accepted(secondFactor: false))),
+            (.started(let started), .ticketAccepted(secondFactor: false)):
             return awaitAppleCredential(sessionDeadline: started.deadline, now: now, on: event)
 
-        case (.started(let started), .passwordEvaluated(.accepted(secondFactor: true))):
+        case (.started(let started), .passwordEvaluated(.accepted(secondFactor: true))),
+            (.started(let started), .ticketAccepted(secondFactor: true)):
             let deadline = min(started.deadline, now.adding(seconds: policy.stepUpLifetime))
             let stepUp = UpgradeState.StepUpRequired(
                 deadline: deadline,
@@ -169,6 +174,9 @@ public struct UpgradeStateMachine: Sendable, Hashable {
             return move(to: .stepUpRequired(stepUp), on: event)
 
         case (.started, .passwordEvaluated(.rejected(let reason))):
+            return move(to: .failed(.init(reason: reason.failureReason)), on: event)
+
+        case (.started, .ticketRejected(let reason)):
             return move(to: .failed(.init(reason: reason.failureReason)), on: event)
 
         case (.stepUpRequired(let stepUp), .stepUpEvaluated(.accepted)):

@@ -258,6 +258,26 @@ enum EmbeddedSchema {
                 CREATE INDEX client_throttle_paid_off ON client_throttle (paid_off_at);
                 """
         ),
+        SchemaMigration(
+            version: 10,
+            name: "upgrade_tickets",
+            sql: """
+                -- One-time tickets for in-app upgrades, by the SHA-256 (hex) of the ticket: the app's backend mints
+                -- one for an account (POST /v1/upgrade-tickets), and one POST /v1/upgrades spends it in place of the
+                -- password. A ticket is bound to its account, used once (used_at), and refused from expires_at on;
+                -- expired rows are deleted when the next ticket is minted.
+                CREATE TABLE upgrade_tickets (
+                    ticket_hash TEXT COLLATE "C" PRIMARY KEY,
+                    account_id TEXT COLLATE "C" NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    second_factor_verified INTEGER NOT NULL CHECK (second_factor_verified IN (0, 1)),
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    used_at BIGINT
+                );
+                CREATE INDEX upgrade_tickets_expiry ON upgrade_tickets (expires_at);
+                CREATE INDEX upgrade_tickets_account ON upgrade_tickets (account_id);
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -523,6 +543,26 @@ enum EmbeddedSchema {
                     paid_off_at INTEGER NOT NULL
                 ) WITHOUT ROWID;
                 CREATE INDEX client_throttle_paid_off ON client_throttle (paid_off_at);
+                """
+        ),
+        SchemaMigration(
+            version: 10,
+            name: "upgrade_tickets",
+            sql: """
+                -- One-time tickets for in-app upgrades, by the SHA-256 (hex) of the ticket: the app's backend mints
+                -- one for an account (POST /v1/upgrade-tickets), and one POST /v1/upgrades spends it in place of the
+                -- password. A ticket is bound to its account, used once (used_at), and refused from expires_at on;
+                -- expired rows are deleted when the next ticket is minted.
+                CREATE TABLE upgrade_tickets (
+                    ticket_hash TEXT PRIMARY KEY,
+                    account_id TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    second_factor_verified INTEGER NOT NULL CHECK (second_factor_verified IN (0, 1)),
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    used_at INTEGER
+                ) WITHOUT ROWID;
+                CREATE INDEX upgrade_tickets_expiry ON upgrade_tickets (expires_at);
+                CREATE INDEX upgrade_tickets_account ON upgrade_tickets (account_id);
                 """
         ),
     ]

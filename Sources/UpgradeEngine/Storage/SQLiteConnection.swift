@@ -142,6 +142,7 @@ final class SQLiteConnection {
         "used_sign_in_nonces.nonce_hash": .usedSignInNoncesHash,
         "job_leases.job": .jobLeasesJob,
         "client_throttle.client_key": .clientThrottleClientKey,
+        "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

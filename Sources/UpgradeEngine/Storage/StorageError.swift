@@ -48,6 +48,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case usedSignInNoncesHash = "used_sign_in_nonces.nonce_hash"
             case jobLeasesJob = "job_leases.job"
             case clientThrottleClientKey = "client_throttle.client_key"
+            case upgradeTicketsHash = "upgrade_tickets.ticket_hash"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -86,6 +87,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         /// A second lease row for one job (the store takes a lease over in place instead).
         public static let jobLeasesJob = Constraint(name: .jobLeasesJob)
         public static let clientThrottleClientKey = Constraint(name: .clientThrottleClientKey)
+        public static let upgradeTicketsHash = Constraint(name: .upgradeTicketsHash)
     }
 
     public let code: Code

@@ -23,7 +23,7 @@
 ///   decision made from what it read still holds when it commits. SQLite gets this by serialising
 ///   writers; PostgreSQL by SERIALIZABLE isolation and the retries above (docs/architecture.md §8.4).
 ///   Beyond that, each method is atomic by itself (a conditional write such as `advanceTOTPStep`,
-///   `consumeRecoveryCode`, `useSignInNonce` or `recordNotification` returns true to one of two
+///   `consumeRecoveryCode`, `useSignInNonce`, `consumeUpgradeTicket` or `recordNotification` returns true to one of two
 ///   concurrent callers at most), and the version guards and unique constraints below hold.
 /// - **Version guards.** An insert stores the record's `version` as given. An update that takes
 ///   `expectedVersion` changes the row only if its stored version is that one, in the same statement
@@ -66,7 +66,7 @@ public protocol UpgradeStore: Sendable {
 /// protocol, in its own file, so a backend implements (and a reader finds) one at a time.
 public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
-    JobLeaseStore, ClientThrottleStore
+    JobLeaseStore, ClientThrottleStore, UpgradeTicketStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.

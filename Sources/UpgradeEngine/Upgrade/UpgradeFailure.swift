@@ -8,7 +8,8 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
     /// (the engine knows neither). A struct over a private enum, so kinds can be added.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, CaseIterable {
-            case invalidCredentials, locked, notEligible, invalidCode, tooManyAttempts, stateMismatch, nonceMismatch
+            case invalidCredentials, invalidTicket, accountNotFound, locked, notEligible, invalidCode, tooManyAttempts,
+                stateMismatch, nonceMismatch
             case invalidIdentityToken, subConflict, upgradeExpired, notAllowedInState, notFound, inProgress
             case conversionInterrupted, invalidAuthorizationCode, appleUnavailable, validation, rateLimited
             case databaseUnavailable, internalError
@@ -24,6 +25,10 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
 
         /// Wrong password or unknown username: the two look the same.
         public static let invalidCredentials = Kind(Base.invalidCredentials)
+        /// An in-app upgrade's ticket is wrong, expired, already used or another account's.
+        public static let invalidTicket = Kind(Base.invalidTicket)
+        /// An admin call named a username no account has (the caller is trusted, so it may know).
+        public static let accountNotFound = Kind(Base.accountNotFound)
         /// Too many failures for this username (known or not); `retryAfter` says when to try again.
         public static let locked = Kind(Base.locked)
         /// The account cannot be upgraded (already Apple-only, or changed meanwhile).
@@ -65,6 +70,7 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
         init(_ reason: UpgradeFailureReason) {
             switch reason {
             case .invalidCredentials: self = .invalidCredentials
+            case .invalidTicket: self = .invalidTicket
             case .locked: self = .locked
             case .notEligible: self = .notEligible
             case .invalidCode: self = .invalidCode

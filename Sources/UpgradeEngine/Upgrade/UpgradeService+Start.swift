@@ -1,19 +1,33 @@
 extension UpgradeService {
-    /// `POST /v1/upgrades`: evaluates the existing password. Synchronous on purpose: the password hash
-    /// is CPU-bound work for the caller's (worker) thread, not for Swift's small cooperative pool. Answers `success` with a state and nonce,
+    /// `POST /v1/upgrades`: evaluates the existing password, or for an in-app upgrade the one-time
+    /// `ticket` the app's backend minted (`issueTicket`) with an empty password. Synchronous on
+    /// purpose: the password hash is CPU-bound work for the caller's (worker) thread, not for Swift's
+    /// small cooperative pool. Answers `success` with a state and nonce,
     /// `twoFactorAuthRequired`, or throws a failure. A wrong password and an unknown username cost the
     /// same and look the same; both count against the username's enforced form (`Username`), so
-    /// look-alike spellings share one lockout. A string the username profile refuses is a
-    /// `validation` failure naming the code point and rule: that depends on the string alone, so it
-    /// reveals nothing about which accounts exist, and no account can be stored under such a name.
+    /// look-alike spellings share one lockout, and a refused ticket counts the same way. A string the
+    /// username profile refuses is a `validation` failure naming the code point and rule: that depends
+    /// on the string alone, so it reveals nothing about which accounts exist, and no account can be
+    /// stored under such a name.
     public func start(
         username: String,
         password: String,
+        ticket: String? = nil,
         serviceIdentifier: String,
         now: Int64
     ) throws(UpgradeFailure) -> UpgradeAnswer {
         try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
-        try Self.require(password, "password", maxBytes: Self.maxPasswordBytes)
+        if let ticket {
+            guard password.isEmpty else {
+                throw UpgradeFailure(
+                    .validation,
+                    "send a password or a ticket, not both; an in-app upgrade sends an empty password"
+                )
+            }
+            try Self.require(ticket, "ticket", maxBytes: Self.maxTicketBytes)
+        } else {
+            try Self.require(password, "password", maxBytes: Self.maxPasswordBytes)
+        }
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
         let prepared: Username
         do {
@@ -35,7 +49,10 @@ extension UpgradeService {
 
         // Throttled usernames are refused before any hash is computed, and without counting, so a
         // throttled client cannot extend its own lock (LockoutPolicy).
-        var outcome: UpgradeEvent.PasswordOutcome
+        // The event when it is known before the write: a password checked (slow, so outside any
+        // transaction) or the lockout's refusal. A ticket is checked inside the write, where spending
+        // it is one conditional update.
+        var known: UpgradeEvent?
         var retryAfter: Int64?
         var auditDetail: [String: String] = [:]
         let decision = configuration.lockout.decision(
@@ -52,9 +69,12 @@ extension UpgradeService {
                 retryAfter: max(1, until - now)
             )
         case .locked(let until):
-            outcome = .rejected(reason: .locked)
+            known = ticket == nil ? .passwordEvaluated(.rejected(reason: .locked)) : .ticketRejected(reason: .locked)
             retryAfter = max(1, until - now)
+        case .allowed where ticket != nil:
+            break
         case .allowed:
+            let outcome: UpgradeEvent.PasswordOutcome
             if let account = snapshot.account, let credential = snapshot.credential, account.credentialKind == .password
             {
                 do {
@@ -74,44 +94,70 @@ extension UpgradeService {
                 passwords.verifyDummy(password: password)
                 outcome = .rejected(reason: .invalidCredentials)
             }
-        }
-
-        var machine = UpgradeStateMachine.start(now: now, policy: configuration.policy)
-        let transition: UpgradeTransition
-        do {
-            transition = try machine.apply(.passwordEvaluated(outcome), now: now)
-        } catch {
-            throw UpgradeFailure(.internalError, "the upgrade could not start")
+            known = .passwordEvaluated(outcome)
         }
 
         let id = Self.newUpgradeID()
         let accountID = snapshot.account?.id
-        var record = UpgradeSessionRecord(
-            id: id,
-            accountID: accountID,
-            usernameKey: usernameKey,
-            serviceIdentifier: serviceIdentifier,
-            status: machine.status.rawValue,
-            machine: Self.encode(machine),
-            stateHash: nil,
-            nonceHash: nil,
-            linkedSub: nil,
-            createdAt: now,
-            expiresAt: machine.deadline ?? now,
-            updatedAt: now
-        )
         auditDetail["serviceIdentifier"] = serviceIdentifier
+        if ticket != nil { auditDetail["credential"] = "ticket" }
+        let ticketHash = ticket.map(Self.hashOneTimeValue)
+        let machine: UpgradeStateMachine
+        let transition: UpgradeTransition
         let issued: EffectOutputs
         do {
-            issued = try store.write { tx in
-                switch outcome {
-                case .accepted:
+            (machine, transition, issued) = try store.write { tx in
+                var event: UpgradeEvent
+                if let known {
+                    event = known
+                } else {
+                    // Spent only if it is this account's, unused and unexpired; an unknown username
+                    // matches no ticket, at the cost of the same statement.
+                    let spent = try tx.consumeUpgradeTicket(
+                        hash: ticketHash ?? "",
+                        accountID: accountID ?? "",
+                        now: now
+                    )
+                    if let spent, let account = snapshot.account {
+                        // Only a valid ticket learns that the account cannot be upgraded.
+                        event =
+                            account.credentialKind == .password && snapshot.credential != nil
+                            ? .ticketAccepted(secondFactor: snapshot.hasSecondFactor && !spent.secondFactorVerified)
+                            : .ticketRejected(reason: .notEligible)
+                    } else {
+                        event = .ticketRejected(reason: .invalidTicket)
+                    }
+                }
+                var machine = UpgradeStateMachine.start(now: now, policy: configuration.policy)
+                let transition: UpgradeTransition
+                do {
+                    transition = try machine.apply(event, now: now)
+                } catch {
+                    throw UpgradeFailure(.internalError, "the upgrade could not start")
+                }
+                var record = UpgradeSessionRecord(
+                    id: id,
+                    accountID: accountID,
+                    usernameKey: usernameKey,
+                    serviceIdentifier: serviceIdentifier,
+                    status: machine.status.rawValue,
+                    machine: Self.encode(machine),
+                    stateHash: nil,
+                    nonceHash: nil,
+                    linkedSub: nil,
+                    createdAt: now,
+                    expiresAt: machine.deadline ?? now,
+                    updatedAt: now
+                )
+                switch event {
+                case .passwordEvaluated(.accepted), .ticketAccepted:
                     // Most sign-ins follow no failure: then there is no throttle row to clear.
                     if snapshot.throttle != nil { try tx.clearFailures(usernameKey: usernameKey) }
                     if let accountID { try supersedeOpenUpgrades(of: accountID, by: id, in: tx, now: now) }
-                case .rejected(reason: .invalidCredentials):
+                case .passwordEvaluated(.rejected(reason: .invalidCredentials)),
+                    .ticketRejected(reason: .invalidTicket):
                     _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
-                case .rejected: break
+                default: break
                 }
                 let outputs = try performInTransaction(
                     transition.effects,
@@ -122,7 +168,7 @@ extension UpgradeService {
                 )
                 try tx.insertUpgradeSession(record)
                 try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: auditDetail))
-                return outputs
+                return (machine, transition, outputs)
             }
         } catch {
             throw Self.storageFailure(error)

@@ -32,6 +32,7 @@ public final class UpgradeService: Sendable {
 
     static let maxUsernameBytes = 256
     static let maxPasswordBytes = 1024
+    static let maxTicketBytes = 256
     static let maxServiceIdentifierBytes = 255
     static let maxIdentityTokenBytes = 16 * 1024
     static let maxAuthorizationCodeBytes = 2048
@@ -183,6 +184,7 @@ public final class UpgradeService: Sendable {
     static func message(for reason: UpgradeFailureReason) -> String {
         switch reason {
         case .invalidCredentials: "the username or password is not correct"
+        case .invalidTicket: "the upgrade ticket is not valid for this username: wrong, expired or already used"
         case .locked: "too many failed attempts for this username; try again later"
         case .notEligible: "this account cannot be upgraded to Sign in with Apple"
         case .invalidCode: "the code is not correct or was already used"

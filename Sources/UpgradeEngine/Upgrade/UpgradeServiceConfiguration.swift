@@ -8,6 +8,8 @@ public struct UpgradeServiceConfiguration: Sendable {
     public var appleTeamID: String
     /// How long a request that lost the race to convert an upgrade waits for the winner's result.
     public var convertingWaitMilliseconds: Int
+    /// How long an in-app upgrade ticket may wait to be spent (seconds).
+    public var ticketLifetime: Int64 = 300
     /// Called as each effect a transition returned is performed, with the upgrade's id, in the
     /// machine's order (for metrics and tests). The effects performed inside a transaction
     /// (`issueStateAndNonce`, `convertAccount`) are reported again when a conflict makes the store run

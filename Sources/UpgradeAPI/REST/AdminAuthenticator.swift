@@ -1,0 +1,91 @@
+import UpgradeEngine
+
+/// Bearer-token authentication for the admin routes (RFC 6750): the REST layer asks it before it
+/// reads an admin request's body. A missing or wrong token is `401 unauthorized` with a
+/// `WWW-Authenticate: Bearer` challenge, a token without the route's scope `403 insufficient-scope`.
+/// A wrong token counts against the per-client throttle like a wrong password, and a client over
+/// its limit is refused before the token is even hashed. The token is never logged or echoed; the
+/// log line names the token that was used (`admin`), which is not a secret.
+struct AdminAuthenticator: Sendable {
+    /// Read once at start-up; nil when `UPGRADE_ADMIN_TOKENS_FILE` is unset (every request is refused).
+    let tokens: AdminTokenSet?
+    let throttle: ClientThrottle?
+
+    static let realm = "siwa-upgrade admin"
+
+    /// Throws an `APIProblem` for a missing, wrong or under-scoped token, and an `UpgradeFailure`
+    /// for a client over its limit (`rate-limited`) or a database that cannot count the failure.
+    func authorize(_ request: HTTPRequest, scope: AdminScope, now: Int64) throws -> AdminToken {
+        let clientKey = request.client.map { $0.throttleKey.description }
+        if let throttle, let clientKey, let wait = try throttle.retryAfter(clientKey: clientKey, now: now) {
+            throw UpgradeFailure(
+                .rateLimited,
+                "too many failed attempts from this client; retry in \(wait) s",
+                retryAfter: wait
+            )
+        }
+        let values = request.headers.values(for: "Authorization")
+        guard !values.isEmpty else {
+            throw Self.unauthorized(
+                "send an admin token as 'Authorization: Bearer TOKEN'",
+                challenge: "Bearer realm=\"\(Self.realm)\""
+            )
+        }
+        guard values.count == 1, let presented = Self.bearerToken(values[0]) else {
+            throw Self.unauthorized(
+                "the Authorization header must be 'Bearer TOKEN', once",
+                challenge: "Bearer realm=\"\(Self.realm)\", error=\"invalid_request\""
+            )
+        }
+        guard let token = tokens?.authenticate(presented) else {
+            if let throttle, let clientKey { try throttle.recordFailure(clientKey: clientKey, now: now) }
+            var problem = Self.unauthorized(
+                "the admin token is not valid",
+                challenge: "Bearer realm=\"\(Self.realm)\", error=\"invalid_token\""
+            )
+            problem.cause = tokens == nil ? "no-admin-tokens-configured" : "unknown-token"
+            throw problem
+        }
+        guard token.allows(scope) else {
+            var headers = HTTPHeaders()
+            headers.replaceOrAppend(
+                name: "WWW-Authenticate",
+                value: "Bearer realm=\"\(Self.realm)\", error=\"insufficient_scope\", scope=\"\(scope.rawValue)\""
+            )
+            var problem = APIProblem(
+                status: 403,
+                slug: "insufficient-scope",
+                detail: "this admin token lacks the '\(scope.rawValue)' scope",
+                headers: headers
+            )
+            problem.cause = "token \(token.name)"
+            throw problem
+        }
+        return token
+    }
+
+    /// The token of `Bearer TOKEN` (the scheme in any case, RFC 9110 §11.1), or nil. The token must
+    /// be RFC 6750's b64token: nothing else can be one of ours.
+    static func bearerToken(_ value: String) -> String? {
+        let bytes = Array(value.utf8)
+        guard bytes.count > 7, String(decoding: bytes[0..<6], as: UTF8.self).lowercased() == "bearer",
+            bytes[6] == 0x20
+        else { return nil }
+        let token = bytes[7...].drop { $0 == 0x20 }
+        guard !token.isEmpty, token.count <= AdminToken.maxPresentedBytes else { return nil }
+        let allowed: (UInt8) -> Bool = { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || [0x2D, 0x2E, 0x5F, 0x7E, 0x2B, 0x2F].contains(byte)
+        }
+        var body = Array(token)
+        while body.last == 0x3D { body.removeLast() }
+        guard !body.isEmpty, body.allSatisfy(allowed) else { return nil }
+        return String(decoding: token, as: UTF8.self)
+    }
+
+    private static func unauthorized(_ detail: String, challenge: String) -> APIProblem {
+        var headers = HTTPHeaders()
+        headers.replaceOrAppend(name: "WWW-Authenticate", value: challenge)
+        return APIProblem(status: 401, slug: "unauthorized", detail: detail, headers: headers)
+    }
+}

@@ -1,0 +1,34 @@
+/// One-time tickets for in-app upgrades. Spending is a
+/// single conditional UPDATE: of two SERIALIZABLE transactions spending one ticket, the second waits
+/// for the first, is rolled back and run again, and finds the ticket used.
+extension PostgresTransaction: UpgradeTicketStore {
+    func insertUpgradeTicket(_ ticket: UpgradeTicketRecord, now: Int64) throws(StorageError) {
+        try send("DELETE FROM upgrade_tickets WHERE expires_at <= $1", [.integer(now)])
+        try send(
+            "INSERT INTO upgrade_tickets (\(UpgradeTicketRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6)",
+            [
+                .text(ticket.ticketHash), .text(ticket.accountID), .integer(ticket.secondFactorVerified ? 1 : 0),
+                .integer(ticket.createdAt), .integer(ticket.expiresAt), ticket.usedAt.map { .integer($0) } ?? .null,
+            ]
+        )
+    }
+
+    func consumeUpgradeTicket(hash: String, accountID: String, now: Int64) throws(StorageError) -> UpgradeTicketRecord?
+    {
+        try rows(
+            "UPDATE upgrade_tickets SET used_at = $1 WHERE ticket_hash = $2 AND account_id = $3 AND used_at IS NULL AND expires_at > $1 RETURNING \(UpgradeTicketRecord.columns)",
+            [.integer(now), .text(hash), .text(accountID)]
+        ).first.map { row in
+            var ticket = UpgradeTicketRecord(row: row)
+            ticket.usedAt = nil
+            return ticket
+        }
+    }
+
+    func upgradeTicket(hash: String) throws(StorageError) -> UpgradeTicketRecord? {
+        try rows(
+            "SELECT \(UpgradeTicketRecord.columns) FROM upgrade_tickets WHERE ticket_hash = $1",
+            [.text(hash)]
+        ).first.map(UpgradeTicketRecord.init(row:))
+    }
+}

@@ -1,0 +1,1 @@
+../UpgradeAPITests/DevServer.swift

@@ -1,0 +1,1 @@
+../UpgradeAPITests/TicketHarness.swift
