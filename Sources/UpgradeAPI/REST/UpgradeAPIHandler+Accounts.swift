@@ -1,7 +1,7 @@
 import Foundation
 import UpgradeEngine
 
-/// The admin routes on accounts (docs/architecture.md §4.3).
+/// The admin routes on accounts (docs/architecture.md §7.1).
 extension UpgradeAPIHandler {
     /// `DELETE /v1/admin/accounts/{username}` (scope `accounts`): deletes the account in one
     /// transaction, then tries its Apple revocation once, bounded by the revocation client's

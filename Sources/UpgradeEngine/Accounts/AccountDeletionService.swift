@@ -3,7 +3,7 @@
 /// schema's cascades, its password, TOTP, recovery codes, upgrade sessions and tickets, transfer
 /// record and Apple link; a tombstone audit row `account.deleted` naming the account id only; and,
 /// when the link holds a refresh token, a row in the revocation queue with the token still sealed
-/// (docs/architecture.md §4.3). Nothing here calls Apple: `AppleRevocationSender` sends the queue.
+/// (docs/architecture.md §7.1). Nothing here calls Apple: `AppleRevocationSender` sends the queue.
 public struct AccountDeletionService: Sendable {
     let store: any UpgradeStore
 

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Sends the revocation queue (`apple_revocations`) to Apple's `/auth/revoke` with
-/// `token_type_hint=refresh_token` (docs/architecture.md §4.3). A row is claimed first (one
+/// `token_type_hint=refresh_token` (docs/architecture.md §7.1). A row is claimed first (one
 /// conditional UPDATE), so several senders on one database never send one row at once; then:
 ///
 /// - **200**: done, never sent again; the sealed token is emptied.
