@@ -8,6 +8,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
         case signInNonce, signIn, credentialState, notification
+        case deleteAccount
         case health, ready, metrics
     }
 
@@ -15,6 +16,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let transfers: TransferService
     let signIns: SignInService
     let notifications: AppleNotificationService
+    /// `DELETE /v1/admin/accounts/{username}`: the deletion, then one attempt at its revocation.
+    let deletions: AccountDeletionService
+    let revocations: AppleRevocationSender?
     /// Pinged by `/readyz`.
     let store: any UpgradeStore
     let clock: @Sendable () -> Int64
@@ -37,6 +41,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         signIns: SignInService,
         notifications: AppleNotificationService,
         store: any UpgradeStore,
+        revocations: AppleRevocationSender? = nil,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
@@ -50,6 +55,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.signIns = signIns
         self.notifications = notifications
         self.store = store
+        self.deletions = AccountDeletionService(store: store)
+        self.revocations = revocations
         self.clock = clock
         self.metrics = metrics
         self.log = log
@@ -68,6 +75,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/apple/sign-in", .signIn)
         router.add("GET", "/v1/apple/credential-state", .credentialState)
         router.add("POST", "/v1/apple/notifications", .notification)
+        router.add("DELETE", "/v1/admin/accounts/{username}", .deleteAccount)
         router.add("GET", "/healthz", .health)
         router.add("GET", "/readyz", .ready)
         router.add("GET", "/metrics", .metrics)
@@ -184,6 +192,14 @@ public final class UpgradeAPIHandler: HTTPHandler {
             }
             // Counted in the database, so every instance reports the same number; a database that
             // does not answer leaves the gauge out rather than failing the scrape.
+            if let pending = try? store.read({ try $0.pendingAppleRevocationCount() }) {
+                gauges.append(
+                    (
+                        "upgrade_apple_revocations_pending",
+                        "Apple refresh tokens of deleted accounts not yet revoked at Apple.", Double(pending)
+                    )
+                )
+            }
             if let clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
                 gauges.append(
                     (
@@ -285,6 +301,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return try credentialState(request)
         case .notification:
             return try notification(request, now: now)
+        case .deleteAccount:
+            return try deleteAccount(request, username: parameters["username"] ?? "", now: now)
         }
     }
 
