@@ -39,7 +39,11 @@ struct AccountDeletionEndToEndTests {
 
         /// A password account upgraded through the emulator; its id, Apple sub and the refresh token
         /// Apple issued (read back from the database, for the checks that it is revoked and never shown).
-        func converted(_ username: String) async throws -> (accountID: String, sub: String, refreshToken: String) {
+        /// `appleUser` is the emulator's user who signs in (the development user by default).
+        func converted(
+            _ username: String,
+            appleUser: String? = nil
+        ) async throws -> (accountID: String, sub: String, refreshToken: String) {
             try server.addAccount(username, password: "pw-\(username)")
             let started = try await server.post(
                 "/v1/upgrades",
@@ -48,7 +52,7 @@ struct AccountDeletionEndToEndTests {
             let id = try #require(started["id"])
             let completed = try await server.post(
                 "/v1/upgrades/\(id)/apple-credential",
-                try server.appleCredential(for: started)
+                try server.appleCredential(for: started, userID: appleUser)
             )
             #expect(completed["status"] == "completed")
             let link = try #require(

@@ -33,6 +33,12 @@ extension AppleIDEmulator {
         state.withLock { $0.faults[endpoint] ?? [] }
     }
 
+    /// Drops the faults still queued for `endpoint` (a test whose client was killed before it used
+    /// them all).
+    public func clearFaults(endpoint: String) {
+        _ = state.withLock { $0.faults.removeValue(forKey: endpoint) }
+    }
+
     /// How many `/auth/revoke` calls for `token` were answered 200 (an unknown token: 0).
     public func revocationCount(token: String) -> Int {
         let key = EmulatorState.secretKey(token)
