@@ -3,7 +3,7 @@
 /// Info.plist (`ASAccountAuthenticationModificationPasswordGenerationRequirements`), and the passwords
 /// iOS generates for the extension meet what the server checks.
 ///
-/// The syntax (docs/architecture.md §4.3): rules separated by `;`, each `name: value`, names and
+/// The syntax: rules separated by `;`, each `name: value`, names and
 /// class names case-insensitive, white space around tokens ignored.
 /// - `minlength: N`, `maxlength: N`: length in characters (Unicode scalars), 1...1024;
 /// - `required: C, ...`: the password contains a character of at least one listed class; each

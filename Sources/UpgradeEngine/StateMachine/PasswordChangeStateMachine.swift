@@ -1,4 +1,4 @@
-/// One strong-password change: the extension's `changePasswordWithoutUserInteraction` (docs/architecture.md §4.3).
+/// One strong-password change: the extension's `changePasswordWithoutUserInteraction` (docs/architecture.md §4.7).
 ///
 /// ```
 /// started --password or ticket ok, no 2FA--> completed        [storeNewPassword]

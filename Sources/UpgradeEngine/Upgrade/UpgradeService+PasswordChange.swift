@@ -4,7 +4,7 @@ extension UpgradeService {
     /// `ticket` from `issueTicket` sent with an empty password, is accepted, and for a TOTP account once
     /// a code is (`stepUpPasswordChange`). Synchronous for the same reason as `start`.
     ///
-    /// Order of checks (docs/architecture.md §4.3): the request's fields; the new password against the
+    /// Order of checks (docs/architecture.md §4.7): the request's fields; the new password against the
     /// rules, and on the password path against the current password as sent (constant time): a
     /// refusal there is `passwordPolicy` and nothing is checked, counted, spent or stored. Then the
     /// current password with the upgrade's lockout and dummy work, so a wrong password and an unknown
