@@ -73,6 +73,22 @@ private enum Seed {
     }
 
     static let ticketHash = "s3cret-ticket-hash"
+    static let changeID = "pwc_s3cret"
+
+    static func change(_ id: String) -> PasswordChangeRecord {
+        PasswordChangeRecord(
+            id: id,
+            accountID: alice,
+            usernameKey: "s3cret-alice",
+            serviceIdentifier: "example.com",
+            status: "stepUpRequired",
+            machine: "{}",
+            newPasswordHash: "s3cret-new-hash",
+            createdAt: now,
+            expiresAt: now + 300,
+            updatedAt: now
+        )
+    }
 
     static func ticket(_ accountID: String) -> UpgradeTicketRecord {
         UpgradeTicketRecord(
@@ -125,6 +141,7 @@ private enum Seed {
                 now: now
             )
             try tx.insertUpgradeTicket(ticket(alice), now: now)
+            try tx.insertPasswordChange(change(changeID))
         }
         return db
     }
@@ -143,7 +160,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case loginThrottleUsernameKey, appleLinksAccount, appleLinksSub, upgradeSessionsID, transferRecordsAccount
     case transferRecordsOldSub, transferRecordsTransferSub, auditEventsID, appleNotificationsJTI
     case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
-    case upgradeTicketsHash
+    case upgradeTicketsHash, passwordChangesID
 
     var testDescription: String { rawValue }
 
@@ -167,6 +184,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .jobLeasesJob: .jobLeasesJob
         case .clientThrottleClientKey: .clientThrottleClientKey
         case .upgradeTicketsHash: .upgradeTicketsHash
+        case .passwordChangesID: .passwordChangesID
         }
     }
 
@@ -257,6 +275,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             )
         case .upgradeTicketsHash:
             try tx.insertUpgradeTicket(Seed.ticket(Seed.bob), now: Seed.now)
+        case .passwordChangesID:
+            try tx.insertPasswordChange(Seed.change(Seed.changeID))
         }
     }
 }

@@ -143,6 +143,7 @@ final class SQLiteConnection {
         "job_leases.job": .jobLeasesJob,
         "client_throttle.client_key": .clientThrottleClientKey,
         "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
+        "password_changes.id": .passwordChangesID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {
