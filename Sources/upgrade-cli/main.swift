@@ -10,6 +10,7 @@ enum CommandRegistry {
             DatabaseCheckCommand.self,
             TokenVerifyCommand.self,
             PasswordVerifyCommand.self,
+            PasswordRulesCommand.self,
             AccountsAddCommand.self,
             AccountsShowCommand.self,
             AccountsDeleteCommand.self,

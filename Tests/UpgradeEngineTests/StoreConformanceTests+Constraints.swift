@@ -73,6 +73,22 @@ private enum Seed {
     }
 
     static let ticketHash = "s3cret-ticket-hash"
+    static let changeID = "pwc_s3cret"
+
+    static func change(_ id: String) -> PasswordChangeRecord {
+        PasswordChangeRecord(
+            id: id,
+            accountID: alice,
+            usernameKey: "s3cret-alice",
+            serviceIdentifier: "example.com",
+            status: "stepUpRequired",
+            machine: "{}",
+            newPasswordHash: "s3cret-new-hash",
+            createdAt: now,
+            expiresAt: now + 300,
+            updatedAt: now
+        )
+    }
 
     static func ticket(_ accountID: String) -> UpgradeTicketRecord {
         UpgradeTicketRecord(
@@ -139,6 +155,7 @@ private enum Seed {
             )
             try tx.insertUpgradeTicket(ticket(alice), now: now)
             try tx.insertAppleRevocation(revocation(alice))
+            try tx.insertPasswordChange(change(changeID))
         }
         return db
     }
@@ -157,7 +174,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case loginThrottleUsernameKey, appleLinksAccount, appleLinksSub, upgradeSessionsID, transferRecordsAccount
     case transferRecordsOldSub, transferRecordsTransferSub, auditEventsID, appleNotificationsJTI
     case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
-    case upgradeTicketsHash
+    case upgradeTicketsHash, passwordChangesID
     case appleRevocationsID
 
     var testDescription: String { rawValue }
@@ -183,6 +200,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .clientThrottleClientKey: .clientThrottleClientKey
         case .upgradeTicketsHash: .upgradeTicketsHash
         case .appleRevocationsID: .appleRevocationsID
+        case .passwordChangesID: .passwordChangesID
         }
     }
 
@@ -275,6 +293,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             try tx.insertUpgradeTicket(Seed.ticket(Seed.bob), now: Seed.now)
         case .appleRevocationsID:
             try tx.insertAppleRevocation(Seed.revocation(Seed.bob))
+        case .passwordChangesID:
+            try tx.insertPasswordChange(Seed.change(Seed.changeID))
         }
     }
 }

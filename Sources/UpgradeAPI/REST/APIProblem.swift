@@ -3,7 +3,8 @@ import UpgradeEngine
 /// An RFC 9457 problem document for the REST API. Besides `type`, `title`, `status` and `detail` it
 /// carries the members the Account Authentication Modification extension needs on every answer:
 /// `result`, and the upgrade's `id` and `upgradeStatus` when one exists (`status` is taken by
-/// RFC 9457 for the HTTP status code), `attemptsRemaining` and `retryAfter`.
+/// RFC 9457 for the HTTP status code), `attemptsRemaining` and `retryAfter`; for a password change its
+/// `id` and `changeStatus`, and `rule` for `password-policy`.
 public struct APIProblem: Error, Sendable, CustomStringConvertible {
     public var status: Int
     public var slug: String
@@ -31,6 +32,10 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         var extensions = [JWSJSON.Member("result", .string(failure.result.rawValue))]
         if let id = failure.upgradeID { extensions.append(.init("id", .string(id))) }
         if let status = failure.status { extensions.append(.init("upgradeStatus", .string(status.rawValue))) }
+        if let status = failure.passwordChangeStatus {
+            extensions.append(.init("changeStatus", .string(status.rawValue)))
+        }
+        if let rule = failure.rule { extensions.append(.init("rule", .string(rule))) }
         if let attempts = failure.attemptsRemaining {
             extensions.append(.init("attemptsRemaining", .integer(Int64(attempts))))
         }
@@ -133,5 +138,6 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "revoked": "Apple link ended",
         "unauthorized": "Admin token required",
         "insufficient-scope": "Insufficient scope",
+        "password-policy": "Password rules not met",
     ]
 }

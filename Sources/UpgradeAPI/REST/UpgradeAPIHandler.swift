@@ -7,6 +7,7 @@ import UpgradeEngine
 public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
+        case startPasswordChange, stepUpPasswordChange
         case signInNonce, signIn, credentialState, notification
         case deleteAccount
         case health, ready, metrics
@@ -71,6 +72,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/upgrades/{id}/apple-credential", .appleCredential)
         router.add("POST", "/v1/upgrades/{id}/cancel", .cancel)
         router.add("POST", "/v1/upgrade-tickets", .issueTicket)
+        router.add("POST", "/v1/password-changes", .startPasswordChange)
+        router.add("POST", "/v1/password-changes/{id}/step-up", .stepUpPasswordChange)
         router.add("POST", "/v1/apple/sign-in/nonce", .signInNonce)
         router.add("POST", "/v1/apple/sign-in", .signIn)
         router.add("GET", "/v1/apple/credential-state", .credentialState)
@@ -293,6 +296,10 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return Self.render(try recorded { try upgrades.cancel(id: id, reason: reason, now: now) })
         case .getUpgrade:
             return Self.render(try upgrades.view(id: id, now: now))
+        case .startPasswordChange:
+            return try startPasswordChange(request, now: now)
+        case .stepUpPasswordChange:
+            return try stepUpPasswordChange(request, id: id, now: now)
         case .signInNonce:
             return try signInNonce(request, now: now)
         case .signIn:
@@ -314,12 +321,12 @@ public final class UpgradeAPIHandler: HTTPHandler {
 
     /// A credential-checking call under the per-client limit: refused before any work while the
     /// client is over it, and its credential failures counted.
-    private func throttled(
+    func throttled<Answer>(
         _ request: HTTPRequest,
         now: Int64,
-        _ body: () throws -> UpgradeAnswer
+        _ body: () throws -> Answer
     ) throws
-        -> UpgradeAnswer
+        -> Answer
     {
         guard let clientThrottle, let client = request.client else { return try recorded(body) }
         let clientKey = client.throttleKey.description
@@ -338,11 +345,14 @@ public final class UpgradeAPIHandler: HTTPHandler {
         }
     }
 
-    /// Counts the outcome of an upgrade call for `upgrade_transitions_total`.
-    private func recorded(_ body: () throws -> UpgradeAnswer) throws -> UpgradeAnswer {
+    /// Counts the outcome of an upgrade call for `upgrade_transitions_total` (password changes are
+    /// not upgrades and are not counted there).
+    private func recorded<Answer>(_ body: () throws -> Answer) throws -> Answer {
         do {
             let answer = try body()
-            metrics.recordTransition(status: answer.status.rawValue, result: answer.result.rawValue)
+            if let answer = answer as? UpgradeAnswer {
+                metrics.recordTransition(status: answer.status.rawValue, result: answer.result.rawValue)
+            }
             return answer
         } catch let failure as UpgradeFailure {
             if let status = failure.status {

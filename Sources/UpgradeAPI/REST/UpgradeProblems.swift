@@ -33,6 +33,7 @@ enum UpgradeProblems {
         .rateLimited: (429, "rate-limited"),
         .databaseUnavailable: (503, "database-unavailable"),
         .internalError: (500, "internal"),
+        .passwordPolicy: (422, "password-policy"),
     ]
 
     /// The HTTP status and problem slug of a sign-in or notification failure kind.

@@ -37,6 +37,8 @@ public struct ServerSettings: Sendable {
     /// file once, at start-up: restart it after `upgrade-cli admin tokens add` or `remove`.
     public var adminTokensFile: String?
     public var adminTokens: AdminTokenSet?
+    /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`, Apple's password-rules syntax).
+    public var passwordRules: PasswordRules
 
     /// The variables and their `--flag` spellings.
     public static let variables: [(variable: String, flag: String)] = [
@@ -49,6 +51,7 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_HEALTH_LISTEN", "--health-listen"),
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
+        ("UPGRADE_PASSWORD_RULES", "--password-rules"),
     ]
 
     /// Variables of features this build does not have yet. Each is refused when set rather than
@@ -246,6 +249,15 @@ public struct ServerSettings: Sendable {
             do { adminTokens = try AdminTokenFile.load(path: adminTokensFile) } catch { problems.append(error.message) }
         }
 
+        var passwordRules = PasswordRules.default
+        if let text = value("UPGRADE_PASSWORD_RULES") {
+            do { passwordRules = try PasswordRules(text) } catch {
+                problems.append(
+                    "UPGRADE_PASSWORD_RULES: \(error.message) (Apple's password-rules syntax, e.g. \(PasswordRules.defaultText))"
+                )
+            }
+        }
+
         guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
         return ServerSettings(
             database: database,
@@ -267,7 +279,8 @@ public struct ServerSettings: Sendable {
             emulatorPort: emulatorPort,
             conversionTimeout: conversionTimeout,
             adminTokensFile: adminTokensFile,
-            adminTokens: adminTokens
+            adminTokens: adminTokens,
+            passwordRules: passwordRules
         )
     }
 

@@ -67,16 +67,18 @@ public final class UpgradeApplication: Sendable {
         self.metrics = metrics
         var passwords = PasswordVerifier()
         passwords.onHashed = { metrics.recordPasswordHash(cpuSeconds: $0) }
+        var upgradeConfiguration = UpgradeServiceConfiguration(
+            policy: try UpgradePolicy(conversionLifetime: settings.conversionTimeout),
+            appleTeamID: teamID
+        )
+        upgradeConfiguration.passwordRules = settings.passwordRules
         service = UpgradeService(
             store: store,
             passwords: passwords,
             secrets: secrets,
             identityTokens: apple.keys,
             apple: apple.client,
-            configuration: UpgradeServiceConfiguration(
-                policy: try UpgradePolicy(conversionLifetime: settings.conversionTimeout),
-                appleTeamID: teamID
-            )
+            configuration: upgradeConfiguration
         )
         // Conversions a stopped server left behind end as interrupted before the first request.
         let interrupted = try service.failInterruptedConversions(now: now)

@@ -1,5 +1,6 @@
 /// Why a state machine refused an event. Nothing changed: the caller answers with the error and
-/// persists nothing. Shared by ``UpgradeStateMachine`` and ``TransferStateMachine``.
+/// persists nothing. Shared by ``UpgradeStateMachine``, ``TransferStateMachine`` and
+/// ``PasswordChangeStateMachine``.
 public struct TransitionError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of refusal this is. A struct over a private enum so that codes can be added
     /// without breaking callers that switch on the ones they know.

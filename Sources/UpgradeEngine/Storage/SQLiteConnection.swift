@@ -144,6 +144,7 @@ final class SQLiteConnection {
         "client_throttle.client_key": .clientThrottleClientKey,
         "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
         "apple_revocations.id": .appleRevocationsID,
+        "password_changes.id": .passwordChangesID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

@@ -50,6 +50,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case clientThrottleClientKey = "client_throttle.client_key"
             case upgradeTicketsHash = "upgrade_tickets.ticket_hash"
             case appleRevocationsID = "apple_revocations.id"
+            case passwordChangesID = "password_changes.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -90,6 +91,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let clientThrottleClientKey = Constraint(name: .clientThrottleClientKey)
         public static let upgradeTicketsHash = Constraint(name: .upgradeTicketsHash)
         public static let appleRevocationsID = Constraint(name: .appleRevocationsID)
+        public static let passwordChangesID = Constraint(name: .passwordChangesID)
     }
 
     public let code: Code

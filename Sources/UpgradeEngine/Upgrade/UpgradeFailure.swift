@@ -12,7 +12,7 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
                 stateMismatch, nonceMismatch
             case invalidIdentityToken, subConflict, upgradeExpired, notAllowedInState, notFound, inProgress
             case conversionInterrupted, invalidAuthorizationCode, appleUnavailable, validation, rateLimited
-            case databaseUnavailable, internalError
+            case databaseUnavailable, internalError, passwordPolicy
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -62,6 +62,9 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
         /// The database could not be reached; nothing changed (or, when the connection broke during
         /// a commit, the call may have completed: its retry answers from what was stored).
         public static let databaseUnavailable = Kind(Base.databaseUnavailable)
+        /// A password change's new password breaks a rule of `UPGRADE_PASSWORD_RULES` (or equals the
+        /// current one); the failure's `rule` names it. Nothing was checked, counted or stored.
+        public static let passwordPolicy = Kind(Base.passwordPolicy)
         /// The server could not complete the call (storage failed, stored data unreadable); the
         /// failure's `cause` says why, for the log only.
         public static let internalError = Kind(Base.internalError)
@@ -90,8 +93,13 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
     public var kind: Kind
     public var message: String
     public var result: UpgradeResult
+    /// The upgrade's id, or the password change's.
     public var upgradeID: String?
     public var status: UpgradeStatus?
+    /// A password change's status, when the failure is a password change's (`status` is then nil).
+    public var passwordChangeStatus: PasswordChangeStatus?
+    /// `passwordPolicy`: the rule the new password breaks, as written in the canonical rules.
+    public var rule: String?
     public var attemptsRemaining: Int?
     /// Seconds until a locked username may try again.
     public var retryAfter: Int64?

@@ -113,8 +113,7 @@ extension UpgradeService {
 
     /// Checks and consumes a code inside the caller's transaction. A replayed TOTP code, one for a step
     /// at or before the last accepted one, or a used recovery code is simply wrong.
-    private func checkCode(_ code: StepUpCode, accountID: String?, tx: any StoreTransaction, now: Int64) throws -> Bool
-    {
+    func checkCode(_ code: StepUpCode, accountID: String?, tx: any StoreTransaction, now: Int64) throws -> Bool {
         guard let accountID else { return false }
         switch code {
         case .recoveryCode(let value):

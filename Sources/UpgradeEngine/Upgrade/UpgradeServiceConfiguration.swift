@@ -10,6 +10,10 @@ public struct UpgradeServiceConfiguration: Sendable {
     public var convertingWaitMilliseconds: Int
     /// How long an in-app upgrade ticket may wait to be spent (seconds).
     public var ticketLifetime: Int64 = 300
+    /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`).
+    public var passwordRules: PasswordRules = .default
+    /// Hashes a changed password (argon2id).
+    public var passwordHasher = PasswordHasher()
     /// Called as each effect a transition returned is performed, with the upgrade's id, in the
     /// machine's order (for metrics and tests). The effects performed inside a transaction
     /// (`issueStateAndNonce`, `convertAccount`) are reported again when a conflict makes the store run

@@ -141,7 +141,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "audit_events": .auditEventsID, "apple_notifications": .appleNotificationsJTI,
         "used_sign_in_nonces": .usedSignInNoncesHash, "job_leases": .jobLeasesJob,
         "client_throttle": .clientThrottleClientKey,
-        "upgrade_tickets": .upgradeTicketsHash,
+        "upgrade_tickets": .upgradeTicketsHash, "password_changes": .passwordChangesID,
         "apple_revocations": .appleRevocationsID,
     ]
 }

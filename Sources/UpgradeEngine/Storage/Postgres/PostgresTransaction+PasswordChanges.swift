@@ -1,0 +1,27 @@
+/// Strong-password changes: one row per change, updated by each transition.
+extension PostgresTransaction: PasswordChangeStore {
+    func insertPasswordChange(_ change: PasswordChangeRecord) throws(StorageError) {
+        try send(
+            "INSERT INTO password_changes (\(PasswordChangeRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            change.insertValues
+        )
+    }
+
+    func passwordChange(id: String) throws(StorageError) -> PasswordChangeRecord? {
+        try rows("SELECT \(PasswordChangeRecord.columns) FROM password_changes WHERE id = $1", [.text(id)]).first.map(
+            PasswordChangeRecord.init(row:)
+        )
+    }
+
+    func updatePasswordChange(_ change: PasswordChangeRecord, expectedVersion: Int64) throws(StorageError) {
+        try versionedUpdate(
+            """
+            UPDATE password_changes SET status = $1, machine = $2, new_password_hash = $3, expires_at = $4,
+                updated_at = $5, version = version + 1
+            WHERE id = $6 AND version = $7
+            """,
+            change.updateValues + [.integer(expectedVersion)],
+            what: "password change"
+        )
+    }
+}

@@ -1,0 +1,514 @@
+extension UpgradeService {
+    /// `POST /v1/password-changes`: the extension's `changePasswordWithoutUserInteraction`. Replaces the
+    /// account's password with `newPassword` (argon2id) once the current password, or a one-time
+    /// `ticket` from `issueTicket` sent with an empty password, is accepted, and for a TOTP account once
+    /// a code is (`stepUpPasswordChange`). Synchronous for the same reason as `start`.
+    ///
+    /// Order of checks (docs/architecture.md §4.7): the request's fields; the new password against the
+    /// rules, and on the password path against the current password as sent (constant time): a
+    /// refusal there is `passwordPolicy` and nothing is checked, counted, spent or stored. Then the
+    /// current password with the upgrade's lockout and dummy work, so a wrong password and an unknown
+    /// username cost and look the same, or the ticket: valid for the account, it is compared with the
+    /// new password against the stored hash before it is spent, so an unchanged password leaves it
+    /// unspent. An account without a password answers `invalidCredentials` on the password path
+    /// (anything else would tell a stranger it exists) and `notEligible` with a valid ticket.
+    public func startPasswordChange(
+        username: String,
+        password: String,
+        ticket: String? = nil,
+        newPassword: String,
+        serviceIdentifier: String,
+        now: Int64
+    ) throws(UpgradeFailure) -> PasswordChangeAnswer {
+        try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
+        if let ticket {
+            guard password.isEmpty else {
+                throw UpgradeFailure(.validation, "send a password or a ticket, not both")
+            }
+            try Self.require(ticket, "ticket", maxBytes: Self.maxTicketBytes)
+        } else {
+            try Self.require(password, "password", maxBytes: Self.maxPasswordBytes)
+        }
+        try Self.require(newPassword, "newPassword", maxBytes: Self.maxPasswordBytes)
+        try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
+        let prepared: Username
+        do {
+            prepared = try Username(username)
+        } catch {
+            throw UpgradeFailure(
+                .validation,
+                error.code == .empty ? "username is required" : "username: \(error.message)"
+            )
+        }
+        let usernameKey = prepared.value
+        var machine = PasswordChangeStateMachine.start(now: now, policy: configuration.policy)
+        if let violation = configuration.passwordRules.violation(of: newPassword) {
+            try refuseNewPassword(violation, machine: &machine, now: now)
+        }
+        if ticket == nil, ConstantTime.equals(newPassword, password) {
+            try refuseNewPassword(.sameAsCurrent, machine: &machine, now: now)
+        }
+
+        let snapshot: PasswordCheckSnapshot
+        do {
+            snapshot = try store.read { tx in try tx.passwordCheckSnapshot(username: prepared) }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        let eligible: Bool
+        if let account = snapshot.account, account.credentialKind == .password, snapshot.credential != nil {
+            eligible = true
+        } else {
+            eligible = false
+        }
+
+        var known: PasswordChangeEvent?
+        var retryAfter: Int64?
+        var auditDetail = ["serviceIdentifier": serviceIdentifier]
+        var newHash: String?
+        let decision = configuration.lockout.decision(
+            failures: snapshot.throttle?.failures ?? 0,
+            lastFailureAt: snapshot.throttle?.lastFailureAt ?? 0,
+            now: now
+        )
+        switch decision {
+        case .delayed(let until):
+            throw UpgradeFailure(
+                .rateLimited,
+                "too many failed attempts for this username; retry in \(max(1, until - now)) s",
+                retryAfter: max(1, until - now)
+            )
+        case .locked(let until):
+            known = ticket == nil ? .passwordEvaluated(.rejected(reason: .locked)) : .ticketRejected(reason: .locked)
+            retryAfter = max(1, until - now)
+        case .allowed:
+            if let ticket {
+                auditDetail["credential"] = "ticket"
+                if eligible, let account = snapshot.account, let credential = snapshot.credential,
+                    try ticketIsValid(ticket, accountID: account.id, now: now)
+                {
+                    // Only the ticket's holder learns this, and before the ticket is spent.
+                    if (try? passwords.verify(password: newPassword, encodedHash: credential.hash)) == true {
+                        try refuseNewPassword(.sameAsCurrent, machine: &machine, now: now)
+                    }
+                    newHash = try hashNewPassword(newPassword)
+                }
+            } else {
+                let outcome: UpgradeEvent.PasswordOutcome
+                if eligible, let credential = snapshot.credential {
+                    do {
+                        let matches = try passwords.verify(password: password, encodedHash: credential.hash)
+                        outcome =
+                            matches
+                            ? .accepted(secondFactor: snapshot.hasSecondFactor) : .rejected(reason: .invalidCredentials)
+                    } catch {
+                        passwords.verifyDummy(password: password)
+                        outcome = .rejected(reason: .invalidCredentials)
+                        auditDetail["hash"] = "\(error.code)"
+                    }
+                } else {
+                    // Unknown username, or an account without a password: the cost of a real check.
+                    passwords.verifyDummy(password: password)
+                    outcome = .rejected(reason: .invalidCredentials)
+                }
+                if case .accepted = outcome { newHash = try hashNewPassword(newPassword) }
+                known = .passwordEvaluated(outcome)
+            }
+        }
+
+        let id = Self.newPasswordChangeID()
+        let accountID = snapshot.account?.id
+        let ticketHash = ticket.map(Self.hashOneTimeValue)
+        let transition: PasswordChangeTransition
+        do {
+            (machine, transition) = try store.write { tx in
+                var event: PasswordChangeEvent
+                if let known {
+                    event = known
+                } else {
+                    // As in an upgrade: spent only if it is this account's, unused and unexpired.
+                    let spent = try tx.consumeUpgradeTicket(
+                        hash: ticketHash ?? "",
+                        accountID: accountID ?? "",
+                        now: now
+                    )
+                    if let spent, snapshot.account != nil {
+                        event =
+                            eligible && newHash != nil
+                            ? .ticketAccepted(secondFactor: snapshot.hasSecondFactor && !spent.secondFactorVerified)
+                            : .ticketRejected(reason: .notEligible)
+                    } else {
+                        event = .ticketRejected(reason: .invalidTicket)
+                    }
+                }
+                let accepted: Bool
+                switch event {
+                case .passwordEvaluated(.accepted), .ticketAccepted: accepted = true
+                default: accepted = false
+                }
+                // The password checked above must still be the account's: a change that completed
+                // meanwhile, or an upgrade to Apple, ends this one.
+                if accepted, let accountID,
+                    try tx.passwordCredential(accountID: accountID) != snapshot.credential
+                        || tx.account(id: accountID)?.credentialKind != .password
+                {
+                    event = .accountChanged
+                }
+                var machine = PasswordChangeStateMachine.start(now: now, policy: configuration.policy)
+                let transition: PasswordChangeTransition
+                do {
+                    transition = try machine.apply(event, now: now)
+                } catch {
+                    throw UpgradeFailure(.internalError, "the password change could not start")
+                }
+                let record = PasswordChangeRecord(
+                    id: id,
+                    accountID: accountID,
+                    usernameKey: usernameKey,
+                    serviceIdentifier: serviceIdentifier,
+                    status: machine.status.rawValue,
+                    machine: Self.encode(machine),
+                    newPasswordHash: machine.status.isTerminal ? nil : newHash,
+                    createdAt: now,
+                    expiresAt: machine.deadline ?? now,
+                    updatedAt: now
+                )
+                if accepted {
+                    if snapshot.throttle != nil { try tx.clearFailures(usernameKey: usernameKey) }
+                } else if case .passwordEvaluated(.rejected(reason: .invalidCredentials)) = event {
+                    _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
+                } else if case .ticketRejected(reason: .invalidTicket) = event {
+                    _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
+                }
+                try tx.insertPasswordChange(record)
+                try tx.appendAudit(Self.audit(transition, change: record, now: now, detail: auditDetail))
+                try performPasswordChangeEffects(transition.effects, change: record, newHash: newHash, in: tx, now: now)
+                return (machine, transition)
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        guard transition.problem == nil else {
+            var failure = passwordChangeFailure(machine, id: id, problem: transition.problem)
+            failure.retryAfter = retryAfter
+            throw failure
+        }
+        return passwordChangeAnswer(machine, id: id)
+    }
+
+    /// `POST /v1/password-changes/{id}/step-up`: a TOTP or recovery code for a change waiting on one.
+    /// As with an upgrade's step-up, the code's use, the attempt count, the new state and (on success)
+    /// the new password commit in one transaction or not at all.
+    public func stepUpPasswordChange(
+        id: String,
+        code: StepUpCode,
+        now: Int64
+    ) throws(UpgradeFailure) -> PasswordChangeAnswer {
+        switch code {
+        case .totp(let value): try Self.require(value, "code", maxBytes: 16)
+        case .recoveryCode(let value): try Self.require(value, "recoveryCode", maxBytes: 64)
+        }
+        let notFound = UpgradeFailure(.notFound, "no password change with this id")
+        guard !id.isEmpty, id.utf8.count <= 64 else { throw notFound }
+        let outcome: Result<PasswordChangeAnswer, UpgradeFailure>
+        do {
+            outcome = try store.write { tx throws -> Result<PasswordChangeAnswer, UpgradeFailure> in
+                guard let record = try tx.passwordChange(id: id) else { return .failure(notFound) }
+                var machine = try restore(record)
+                let event: PasswordChangeEvent
+                var countsAsFailure = false
+                switch machine.admission(of: .stepUpEvaluated, now: now) {
+                case .lapsed:
+                    event = .deadlinePassed
+                case .refused:
+                    // Nothing to check: the code is not touched.
+                    return .failure(passwordChangeRefusal(machine, id: id))
+                case .proceed:
+                    let throttle = try tx.throttle(usernameKey: record.usernameKey)
+                    let decision = configuration.lockout.decision(
+                        failures: throttle?.failures ?? 0,
+                        lastFailureAt: throttle?.lastFailureAt ?? 0,
+                        now: now
+                    )
+                    if case .delayed(let until) = decision {
+                        var failure = UpgradeFailure(
+                            .rateLimited,
+                            "too many wrong codes in a row; retry in \(max(1, until - now)) s",
+                            result: .twoFactorAuthRequired,
+                            upgradeID: id,
+                            attemptsRemaining: machine.attemptsRemaining,
+                            retryAfter: max(1, until - now)
+                        )
+                        failure.passwordChangeStatus = machine.status
+                        return .failure(failure)
+                    } else if case .locked = decision {
+                        event = .stepUpEvaluated(.rejected(reason: .locked))
+                    } else if try checkCode(code, accountID: record.accountID, tx: tx, now: now) {
+                        event = try passwordStillCurrent(record, tx) ? .stepUpEvaluated(.accepted) : .accountChanged
+                    } else {
+                        event = .stepUpEvaluated(.rejected(reason: .invalidCode))
+                        countsAsFailure = true
+                    }
+                }
+                let transition: PasswordChangeTransition
+                do {
+                    transition = try machine.apply(event, now: now)
+                } catch {
+                    return .failure(passwordChangeRefusal(machine, id: id))
+                }
+                var next = record
+                next.status = machine.status.rawValue
+                next.machine = Self.encode(machine)
+                next.expiresAt = machine.deadline ?? record.expiresAt
+                next.updatedAt = now
+                if machine.status.isTerminal { next.newPasswordHash = nil }
+                if countsAsFailure {
+                    _ = try tx.recordFailure(usernameKey: record.usernameKey, now: now)
+                } else if case .stepUpEvaluated(.accepted) = event {
+                    try tx.clearFailures(usernameKey: record.usernameKey)
+                }
+                try tx.updatePasswordChange(next, expectedVersion: record.version)
+                var detail: [String: String] = [:]
+                if case .stepUpEvaluated(.accepted) = event {
+                    if case .recoveryCode = code {
+                        detail["factor"] = "recoveryCode"
+                    } else {
+                        detail["factor"] = "totp"
+                    }
+                }
+                try tx.appendAudit(Self.audit(transition, change: record, now: now, detail: detail))
+                try performPasswordChangeEffects(
+                    transition.effects,
+                    change: record,
+                    newHash: record.newPasswordHash,
+                    in: tx,
+                    now: now
+                )
+                if let problem = transition.problem {
+                    return .failure(passwordChangeFailure(machine, id: id, problem: problem))
+                }
+                return .success(passwordChangeAnswer(machine, id: id))
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        return try outcome.get()
+    }
+
+    // MARK: Helpers
+
+    /// Password change ids carry 128 random bits, like upgrade ids.
+    static func newPasswordChangeID() -> String { "pwc_" + SecureRandom.token(byteCount: 16) }
+
+    /// The machine keeps the state and the call answers `passwordPolicy` naming the rule. The change
+    /// was never stored, so the answer carries no id: the corrected try is a new change.
+    private func refuseNewPassword(
+        _ violation: PasswordRuleViolation,
+        machine: inout PasswordChangeStateMachine,
+        now: Int64
+    ) throws(UpgradeFailure) -> Never {
+        let problem = (try? machine.apply(.newPasswordRefused, now: now))?.problem ?? .passwordPolicy
+        var failure = UpgradeFailure(Self.passwordChangeKind(for: problem), violation.description)
+        failure.rule = violation.rule
+        throw failure
+    }
+
+    /// Whether `ticket` would be spent for `accountID` at `now`, read without spending it.
+    private func ticketIsValid(_ ticket: String, accountID: String, now: Int64) throws(UpgradeFailure) -> Bool {
+        let record: UpgradeTicketRecord?
+        do {
+            record = try store.read { tx in try tx.upgradeTicket(hash: Self.hashOneTimeValue(ticket)) }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        guard let record else { return false }
+        return record.accountID == accountID && record.usedAt == nil && record.expiresAt > now
+    }
+
+    private func hashNewPassword(_ newPassword: String) throws(UpgradeFailure) -> String {
+        do {
+            return try configuration.passwordHasher.hash(password: newPassword)
+        } catch {
+            throw UpgradeFailure(.internalError, "the new password could not be hashed", cause: "\(error.code)")
+        }
+    }
+
+    /// The account still has the password the change was started with: a password account whose
+    /// password has not been replaced since.
+    private func passwordStillCurrent(_ record: PasswordChangeRecord, _ tx: any StoreTransaction) throws -> Bool {
+        guard let accountID = record.accountID, record.newPasswordHash != nil,
+            try tx.account(id: accountID)?.credentialKind == .password,
+            let credential = try tx.passwordCredential(accountID: accountID)
+        else { return false }
+        return credential.updatedAt <= record.createdAt
+    }
+
+    /// `storeNewPassword`, inside the transaction that persists `completed`: the new hash replaces the
+    /// old one, with a `password.changed` audit row (no secret: the format and the change's id).
+    private func performPasswordChangeEffects(
+        _ effects: [PasswordChangeEffect],
+        change: PasswordChangeRecord,
+        newHash: String?,
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws {
+        for effect in effects {
+            switch effect {
+            case .storeNewPassword:
+                guard let accountID = change.accountID, let newHash else {
+                    throw UpgradeFailure(
+                        .internalError,
+                        "the password change could not be completed; nothing changed",
+                        cause: "storeNewPassword without an account or a new hash"
+                    )
+                }
+                try tx.upsertPasswordCredential(
+                    PasswordCredentialRecord(accountID: accountID, hash: newHash, format: "argon2id", updatedAt: now)
+                )
+                try tx.appendAudit(
+                    AuditEvent(
+                        at: now,
+                        accountID: accountID,
+                        upgradeID: nil,
+                        event: "password.changed",
+                        detail: ["passwordChange": change.id, "format": "argon2id"]
+                    )
+                )
+            }
+        }
+    }
+
+    /// The audit row for one password-change transition (statuses, event name, problem; no secrets).
+    static func audit(
+        _ transition: PasswordChangeTransition,
+        change: PasswordChangeRecord,
+        now: Int64,
+        detail: [String: String]
+    ) -> AuditEvent {
+        var detail = detail
+        detail["passwordChange"] = change.id
+        if let problem = transition.problem { detail["problem"] = problem.rawValue }
+        return AuditEvent(
+            at: now,
+            accountID: change.accountID,
+            upgradeID: nil,
+            event: "passwordChange.\(transition.event)",
+            fromStatus: transition.from.rawValue,
+            toStatus: transition.to.rawValue,
+            detail: detail
+        )
+    }
+
+    /// The `machine` column: `PasswordChangeState.Persisted` as a JSON object with sorted keys.
+    public static func encode(_ machine: PasswordChangeStateMachine) -> String {
+        let state = machine.state.persisted
+        return JWSJSON.object([
+            "deadline": state.deadline.map { .integer($0) },
+            "failedAttempts": state.failedAttempts.map { .integer(Int64($0)) },
+            "failureReason": state.failureReason.map { .string($0) },
+            "status": .string(state.status),
+        ]).serializedString
+    }
+
+    func restore(_ record: PasswordChangeRecord) throws(UpgradeFailure) -> PasswordChangeStateMachine {
+        let unreadable = UpgradeFailure(
+            .internalError,
+            "the stored password change could not be read",
+            cause: "password change \(record.id): the machine column is not a state this version knows"
+        )
+        guard let json = try? JWSJSON.parse(Array(record.machine.utf8)), json.members != nil,
+            let status = json["status"]?.stringValue
+        else { throw unreadable }
+        let persisted = PasswordChangeState.Persisted(
+            status: status,
+            deadline: json["deadline"]?.int64Value,
+            failedAttempts: json["failedAttempts"]?.int64Value.map { Int($0) },
+            failureReason: json["failureReason"]?.stringValue
+        )
+        do {
+            return PasswordChangeStateMachine(
+                state: try PasswordChangeState(persisted: persisted),
+                policy: configuration.policy
+            )
+        } catch {
+            throw unreadable
+        }
+    }
+
+    func passwordChangeAnswer(_ machine: PasswordChangeStateMachine, id: String) -> PasswordChangeAnswer {
+        PasswordChangeAnswer(
+            id: id,
+            status: machine.status,
+            result: machine.result ?? .success,
+            expiresAt: machine.status == .stepUpRequired ? machine.deadline : nil,
+            attemptsRemaining: machine.attemptsRemaining
+        )
+    }
+
+    /// The failure that answers a password change whose call reported `problem`.
+    func passwordChangeFailure(
+        _ machine: PasswordChangeStateMachine,
+        id: String,
+        problem: PasswordChangeFailureReason?
+    ) -> UpgradeFailure {
+        let reason = problem ?? machine.state.problem ?? .notEligible
+        var failure = UpgradeFailure(
+            Self.passwordChangeKind(for: reason),
+            Self.passwordChangeMessage(for: reason),
+            result: machine.result ?? .failure,
+            upgradeID: id
+        )
+        failure.passwordChangeStatus = machine.status
+        if reason == .invalidCode {
+            failure.result = .twoFactorAuthRequired
+            failure.attemptsRemaining = machine.attemptsRemaining
+        }
+        return failure
+    }
+
+    /// A call the change's state does not take: an ended change says how it ended.
+    private func passwordChangeRefusal(_ machine: PasswordChangeStateMachine, id: String) -> UpgradeFailure {
+        switch machine.status {
+        case .failed, .expired:
+            var failure = passwordChangeFailure(machine, id: id, problem: nil)
+            failure.message = "this password change already ended as '\(machine.status.rawValue)' (\(failure.message))"
+            return failure
+        default:
+            var failure = UpgradeFailure(
+                .notAllowedInState,
+                "this call is not allowed while the password change is '\(machine.status.rawValue)'",
+                result: machine.result ?? .failure,
+                upgradeID: id
+            )
+            failure.passwordChangeStatus = machine.status
+            return failure
+        }
+    }
+
+    static func passwordChangeKind(for reason: PasswordChangeFailureReason) -> UpgradeFailure.Kind {
+        switch reason {
+        case .invalidCredentials: .invalidCredentials
+        case .invalidTicket: .invalidTicket
+        case .locked: .locked
+        case .notEligible: .notEligible
+        case .tooManyAttempts: .tooManyAttempts
+        case .invalidCode: .invalidCode
+        case .passwordPolicy: .passwordPolicy
+        case .expired: .upgradeExpired
+        }
+    }
+
+    static func passwordChangeMessage(for reason: PasswordChangeFailureReason) -> String {
+        switch reason {
+        case .invalidCredentials: "the username or password is not correct"
+        case .invalidTicket: "the ticket is not valid for this username: wrong, expired or already used"
+        case .locked: "too many failed attempts for this username; try again later"
+        case .notEligible:
+            "this account's password cannot be changed: it has none (it signs in with Apple), or it changed meanwhile"
+        case .tooManyAttempts: "too many wrong codes; start a new password change"
+        case .invalidCode: "the code is not correct or was already used"
+        case .passwordPolicy: "the new password does not meet the password rules"
+        case .expired: "the password change expired; start a new one"
+        }
+    }
+}
