@@ -205,6 +205,70 @@ struct UpgradeClientTests {
         #expect(unreachable?.problemType == "about:blank")
     }
 
+    @Test("strong-password change: plain, a broken rule refused, the old password gone after")
+    func changePassword() async throws {
+        let fixture = try Fixture()
+        let client = fixture.client
+        let weak = await refusal {
+            _ = try await client.changePassword(
+                username: "plain",
+                password: "pw-plain",
+                newPassword: "short",
+                serviceIdentifier: "s"
+            )
+        }
+        #expect(weak?.status == 422 && weak?.problemType.hasSuffix("/password-policy") == true)
+        #expect(weak?.extensionErrorCode == .failed)
+        #expect(weak.map { "\($0)" }?.contains("short") == false, "the description holds no password")
+
+        let strong = "abcdEf-ghijK1-lmnoPq"
+        let step = try await client.changePassword(
+            username: "plain",
+            password: "pw-plain",
+            newPassword: strong,
+            serviceIdentifier: "s"
+        )
+        guard case .completed = step else {
+            Issue.record("\(step)")
+            return
+        }
+        let old = await refusal {
+            _ = try await client.startUpgrade(username: "plain", password: "pw-plain", serviceIdentifier: "s")
+        }
+        #expect(old?.status == 401 && old?.extensionErrorCode == .failed)
+        let upgrade = try await client.startUpgrade(username: "plain", password: strong, serviceIdentifier: "s")
+        guard case .readyForApple = upgrade else {
+            Issue.record("\(upgrade)")
+            return
+        }
+    }
+
+    @Test("strong-password change with TOTP: a wrong code asks for the UI again, the right one completes it")
+    func changePasswordWithStepUp() async throws {
+        let fixture = try Fixture()
+        let client = fixture.client
+        let demo = DevelopmentEnvironment.demoUsername
+        let strong = "Qrst12-uvwxYz-abcdEf"
+        let step = try await client.changePassword(
+            username: demo,
+            password: DevelopmentEnvironment.demoPassword,
+            newPassword: strong,
+            serviceIdentifier: "s"
+        )
+        guard case .twoFactorAuthRequired(let id) = step else {
+            Issue.record("\(step)")
+            return
+        }
+        let wrong = await refusal { _ = try await client.stepUpPasswordChange(id: id, code: "000000") }
+        #expect(wrong?.status == 401 && wrong?.extensionErrorCode == .userInteractionRequired)
+        #expect(try await client.stepUpPasswordChange(id: id, code: fixture.server.totpCode()) == .completed(id: id))
+        let upgrade = try await client.startUpgrade(username: demo, password: strong, serviceIdentifier: "s")
+        guard case .twoFactorAuthRequired = upgrade else {
+            Issue.record("\(upgrade)")
+            return
+        }
+    }
+
     @Test("the library imports Foundation and nothing of the server")
     func importsFoundationOnly() throws {
         let sources = URL(fileURLWithPath: #filePath)
