@@ -12,6 +12,7 @@ enum CommandRegistry {
             PasswordVerifyCommand.self,
             AccountsAddCommand.self,
             AccountsShowCommand.self,
+            AuditCommand.self,
             AdminTokensAddCommand.self,
             AdminTokensListCommand.self,
             AdminTokensRemoveCommand.self,

@@ -8,6 +8,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
         case signInNonce, signIn, credentialState, notification
+        case searchAudit, accountOverview
         case health, ready, metrics
     }
 
@@ -15,6 +16,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let transfers: TransferService
     let signIns: SignInService
     let notifications: AppleNotificationService
+    /// `GET /v1/admin/audit` and `GET /v1/admin/accounts/{username}`.
+    let adminQueries: AdminQueryService
     /// Pinged by `/readyz`.
     let store: any UpgradeStore
     let clock: @Sendable () -> Int64
@@ -50,6 +53,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.signIns = signIns
         self.notifications = notifications
         self.store = store
+        self.adminQueries = AdminQueryService(store: store)
         self.clock = clock
         self.metrics = metrics
         self.log = log
@@ -57,7 +61,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.trustedProxies = trustedProxies
         self.admin = AdminAuthenticator(tokens: adminTokens, throttle: self.clientThrottle)
         self.statistics = statistics
-        var router = Router<Operation>()
+        // A username in a path is typed text, not an identifier we issued.
+        var router = Router<Operation>(textCaptures: ["username"])
         router.add("POST", "/v1/upgrades", .startUpgrade)
         router.add("GET", "/v1/upgrades/{id}", .getUpgrade)
         router.add("POST", "/v1/upgrades/{id}/step-up", .stepUp)
@@ -68,6 +73,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/apple/sign-in", .signIn)
         router.add("GET", "/v1/apple/credential-state", .credentialState)
         router.add("POST", "/v1/apple/notifications", .notification)
+        router.add("GET", "/v1/admin/audit", .searchAudit)
+        router.add("GET", "/v1/admin/accounts/{username}", .accountOverview)
         router.add("GET", "/healthz", .health)
         router.add("GET", "/readyz", .ready)
         router.add("GET", "/metrics", .metrics)
@@ -285,6 +292,10 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return try credentialState(request)
         case .notification:
             return try notification(request, now: now)
+        case .searchAudit:
+            return try searchAudit(request, now: now)
+        case .accountOverview:
+            return try accountOverview(request, username: parameters["username"] ?? "", now: now)
         }
     }
 

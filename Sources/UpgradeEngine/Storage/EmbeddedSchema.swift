@@ -278,6 +278,18 @@ enum EmbeddedSchema {
                 CREATE INDEX upgrade_tickets_account ON upgrade_tickets (account_id);
                 """
         ),
+        SchemaMigration(
+            version: 13,
+            name: "audit_search",
+            sql: """
+                -- Audit search (upgrade-cli audit, GET /v1/admin/audit) reads newest first by id, a page at a time
+                -- (id below the cursor). By account it already has (account_id, id). By event type it walks
+                -- (event, id) backwards from the cursor and stops after one page. A time window alone takes the
+                -- rows of the window from (at, id) and sorts them, instead of walking every newer row by id.
+                CREATE INDEX audit_events_event ON audit_events (event, id);
+                CREATE INDEX audit_events_at ON audit_events (at, id);
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -563,6 +575,18 @@ enum EmbeddedSchema {
                 ) WITHOUT ROWID;
                 CREATE INDEX upgrade_tickets_expiry ON upgrade_tickets (expires_at);
                 CREATE INDEX upgrade_tickets_account ON upgrade_tickets (account_id);
+                """
+        ),
+        SchemaMigration(
+            version: 13,
+            name: "audit_search",
+            sql: """
+                -- Audit search (upgrade-cli audit, GET /v1/admin/audit) reads newest first by id, a page at a time
+                -- (id below the cursor). By account it already has (account_id, id). By event type it walks
+                -- (event, id) backwards from the cursor and stops after one page. A time window alone takes the
+                -- rows of the window from (at, id) and sorts them, instead of walking every newer row by id.
+                CREATE INDEX audit_events_event ON audit_events (event, id);
+                CREATE INDEX audit_events_at ON audit_events (at, id);
                 """
         ),
     ]
