@@ -32,7 +32,7 @@ public struct AdminQueryService: Sendable {
         if let event = search.event, event.isEmpty || event.utf8.count > Self.maxEventBytes {
             throw UpgradeFailure(.validation, "type must be 1 to \(Self.maxEventBytes) bytes")
         }
-        let account = try username.map { (typed) throws(UpgradeFailure) in try Self.username(typed) }
+        let account = try username.map { (typed) throws(UpgradeFailure) in try Self.username(typed, field: "account") }
         // One row more than the page shows, to know whether another page follows.
         var query = search
         query.limit = search.limit + 1
@@ -58,7 +58,7 @@ public struct AdminQueryService: Sendable {
 
     /// The overview of the account named `username` with its last `events` audit events.
     public func account(username: String, events: Int = overviewEvents) throws(UpgradeFailure) -> AccountOverview {
-        let name = try Self.username(username)
+        let name = try Self.username(username, field: "username")
         do {
             return try store.read { tx in
                 guard let overview = try AccountOverview.read(username: name, events: events, in: tx) else {
@@ -81,13 +81,14 @@ public struct AdminQueryService: Sendable {
         return failure
     }
 
-    static func username(_ typed: String) throws(UpgradeFailure) -> Username {
+    /// `typed` through `Username`; a refusal names `field`, the parameter the caller filled in.
+    static func username(_ typed: String, field: String) throws(UpgradeFailure) -> Username {
         do {
             return try Username(typed)
         } catch {
             throw UpgradeFailure(
                 .validation,
-                error.code == .empty ? "username is required" : "username: \(error.message)"
+                error.code == .empty ? "\(field) is required" : "\(field): \(error.message)"
             )
         }
     }
