@@ -13,6 +13,7 @@ enum CommandRegistry {
             AccountsAddCommand.self,
             AccountsShowCommand.self,
             AuditCommand.self,
+            AccountsDeleteCommand.self,
             AdminTokensAddCommand.self,
             AdminTokensListCommand.self,
             AdminTokensRemoveCommand.self,

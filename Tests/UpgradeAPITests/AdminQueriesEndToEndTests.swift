@@ -205,7 +205,18 @@ struct AdminQueriesEndToEndTests {
         let scope = try await get(harness, "/v1/admin/accounts/plain", token: harness.backendToken)
         #expect(scope.status == 403 && scope.problem == "insufficient-scope")
         let other = try await harness.server.post("/v1/admin/accounts/plain", [:])
-        #expect(other.status == 405 && other.headers["allow"]?.contains("GET") == true)
+        #expect(other.status == 405 && other.headers["allow"] == "GET, DELETE")
+        // DELETE on the same path takes the same usernames: gone, the GET says so.
+        let deleted = try await harness.server.send(
+            "DELETE",
+            "/v1/admin/accounts/carol.o%27neil@example.com",
+            body: nil,
+            contentType: nil,
+            headers: ["Authorization": "Bearer \(harness.supportToken)"]
+        )
+        #expect(deleted.status == 200, "\(String(decoding: deleted.body, as: UTF8.self))")
+        let gone = try await get(harness, "/v1/admin/accounts/carol.o'neil@example.com")
+        #expect(gone.status == 404 && gone.problem == "account-not-found")
         harness.expectNoSecrets(["pw-carol", "pw-jose"], bodies: [unknown, invalid, missing, wrong, scope])
     }
 }

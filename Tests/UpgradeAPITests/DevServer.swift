@@ -43,6 +43,7 @@ final class DevServer: Sendable {
     init(
         _ backend: Backend = .sqlite,
         environment: [String: String] = [:],
+        revocationIntervalMilliseconds: Int = 5000,
         configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
     ) throws {
         database = try ServerDatabase(backend)
@@ -59,6 +60,7 @@ final class DevServer: Sendable {
             settings: settings,
             log: RequestLog(write: { line in logs.lines.withLock { $0.append(line) } }),
             clock: { clock.now },
+            revocationIntervalMilliseconds: revocationIntervalMilliseconds,
             configureServer: configureServer
         )
         do {

@@ -304,7 +304,7 @@ struct EmulatorHTTPTests {
                 operations.append((line.trimmingCharacters(in: .whitespaces).dropLast().uppercased(), path))
             }
         }
-        #expect(operations.count == 20)
+        #expect(operations.count == 22)
 
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }

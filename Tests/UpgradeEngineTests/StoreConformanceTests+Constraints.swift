@@ -84,6 +84,19 @@ private enum Seed {
         )
     }
 
+    static let revocationID = "s3cret-revocation"
+
+    static func revocation(_ accountID: String) -> AppleRevocationRecord {
+        AppleRevocationRecord(
+            id: revocationID,
+            accountID: accountID,
+            tokenCiphertext: Array("s3cret-sealed".utf8),
+            clientID: "com.example.app",
+            createdAt: now,
+            nextAttemptAt: now
+        )
+    }
+
     /// A database holding one row behind each unique constraint.
     static func database(_ backend: Backend) throws -> TestDatabase {
         let db = try backend.database()
@@ -125,6 +138,7 @@ private enum Seed {
                 now: now
             )
             try tx.insertUpgradeTicket(ticket(alice), now: now)
+            try tx.insertAppleRevocation(revocation(alice))
         }
         return db
     }
@@ -144,6 +158,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case transferRecordsOldSub, transferRecordsTransferSub, auditEventsID, appleNotificationsJTI
     case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
     case upgradeTicketsHash
+    case appleRevocationsID
 
     var testDescription: String { rawValue }
 
@@ -167,6 +182,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .jobLeasesJob: .jobLeasesJob
         case .clientThrottleClientKey: .clientThrottleClientKey
         case .upgradeTicketsHash: .upgradeTicketsHash
+        case .appleRevocationsID: .appleRevocationsID
         }
     }
 
@@ -257,6 +273,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             )
         case .upgradeTicketsHash:
             try tx.insertUpgradeTicket(Seed.ticket(Seed.bob), now: Seed.now)
+        case .appleRevocationsID:
+            try tx.insertAppleRevocation(Seed.revocation(Seed.bob))
         }
     }
 }

@@ -84,6 +84,20 @@ extension AppleIDEmulatorHandler {
         case (2, "clock") where rest[1] == "advance":
             try require(request, "POST")
             return try advanceClock(request)
+        case (1, "faults"):
+            try require(request, "POST")
+            let body = try EmulatorJSONBody(request, allowed: ["endpoint", "statuses"])
+            let endpoint = try body.string("endpoint")
+            try emulator.injectFaults(try body.integers("statuses").map { Int(clamping: $0) }, endpoint: endpoint)
+            return Self.json(
+                .object([
+                    "endpoint": .string(endpoint),
+                    "pending": .array(emulator.pendingFaults(endpoint: endpoint).map { .integer(Int64($0)) }),
+                ])
+            )
+        case (1, "revocations"):
+            try require(request, "GET")
+            return Self.json(.object(["revocations": .array(emulator.revocationCounts().map(Self.describeRevocation))]))
         case (1, "notifications"):
             try require(request, "GET")
             let pending = collectNotifications()
@@ -300,6 +314,17 @@ extension AppleIDEmulatorHandler {
         .object([
             "clientId": .string(notification.clientID), "type": .string(notification.type.rawValue),
             "payload": .string(notification.payload),
+        ])
+    }
+}
+
+extension AppleIDEmulatorHandler {
+    /// A revoked token as `GET /emulator/revocations` lists it: by its hash, never itself.
+    static func describeRevocation(_ revocation: AppleIDEmulator.RevocationCount) -> JWSJSON {
+        .object([
+            "tokenSha256": .string(revocation.tokenSHA256), "tokenType": .string(revocation.tokenType),
+            "clientId": .string(revocation.clientID), "userId": revocation.userID.map(JWSJSON.string),
+            "count": .integer(Int64(revocation.count)),
         ])
     }
 }

@@ -57,6 +57,16 @@ struct EmulatorJSONBody {
         }
     }
 
+    func integers(_ name: String) throws(HTTPProblem) -> [Int64] {
+        guard case .array(let items)? = value(name) else { throw Self.invalid("Member \(name) must be an array.") }
+        var numbers: [Int64] = []
+        for item in items {
+            guard case .integer(let number) = item else { throw Self.invalid("Member \(name) must hold integers.") }
+            numbers.append(number)
+        }
+        return numbers
+    }
+
     func bool(_ name: String) throws(HTTPProblem) -> Bool {
         guard case .bool(let flag)? = value(name) else { throw Self.invalid("Member \(name) must be true or false.") }
         return flag

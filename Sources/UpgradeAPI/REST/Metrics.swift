@@ -44,6 +44,8 @@ public final class Metrics: Sendable {
         var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
         var transitions: [TransitionKey: UInt64] = [:]
+        var revocationsSent: UInt64 = 0
+        var revocationRetries: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -73,6 +75,14 @@ public final class Metrics: Sendable {
     /// One upgrade call's outcome: the status it left the upgrade in and the result the client saw.
     func recordTransition(status: String, result: String) {
         state.withLock { $0.transitions[TransitionKey(status: status, result: result), default: 0] += 1 }
+    }
+
+    /// One attempt of this instance at an Apple revocation: done (Apple answered 200, or said the
+    /// token was already invalid), or deferred for a retry.
+    public func recordRevocation(done: Bool) {
+        state.withLock { state in
+            if done { state.revocationsSent += 1 } else { state.revocationRetries += 1 }
+        }
     }
 
     /// The exposition text; `gauges` are sampled by the caller at scrape time.
@@ -113,6 +123,13 @@ public final class Metrics: Sendable {
         out += "# HELP password_hash_cpu_seconds_total CPU time the threads spent in password key derivations.\n"
         out += "# TYPE password_hash_cpu_seconds_total counter\n"
         out += "password_hash_cpu_seconds_total \(snapshot.passwordHashSeconds)\n"
+        out += "# HELP upgrade_apple_revocations_sent_total Apple refresh tokens this instance revoked at Apple.\n"
+        out += "# TYPE upgrade_apple_revocations_sent_total counter\n"
+        out += "upgrade_apple_revocations_sent_total \(snapshot.revocationsSent)\n"
+        out +=
+            "# HELP upgrade_apple_revocation_retries_total Revocation attempts that failed and were scheduled again.\n"
+        out += "# TYPE upgrade_apple_revocation_retries_total counter\n"
+        out += "upgrade_apple_revocation_retries_total \(snapshot.revocationRetries)\n"
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
         }

@@ -9,6 +9,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
         case signInNonce, signIn, credentialState, notification
         case searchAudit, accountOverview
+        case deleteAccount
         case health, ready, metrics
     }
 
@@ -18,6 +19,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let notifications: AppleNotificationService
     /// `GET /v1/admin/audit` and `GET /v1/admin/accounts/{username}`.
     let adminQueries: AdminQueryService
+    /// `DELETE /v1/admin/accounts/{username}`: the deletion, then one attempt at its revocation.
+    let deletions: AccountDeletionService
+    let revocations: AppleRevocationSender?
     /// Pinged by `/readyz`.
     let store: any UpgradeStore
     let clock: @Sendable () -> Int64
@@ -40,6 +44,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         signIns: SignInService,
         notifications: AppleNotificationService,
         store: any UpgradeStore,
+        revocations: AppleRevocationSender? = nil,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
@@ -54,6 +59,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.notifications = notifications
         self.store = store
         self.adminQueries = AdminQueryService(store: store)
+        self.deletions = AccountDeletionService(store: store)
+        self.revocations = revocations
         self.clock = clock
         self.metrics = metrics
         self.log = log
@@ -75,6 +82,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/apple/notifications", .notification)
         router.add("GET", "/v1/admin/audit", .searchAudit)
         router.add("GET", "/v1/admin/accounts/{username}", .accountOverview)
+        router.add("DELETE", "/v1/admin/accounts/{username}", .deleteAccount)
         router.add("GET", "/healthz", .health)
         router.add("GET", "/readyz", .ready)
         router.add("GET", "/metrics", .metrics)
@@ -191,6 +199,14 @@ public final class UpgradeAPIHandler: HTTPHandler {
             }
             // Counted in the database, so every instance reports the same number; a database that
             // does not answer leaves the gauge out rather than failing the scrape.
+            if let pending = try? store.read({ try $0.pendingAppleRevocationCount() }) {
+                gauges.append(
+                    (
+                        "upgrade_apple_revocations_pending",
+                        "Apple refresh tokens of deleted accounts not yet revoked at Apple.", Double(pending)
+                    )
+                )
+            }
             if let clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
                 gauges.append(
                     (
@@ -296,6 +312,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return try searchAudit(request, now: now)
         case .accountOverview:
             return try accountOverview(request, username: parameters["username"] ?? "", now: now)
+        case .deleteAccount:
+            return try deleteAccount(request, username: parameters["username"] ?? "", now: now)
         }
     }
 

@@ -8,6 +8,9 @@ import UpgradeEngine
 public struct AppleConnections: Sendable {
     public let client: AppleClient
     public let keys: AppleKeySource
+    /// `/auth/revoke` for the revocation queue: one attempt per call with short timeouts, since the
+    /// queue retries with its own backoff and a deletion's answer waits for the first attempt.
+    public let revocations: AppleClient
 
     public init(baseURL: URL, teamID: String, keyID: String, privateKey: P256PrivateKey, audiences: Set<String>) throws
     {
@@ -17,6 +20,12 @@ public struct AppleConnections: Sendable {
         )
         configuration.userAgent = "siwa-upgrade"
         client = try AppleClient(configuration: configuration)
+        var single = configuration
+        single.connectTimeout = .seconds(3)
+        single.requestTimeout = .seconds(5)
+        single.retry.maximumAttempts = 1
+        single.retry.totalTime = .seconds(5)
+        revocations = try AppleClient(configuration: single)
         keys = AppleKeySource(fetcher: client, policy: try IdentityTokenPolicy(allowedAudiences: audiences))
     }
 

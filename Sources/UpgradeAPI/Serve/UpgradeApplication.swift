@@ -15,6 +15,10 @@ public final class UpgradeApplication: Sendable {
     public let healthServer: HTTPServer?
     public let development: DevelopmentEnvironment?
     public let metrics: Metrics
+    /// Sends the queue of Apple revocations left by account deletions.
+    public let revocations: AppleRevocationSender
+    /// Runs `revocations` every few seconds from `start()` to `stop()`.
+    public let revocationWorker: AppleRevocationWorker
     /// Every routed operation as `METHOD /pattern`.
     public let operations: [String]
 
@@ -22,6 +26,7 @@ public final class UpgradeApplication: Sendable {
         settings: ServerSettings,
         log: RequestLog = RequestLog(),
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        revocationIntervalMilliseconds: Int = 5000,
         configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
     ) throws {
         self.settings = settings
@@ -107,12 +112,45 @@ public final class UpgradeApplication: Sendable {
             allowedAudiences: Set(settings.clientIDs + (settings.development ? [DevelopmentEnvironment.clientID] : [])),
             transfers: transfers
         )
+        revocations = AppleRevocationSender(
+            store: store,
+            secrets: secrets,
+            apple: apple.revocations,
+            onEvent: { event in
+                switch event {
+                case .revoked(let id, let attempts, let note):
+                    metrics.recordRevocation(done: true)
+                    var fields: [(String, JWSJSON)] = [("revocation", .string(id)), ("attempts", .integer(attempts))]
+                    if let note { fields.append(("note", .string(note))) }
+                    log.log("info", "apple revocation done", fields)
+                case .deferred(let id, let attempts, let reason, let nextAttemptAt):
+                    metrics.recordRevocation(done: false)
+                    log.log(
+                        "info",
+                        "apple revocation deferred",
+                        [
+                            ("revocation", .string(id)), ("attempts", .integer(attempts)), ("reason", .string(reason)),
+                            ("nextAttemptAt", .integer(nextAttemptAt)),
+                        ]
+                    )
+                }
+            }
+        )
+        revocationWorker = AppleRevocationWorker(
+            sender: revocations,
+            intervalMilliseconds: revocationIntervalMilliseconds,
+            clock: clock,
+            onError: { error in
+                log.log("error", "apple revocation pass failed", [("cause", .string(error.description))])
+            }
+        )
         let handler = UpgradeAPIHandler(
             upgrades: service,
             transfers: transfers,
             signIns: signIns,
             notifications: notifications,
             store: store,
+            revocations: revocations,
             clock: clock,
             metrics: metrics,
             log: log,
@@ -161,7 +199,10 @@ public final class UpgradeApplication: Sendable {
         } catch {
             throw StartFailure(variable: "UPGRADE_LISTEN", host: settings.host, port: settings.port, error: error)
         }
-        guard let healthServer, let listen = settings.healthListen else { return }
+        guard let healthServer, let listen = settings.healthListen else {
+            revocationWorker.start()
+            return
+        }
         do {
             try healthServer.start()
         } catch {
@@ -169,6 +210,7 @@ public final class UpgradeApplication: Sendable {
             server.wait()
             throw StartFailure(variable: "UPGRADE_HEALTH_LISTEN", host: listen.host, port: listen.port, error: error)
         }
+        revocationWorker.start()
     }
 
     /// Why `start()` failed: the listener's setting, its address and the server's error.
@@ -181,11 +223,12 @@ public final class UpgradeApplication: Sendable {
         public var description: String { "\(variable): cannot listen on \(host):\(port): \(error)" }
     }
 
-    /// Stops the API server (finishing in-flight requests), then the health listener and the
-    /// development emulator.
+    /// Stops the API server (finishing in-flight requests), the revocation worker (finishing its
+    /// pass), then the health listener and the development emulator.
     public func stop() {
         server.shutdown()
         server.wait()
+        revocationWorker.stop()
         healthServer?.shutdown()
         healthServer?.wait()
         development?.stop()

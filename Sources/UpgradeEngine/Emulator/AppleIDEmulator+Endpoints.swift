@@ -149,6 +149,7 @@ extension AppleIDEmulator {
     /// user's refresh or access token ends their authorization of the app group (TN3194): all
     /// their tokens for it die and the next sign-in shows the sheet again.
     public func revoke(form pairs: [(name: String, value: String)]) throws(AppleEndpointError) {
+        try takeFault(Self.revokePath)
         let form = try EmulatorForm(pairs)
         let clientID = try form.required("client_id")
         let secret = try form.required("client_secret")
@@ -160,17 +161,26 @@ extension AppleIDEmulator {
         try state.withLock { state throws(AppleEndpointError) in
             _ = try authenticate(state, clientID: clientID, secret: secret, now: now)
             let key = EmulatorState.secretKey(token)
-            let owner: (clientID: String, userID: String?)
+            let owner: (clientID: String, userID: String?, type: String)
             if let grant = state.refreshTokens[key] {
-                owner = (grant.clientID, grant.userID)
+                owner = (grant.clientID, grant.userID, "refresh_token")
             } else if let grant = state.accessTokens[key] {
-                owner = (grant.clientID, grant.userID)
+                owner = (grant.clientID, grant.userID, "access_token")
             } else {
                 return  // unknown: already invalid
             }
             guard owner.clientID == clientID else {
                 throw Self.error(.invalidRequest, "the token was issued to a different client_id")
             }
+            state.revocations[
+                key,
+                default: EmulatorState.Revocation(
+                    clientID: owner.clientID,
+                    userID: owner.userID,
+                    tokenType: owner.type,
+                    count: 0
+                )
+            ].count += 1
             state.refreshTokens[key]?.revoked = true
             state.accessTokens[key]?.revoked = true
             if let userID = owner.userID {

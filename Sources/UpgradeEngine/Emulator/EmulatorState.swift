@@ -97,6 +97,18 @@ struct EmulatorState: Sendable {
     var transferIDs: [TransferKey: String] = [:]
     var transfers: [String: TransferKey] = [:]
     var outbox: [AppleServerNotification] = []
+    /// `/auth/revoke` calls answered 200, by the SHA-256 of the token presented: what a test asks to
+    /// see that a token was revoked, and how often.
+    var revocations: [String: Revocation] = [:]
+    /// HTTP statuses the next requests to an endpoint answer instead of being handled, in order.
+    var faults: [String: [Int]] = [:]
+
+    struct Revocation: Sendable {
+        var clientID: String
+        var userID: String?
+        var tokenType: String
+        var count: Int
+    }
 
     static func secretKey(_ secret: String) -> String {
         Digest.sha256(secret).hexString

@@ -43,6 +43,11 @@ public protocol AccountStore {
     func throttle(usernameKey: String) throws(StorageError) -> ThrottleRecord?
     func recordFailure(usernameKey: String, now: Int64) throws(StorageError) -> ThrottleRecord
     func clearFailures(usernameKey: String) throws(StorageError)
+
+    /// Deletes the account and, by the schema's cascades, everything of it: password, TOTP, recovery
+    /// codes, upgrade sessions and tickets, transfer record, Apple link. The audit trail and the
+    /// username's throttle row stay. Returns whether the account existed.
+    func deleteAccount(id: String) throws(StorageError) -> Bool
 }
 
 /// The rows a password check reads (`AccountStore.passwordCheckSnapshot`).

@@ -143,6 +143,7 @@ final class SQLiteConnection {
         "job_leases.job": .jobLeasesJob,
         "client_throttle.client_key": .clientThrottleClientKey,
         "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
+        "apple_revocations.id": .appleRevocationsID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

@@ -100,6 +100,11 @@ extension SQLiteTransaction: AccountStore {
         return connection.changes == 1
     }
 
+    func deleteAccount(id: String) throws(StorageError) -> Bool {
+        try rows("DELETE FROM accounts WHERE id = ?", [.text(id)])
+        return connection.changes == 1
+    }
+
     // MARK: Second factor
 
     func upsertTOTPEnrollment(_ enrollment: TOTPEnrollmentRecord) throws(StorageError) {

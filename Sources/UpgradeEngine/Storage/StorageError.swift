@@ -49,6 +49,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case jobLeasesJob = "job_leases.job"
             case clientThrottleClientKey = "client_throttle.client_key"
             case upgradeTicketsHash = "upgrade_tickets.ticket_hash"
+            case appleRevocationsID = "apple_revocations.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -88,6 +89,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let jobLeasesJob = Constraint(name: .jobLeasesJob)
         public static let clientThrottleClientKey = Constraint(name: .clientThrottleClientKey)
         public static let upgradeTicketsHash = Constraint(name: .upgradeTicketsHash)
+        public static let appleRevocationsID = Constraint(name: .appleRevocationsID)
     }
 
     public let code: Code

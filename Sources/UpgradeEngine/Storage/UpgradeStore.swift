@@ -2,7 +2,7 @@
 /// stateless instances on one database. The engine reaches a database only through these protocols, so a backend is a type
 /// that conforms to `UpgradeStore` and a transaction type that conforms to `StoreTransaction`, one
 /// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
-/// `NotificationStore`, `AuditStore`, `JobLeaseStore`, `ClientThrottleStore`). Nothing above these
+/// `NotificationStore`, `AuditStore`, `JobLeaseStore`, `ClientThrottleStore`, `AppleRevocationStore`). Nothing above these
 /// protocols knows SQL or a backend's codes.
 ///
 /// What every backend guarantees:
@@ -66,7 +66,7 @@ public protocol UpgradeStore: Sendable {
 /// protocol, in its own file, so a backend implements (and a reader finds) one at a time.
 public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
-    JobLeaseStore, ClientThrottleStore, UpgradeTicketStore
+    JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, AppleRevocationStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.

@@ -142,5 +142,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "used_sign_in_nonces": .usedSignInNoncesHash, "job_leases": .jobLeasesJob,
         "client_throttle": .clientThrottleClientKey,
         "upgrade_tickets": .upgradeTicketsHash,
+        "apple_revocations": .appleRevocationsID,
     ]
 }

@@ -100,6 +100,11 @@ extension PostgresTransaction: AccountStore {
         return changes == 1
     }
 
+    func deleteAccount(id: String) throws(StorageError) -> Bool {
+        try rows("DELETE FROM accounts WHERE id = $1", [.text(id)])
+        return changes == 1
+    }
+
     // MARK: Second factor
 
     func upsertTOTPEnrollment(_ enrollment: TOTPEnrollmentRecord) throws(StorageError) {

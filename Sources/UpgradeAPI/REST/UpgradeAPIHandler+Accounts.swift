@@ -1,0 +1,45 @@
+import Foundation
+import UpgradeEngine
+
+/// The admin routes on accounts (docs/architecture.md §7.1).
+extension UpgradeAPIHandler {
+    /// `DELETE /v1/admin/accounts/{username}` (scope `accounts`): deletes the account in one
+    /// transaction, then tries its Apple revocation once, bounded by the revocation client's
+    /// timeouts. `appleRevocation` is `done` when Apple answered, `pending` when the queue will
+    /// retry it, `none` when the account had no refresh token.
+    func deleteAccount(_ request: HTTPRequest, username raw: String, now: Int64) throws -> HTTPResponse {
+        // The token is checked before anything else: an unauthenticated caller learns nothing.
+        let token = try admin.authorize(request, scope: .accounts, now: now)
+        guard let username = raw.removingPercentEncoding else {
+            throw APIProblem.validation("the username in the path is not valid percent-encoded UTF-8")
+        }
+        let deletion = try deletions.delete(username: username, deletedBy: token.name, now: now)
+        var outcome = "none"
+        if let id = deletion.revocationID {
+            outcome = AppleRevocationSender.Outcome.pending.rawValue
+            if let revocations {
+                do {
+                    outcome = try blockingWait { () async throws(StorageError) -> AppleRevocationSender.Outcome in
+                        try await revocations.attempt(id: id, now: now)
+                    }.rawValue
+                } catch {
+                    // The deletion is committed and its revocation queued: the worker sends it.
+                    log.log(
+                        "error",
+                        "revocation",
+                        [("revocation", .string(id)), ("cause", .string(error.description))]
+                    )
+                }
+            }
+        }
+        var response = HTTPResponse(
+            body: JWSJSON.object([
+                "accountId": .string(deletion.accountID), "deleted": .bool(true),
+                "appleRevocation": .string(outcome),
+            ]).serialized()
+        )
+        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
+        response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
+        return response
+    }
+}

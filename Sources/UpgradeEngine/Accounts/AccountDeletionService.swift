@@ -1,0 +1,82 @@
+/// Deletes accounts (`DELETE /v1/admin/accounts/{username}`, `upgrade-cli accounts delete`), as
+/// Apple asks of apps that create accounts (TN3194), in one transaction: the account row and, by the
+/// schema's cascades, its password, TOTP, recovery codes, upgrade sessions and tickets, transfer
+/// record and Apple link; a tombstone audit row `account.deleted` naming the account id only; and,
+/// when the link holds a refresh token, a row in the revocation queue with the token still sealed
+/// (docs/architecture.md §7.1). Nothing here calls Apple: `AppleRevocationSender` sends the queue.
+public struct AccountDeletionService: Sendable {
+    let store: any UpgradeStore
+
+    public init(store: any UpgradeStore) {
+        self.store = store
+    }
+
+    /// Deletes the account named `username` (in its enforced form). `deletedBy` names who asked (an
+    /// admin token's name, `cli`) for the tombstone. An unknown username is `accountNotFound` and
+    /// changes nothing.
+    public func delete(username: String, deletedBy: String, now: Int64) throws(UpgradeFailure) -> AccountDeletion {
+        let prepared: Username
+        do {
+            prepared = try Username(username)
+        } catch {
+            throw UpgradeFailure(
+                .validation,
+                error.code == .empty ? "username is required" : "username: \(error.message)"
+            )
+        }
+        let revocationID = Self.newRevocationID()
+        do {
+            return try store.write { tx in
+                guard let account = try tx.account(username: prepared) else {
+                    throw UpgradeFailure(.accountNotFound, "no account has this username")
+                }
+                var queued: String?
+                if let link = try tx.appleLink(accountID: account.id), let sealed = link.refreshTokenCiphertext,
+                    !sealed.isEmpty
+                {
+                    try tx.insertAppleRevocation(
+                        AppleRevocationRecord(
+                            id: revocationID,
+                            accountID: account.id,
+                            tokenCiphertext: sealed,
+                            clientID: link.clientID,
+                            createdAt: now,
+                            nextAttemptAt: now
+                        )
+                    )
+                    queued = revocationID
+                }
+                guard try tx.deleteAccount(id: account.id) else {
+                    throw UpgradeFailure(.accountNotFound, "no account has this username")
+                }
+                // The account id only: the username, email and sub went with the account.
+                try tx.appendAudit(
+                    AuditEvent(
+                        at: now,
+                        accountID: account.id,
+                        upgradeID: nil,
+                        event: "account.deleted",
+                        detail: ["by": deletedBy, "appleRevocation": queued == nil ? "none" : "queued"]
+                    )
+                )
+                return AccountDeletion(accountID: account.id, revocationID: queued)
+            }
+        } catch {
+            throw UpgradeService.storageFailure(error)
+        }
+    }
+
+    static func newRevocationID() -> String { "rev_" + SecureRandom.token(byteCount: 16) }
+}
+
+/// What a deletion did: the deleted account's id, and the queued revocation of its Apple refresh
+/// token (nil when the account had none: a password account, or a link without a token).
+public struct AccountDeletion: Sendable, Equatable {
+    public let accountID: String
+    public let revocationID: String?
+
+    public init(accountID: String, revocationID: String?) {
+        self.accountID = accountID
+        self.revocationID = revocationID
+    }
+}
