@@ -120,7 +120,7 @@ struct AccountsAddCommand: CLICommand {
 
 struct AccountsShowCommand: CLICommand {
     static let path = ["accounts", "show"]
-    static let summary = "show an account, its credential state and audit trail (no secrets)"
+    static let summary = "show an account, its credential state, open upgrades and audit trail (no secrets)"
     static let usage = "upgrade-cli accounts show USER [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
@@ -134,29 +134,9 @@ struct AccountsShowCommand: CLICommand {
             throw CommandFailure("USER: \(error.message)", exitCode: ExitCode.usage)
         }
         let store = try StoreOption.openMigrated(location)
-
-        struct Snapshot {
-            var account: AccountRecord
-            var password: PasswordCredentialRecord?
-            var totp: TOTPEnrollmentRecord?
-            var recoveryCodes: Int
-            var link: AppleLinkRecord?
-            var transfer: TransferRecord?
-            var audit: [AuditEvent]
-        }
-        let found: Snapshot? = try store.read { tx in
-            guard let account = try tx.account(username: username) else { return nil }
-            return Snapshot(
-                account: account,
-                password: try tx.passwordCredential(accountID: account.id),
-                totp: try tx.totpEnrollment(accountID: account.id),
-                recoveryCodes: try tx.unusedRecoveryCodeCount(accountID: account.id),
-                link: try tx.appleLink(accountID: account.id),
-                transfer: try tx.transferRecord(accountID: account.id),
-                audit: try tx.auditTrail(accountID: account.id, limit: 500)
-            )
-        }
-        guard let snapshot = found else {
+        // The same gathering as GET /v1/admin/accounts/{username}, with a longer trail.
+        guard let snapshot = try store.read({ try AccountOverview.read(username: username, events: 500, in: $0) })
+        else {
             throw CommandFailure("no account named '\(username)'")
         }
         let time = ISO8601DateFormatter()
@@ -170,15 +150,16 @@ struct AccountsShowCommand: CLICommand {
         Console.out(
             "totp         \(snapshot.totp.map { "enrolled (\($0.algorithm.rawValue), \($0.digits) digits)" } ?? "none")"
         )
-        Console.out("recovery     \(snapshot.recoveryCodes) unused code(s)")
-        if let link = snapshot.link {
+        Console.out("recovery     \(snapshot.recoveryCodesLeft) unused code(s)")
+        if let link = snapshot.apple {
             Console.out(
                 "apple        \(link.status.rawValue): sub \(link.sub), team \(link.teamID), client \(link.clientID)"
             )
             if let email = link.email {
                 Console.out("apple email  \(email)\(link.isPrivateEmail == true ? " (private relay)" : "")")
             }
-            Console.out("refresh      \(link.refreshTokenCiphertext == nil ? "none" : "stored (encrypted)")")
+            Console.out("refresh      \(link.hasRefreshToken ? "stored (encrypted)" : "none")")
+            Console.out("apple state  \(link.credentialState?.name ?? "unknown (the stored transfer cannot be read)")")
         } else {
             Console.out("apple        not linked")
         }
@@ -187,8 +168,12 @@ struct AccountsShowCommand: CLICommand {
                 "transfer     \(transfer.status) to team \(transfer.targetTeamID)\(transfer.failureReason.map { " (\($0))" } ?? "")"
             )
         }
-        Console.out("audit trail  \(snapshot.audit.count) event(s)")
-        for event in snapshot.audit {
+        for upgrade in snapshot.openUpgrades {
+            Console.out("upgrade      \(upgrade.id) \(upgrade.status), expires \(when(upgrade.expiresAt))")
+        }
+        // The latest events, printed oldest first like a log.
+        Console.out("audit trail  \(snapshot.lastEvents.count) event(s)")
+        for event in snapshot.lastEvents.reversed() {
             var line = "  \(when(event.at))  \(event.event)"
             if let from = event.fromStatus, let to = event.toStatus { line += "  \(from) -> \(to)" }
             if !event.detail.isEmpty {

@@ -13,6 +13,7 @@ enum CommandRegistry {
             PasswordRulesCommand.self,
             AccountsAddCommand.self,
             AccountsShowCommand.self,
+            AuditCommand.self,
             AccountsDeleteCommand.self,
             AdminTokensAddCommand.self,
             AdminTokensListCommand.self,

@@ -71,4 +71,24 @@ struct RouterTests {
         let id = String(repeating: "a", count: 64)
         #expect(found("GET", Substring("/v1/upgrades/" + id))?.1 == ["id": id])
     }
+
+    @Test("a text capture takes any path-segment text, up to its limit; identifier captures stay strict")
+    func textCapture() {
+        var router = Router<Operation>(textCaptures: ["username"])
+        router.add("GET", "/v1/admin/accounts/{username}", .view)
+        router.add("GET", "/v1/upgrades/{id}", .view)
+        func captured(_ path: String) -> String? {
+            guard case .found(_, let parameters) = router.match(method: "GET", path: Substring(path)) else {
+                return nil
+            }
+            return parameters["username"] ?? parameters["id"]
+        }
+        for text in ["carol.o'neil@example.com", "jos%C3%A9", "a+b", "x:y;z=1", String(repeating: "a", count: 1024)] {
+            #expect(captured("/v1/admin/accounts/\(text)") == text, "\(text)")
+        }
+        for text in ["", "a b", "a\"b", "a/b", "a?b", "jos\u{e9}", "a#b", String(repeating: "a", count: 1025)] {
+            #expect(captured("/v1/admin/accounts/\(text)") == nil, "\(text)")
+        }
+        #expect(captured("/v1/upgrades/a@b") == nil && captured("/v1/upgrades/a%40b") == nil)
+    }
 }

@@ -7,7 +7,8 @@
 struct Router<Operation: Sendable>: Sendable {
     enum Segment: Sendable {
         case fixed([UInt8])
-        case capture(String)
+        /// `text`: the capture holds a name typed by a person (a username), not an identifier we issued.
+        case capture(String, text: Bool)
     }
 
     struct Route: Sendable {
@@ -25,13 +26,20 @@ struct Router<Operation: Sendable>: Sendable {
     }
 
     private(set) var routes: [Route] = []
+    /// Captures (by name) that take any path-segment text (RFC 3986 `pchar`, percent-encoded as
+    /// needed, up to `maxTextCaptureBytes`) rather than identifier bytes; the handler decodes them.
+    let textCaptures: Set<String>
+    static var maxTextCaptureBytes: Int { 1024 }
+
+    init(textCaptures: Set<String> = []) { self.textCaptures = textCaptures }
 
     mutating func add(_ method: String, _ pattern: String, _ operation: Operation) {
         let bytes = Array(pattern.utf8)
         let segments = Self.split(bytes[...]).map { range -> Segment in
             let segment = bytes[range]
             if segment.first == UInt8(ascii: "{"), segment.last == UInt8(ascii: "}"), segment.count >= 2 {
-                return .capture(String(decoding: segment.dropFirst().dropLast(), as: UTF8.self))
+                let name = String(decoding: segment.dropFirst().dropLast(), as: UTF8.self)
+                return .capture(name, text: textCaptures.contains(name))
             }
             return .fixed(Array(segment))
         }
@@ -88,7 +96,13 @@ struct Router<Operation: Sendable>: Sendable {
             guard fixed.count == range.count, fixed.elementsEqual(bytes[range]) else { return false }
         }
         for (expected, range) in zip(pattern, path) {
-            guard case .capture = expected else { continue }
+            guard case .capture(_, let text) = expected else { continue }
+            if text {
+                guard !range.isEmpty, range.count <= Self.maxTextCaptureBytes,
+                    bytes[range].allSatisfy({ Self.isPathTextByte($0) })
+                else { return false }
+                continue
+            }
             // Identifiers we issue are base64url; anything else cannot name a resource of ours.
             guard !range.isEmpty, range.count <= 64, bytes[range].allSatisfy({ Self.isIdentifierByte($0) }) else {
                 return false
@@ -104,11 +118,23 @@ struct Router<Operation: Sendable>: Sendable {
     ) -> [String: String] {
         var parameters: [String: String] = [:]
         for (expected, range) in zip(pattern, path) {
-            if case .capture(let name) = expected {
+            if case .capture(let name, _) = expected {
                 parameters[name] = String(decoding: bytes[range], as: UTF8.self)
             }
         }
         return parameters
+    }
+
+    /// RFC 3986 `pchar`: unreserved, `%` (of a percent-encoding), sub-delims, `:` and `@`.
+    private static func isPathTextByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "~"), UInt8(ascii: "%"), UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+            UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"):
+            return true
+        default:
+            return isIdentifierByte(byte)
+        }
     }
 
     private static func isIdentifierByte(_ byte: UInt8) -> Bool {

@@ -9,6 +9,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
         case startPasswordChange, stepUpPasswordChange
         case signInNonce, signIn, credentialState, notification
+        case searchAudit, accountOverview
         case deleteAccount
         case health, ready, metrics
     }
@@ -17,6 +18,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let transfers: TransferService
     let signIns: SignInService
     let notifications: AppleNotificationService
+    /// `GET /v1/admin/audit` and `GET /v1/admin/accounts/{username}`.
+    let adminQueries: AdminQueryService
     /// `DELETE /v1/admin/accounts/{username}`: the deletion, then one attempt at its revocation.
     let deletions: AccountDeletionService
     let revocations: AppleRevocationSender?
@@ -56,6 +59,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.signIns = signIns
         self.notifications = notifications
         self.store = store
+        self.adminQueries = AdminQueryService(store: store)
         self.deletions = AccountDeletionService(store: store)
         self.revocations = revocations
         self.clock = clock
@@ -65,7 +69,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.trustedProxies = trustedProxies
         self.admin = AdminAuthenticator(tokens: adminTokens, throttle: self.clientThrottle)
         self.statistics = statistics
-        var router = Router<Operation>()
+        // A username in a path is typed text, not an identifier we issued.
+        var router = Router<Operation>(textCaptures: ["username"])
         router.add("POST", "/v1/upgrades", .startUpgrade)
         router.add("GET", "/v1/upgrades/{id}", .getUpgrade)
         router.add("POST", "/v1/upgrades/{id}/step-up", .stepUp)
@@ -78,6 +83,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/apple/sign-in", .signIn)
         router.add("GET", "/v1/apple/credential-state", .credentialState)
         router.add("POST", "/v1/apple/notifications", .notification)
+        router.add("GET", "/v1/admin/audit", .searchAudit)
+        router.add("GET", "/v1/admin/accounts/{username}", .accountOverview)
         router.add("DELETE", "/v1/admin/accounts/{username}", .deleteAccount)
         router.add("GET", "/healthz", .health)
         router.add("GET", "/readyz", .ready)
@@ -308,6 +315,10 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return try credentialState(request)
         case .notification:
             return try notification(request, now: now)
+        case .searchAudit:
+            return try searchAudit(request, now: now)
+        case .accountOverview:
+            return try accountOverview(request, username: parameters["username"] ?? "", now: now)
         case .deleteAccount:
             return try deleteAccount(request, username: parameters["username"] ?? "", now: now)
         }

@@ -97,10 +97,20 @@ extension TransferService {
         } catch {
             throw Self.storageFailure(error)
         }
-        if let record = found.record {
-            return try Self.restore(record).credentialState(for: userID)
+        return try Self.credentialState(userID: userID, link: found.link, transfer: found.record)
+    }
+
+    /// What `getCredentialState` answers for `userID`, given the link that holds it (if any) and the
+    /// transfer of that account or of that former `sub` (if any). Shared with the admin account view.
+    static func credentialState(
+        userID: String,
+        link: AppleLinkRecord?,
+        transfer: TransferRecord?
+    ) throws(TransferFailure) -> AppleCredentialState {
+        if let transfer {
+            return try restore(transfer).credentialState(for: userID)
         }
-        guard let link = found.link else { return .notFound }
+        guard let link else { return .notFound }
         // Never touched by a transfer: the link's own status is the whole story.
         switch link.status {
         case .linked, .transferred: return .authorized

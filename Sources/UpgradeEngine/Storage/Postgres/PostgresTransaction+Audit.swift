@@ -36,4 +36,13 @@ extension PostgresTransaction: AuditStore {
             [.text(upgradeID), .integer(Int64(limit))]
         ).map(Self.audit)
     }
+
+    func auditEvents(_ search: AuditSearch) throws(StorageError) -> [AuditEvent] {
+        // The limit is bound too: one statement text per combination of filters, a bounded set to prepare.
+        let (conditions, values) = search.whereClause { "$\($0)" }
+        return try rows(
+            "SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events\(conditions) ORDER BY id DESC LIMIT $\(values.count + 1)",
+            values + [.integer(Int64(max(search.limit, 0)))]
+        ).map(Self.audit)
+    }
 }

@@ -1,0 +1,116 @@
+import Foundation
+import UpgradeEngine
+
+/// The admin read routes: audit search (scope `audit`) and the account overview (scope
+/// `accounts`). Both check the token before anything else, so an unauthenticated caller learns
+/// nothing, not even whether its query was well formed.
+extension UpgradeAPIHandler {
+    static let auditParameters: Set<String> = ["account", "type", "since", "until", "limit", "cursor"]
+
+    /// `GET /v1/admin/audit?account=&type=&since=&until=&limit=&cursor=`.
+    func searchAudit(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
+        _ = try admin.authorize(request, scope: .audit, now: now)
+        let query = try Self.strictQuery(request.query, allowed: Self.auditParameters)
+        var search = AuditSearch(
+            event: query["type"],
+            since: try query["since"].map { try Self.time($0, "since") },
+            until: try query["until"].map { try Self.time($0, "until") }
+        )
+        if let limit = query["limit"] {
+            guard limit.utf8.count <= 4, limit.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(limit),
+                AuditSearch.limits.contains(value)
+            else {
+                throw APIProblem.validation(
+                    "limit must be a whole number from \(AuditSearch.limits.lowerBound) to \(AuditSearch.limits.upperBound)"
+                )
+            }
+            search.limit = value
+        }
+        if let cursor = query["cursor"] {
+            guard let id = AuditSearch.id(cursor: cursor) else {
+                throw APIProblem.validation("cursor is not one this server handed out; pass nextCursor unchanged")
+            }
+            search.beforeID = id
+        }
+        let page = try adminQueries.searchAudit(username: query["account"], search)
+        return Self.noStoreJSON(AdminJSON.page(page))
+    }
+
+    /// `GET /v1/admin/accounts/{username}`: `username` is the path segment, percent-encoded.
+    func accountOverview(_ request: HTTPRequest, username raw: String, now: Int64) throws -> HTTPResponse {
+        _ = try admin.authorize(request, scope: .accounts, now: now)
+        guard let username = Self.percentDecoded(Substring(raw)) else {
+            throw APIProblem.validation("the username in the path is not valid percent-encoded UTF-8")
+        }
+        return Self.noStoreJSON(AdminJSON.overview(try adminQueries.account(username: username)))
+    }
+
+    static func noStoreJSON(_ body: JWSJSON) -> HTTPResponse {
+        var response = HTTPResponse(body: body.serialized())
+        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
+        response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    static func time(_ text: String, _ name: String) throws -> Int64 {
+        guard let seconds = AuditSearch.time(text) else {
+            throw APIProblem.validation("\(name) must be an RFC 3339 date-time (2026-11-24T10:00:00Z) or Unix seconds")
+        }
+        return seconds
+    }
+
+    /// The query's parameters, each decoded (`+` is a space, then percent-decoding): a parameter
+    /// outside `allowed`, one given twice, or one that does not decode is a validation problem
+    /// naming it, so a misspelt filter is never silently ignored.
+    static func strictQuery(_ query: Substring?, allowed: Set<String>) throws -> [String: String] {
+        var parameters: [String: String] = [:]
+        guard let query, !query.isEmpty else { return parameters }
+        for pair in query.split(separator: "&", omittingEmptySubsequences: false) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            guard allowed.contains(name) else {
+                let known = allowed.sorted().joined(separator: ", ")
+                let shown = name.utf8.count <= 32 && name.utf8.allSatisfy { (0x21...0x7E).contains($0) } ? name : "?"
+                throw APIProblem.validation("unknown query parameter '\(shown)'; the parameters are \(known)")
+            }
+            guard parameters[name] == nil else { throw APIProblem.validation("\(name) is given more than once") }
+            guard parts.count == 2, let value = percentDecoded(parts[1], plusIsSpace: true) else {
+                throw APIProblem.validation("\(name) needs a percent-encoded value")
+            }
+            parameters[name] = value
+        }
+        return parameters
+    }
+
+    /// `text` percent-decoded (RFC 3986 §2.1), strictly: every `%` starts two hex digits and the
+    /// bytes are UTF-8; nil otherwise. (Foundation's `removingPercentEncoding` leaves a stray `%`
+    /// in place on some platforms.) In a query, `+` is a space (HTML form encoding).
+    static func percentDecoded(_ text: Substring, plusIsSpace: Bool = false) -> String? {
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let input = Array(text.utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(input.count)
+        var index = 0
+        while index < input.count {
+            let byte = input[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < input.count, let high = hex(input[index + 1]), let low = hex(input[index + 2]) else {
+                    return nil
+                }
+                output.append(high << 4 | low)
+                index += 3
+            } else {
+                output.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+                index += 1
+            }
+        }
+        return String(validating: output, as: UTF8.self)
+    }
+}

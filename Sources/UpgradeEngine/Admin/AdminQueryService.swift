@@ -1,0 +1,95 @@
+/// Read-only questions from support staff and the app's backend (admin tokens with the `audit` or
+/// `accounts` scope, or the operator's `upgrade-cli`): audit search and the account overview. The
+/// callers are trusted, so an unknown username is said to be unknown (`accountNotFound`), unlike on
+/// the public routes where it looks like a wrong password.
+public struct AdminQueryService: Sendable {
+    let store: any UpgradeStore
+
+    public init(store: any UpgradeStore) { self.store = store }
+
+    /// One page of an audit search and where the next one starts.
+    public struct AuditPage: Sendable, Equatable {
+        public var events: [AuditEvent]
+        /// The `beforeID` of the next page; nil when this page is the last.
+        public var nextBeforeID: Int64?
+    }
+
+    /// How many events `GET /v1/admin/accounts/{username}` lists.
+    public static let overviewEvents = 20
+    /// Event types are short dotted names; a longer filter cannot match one.
+    static let maxEventBytes = 128
+
+    /// The audit events `search` selects, newest first, with `username` (resolved through
+    /// `Username`, in the same snapshot as the search) narrowing them to one account when given.
+    /// `search.accountID` is ignored: accounts are named by username here.
+    public func searchAudit(username: String?, _ search: AuditSearch) throws(UpgradeFailure) -> AuditPage {
+        guard AuditSearch.limits.contains(search.limit) else {
+            throw UpgradeFailure(
+                .validation,
+                "limit must be between \(AuditSearch.limits.lowerBound) and \(AuditSearch.limits.upperBound)"
+            )
+        }
+        if let event = search.event, event.isEmpty || event.utf8.count > Self.maxEventBytes {
+            throw UpgradeFailure(.validation, "type must be 1 to \(Self.maxEventBytes) bytes")
+        }
+        let account = try username.map { (typed) throws(UpgradeFailure) in try Self.username(typed, field: "account") }
+        // One row more than the page shows, to know whether another page follows.
+        var query = search
+        query.limit = search.limit + 1
+        let events: [AuditEvent]
+        do {
+            events = try store.read { tx in
+                if let account {
+                    guard let found = try tx.account(username: account) else {
+                        throw UpgradeFailure(.accountNotFound, "no account has this username")
+                    }
+                    query.accountID = found.id
+                } else {
+                    query.accountID = nil
+                }
+                return try tx.auditEvents(query)
+            }
+        } catch {
+            throw Self.readFailure(error)
+        }
+        let page = Array(events.prefix(search.limit))
+        return AuditPage(events: page, nextBeforeID: events.count > search.limit ? page.last?.id : nil)
+    }
+
+    /// The overview of the account named `username` with its last `events` audit events.
+    public func account(username: String, events: Int = overviewEvents) throws(UpgradeFailure) -> AccountOverview {
+        let name = try Self.username(username, field: "username")
+        do {
+            return try store.read { tx in
+                guard let overview = try AccountOverview.read(username: name, events: events, in: tx) else {
+                    throw UpgradeFailure(.accountNotFound, "no account has this username")
+                }
+                return overview
+            }
+        } catch {
+            throw Self.readFailure(error)
+        }
+    }
+
+    /// A failure thrown inside the read as it is; a storage error as the upgrade calls report one,
+    /// but worded for a read.
+    static func readFailure(_ error: any Error) -> UpgradeFailure {
+        var failure = UpgradeService.storageFailure(error)
+        if failure.kind == .internalError, !(error is UpgradeFailure) {
+            failure.message = "the database could not answer; nothing changed, retry later"
+        }
+        return failure
+    }
+
+    /// `typed` through `Username`; a refusal names `field`, the parameter the caller filled in.
+    static func username(_ typed: String, field: String) throws(UpgradeFailure) -> Username {
+        do {
+            return try Username(typed)
+        } catch {
+            throw UpgradeFailure(
+                .validation,
+                error.code == .empty ? "\(field) is required" : "\(field): \(error.message)"
+            )
+        }
+    }
+}
