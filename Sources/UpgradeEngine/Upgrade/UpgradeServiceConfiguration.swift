@@ -8,6 +8,9 @@ public struct UpgradeServiceConfiguration: Sendable {
     public var appleTeamID: String
     /// How long a request that lost the race to convert an upgrade waits for the winner's result.
     public var convertingWaitMilliseconds: Int
+    /// What a password that checked out against a legacy hash (another format, older argon2id
+    /// parameters) is rehashed with, in the transaction that records the successful check.
+    public var passwordHasher = PasswordHasher()
     /// How long an in-app upgrade ticket may wait to be spent (seconds).
     public var ticketLifetime: Int64 = 300
     /// Called as each effect a transition returned is performed, with the upgrade's id, in the
