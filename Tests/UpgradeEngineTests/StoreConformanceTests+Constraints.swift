@@ -159,6 +159,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
     case upgradeTicketsHash
     case appleRevocationsID
+    case accountProfilesAccount, importRunsID
 
     var testDescription: String { rawValue }
 
@@ -183,6 +184,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .clientThrottleClientKey: .clientThrottleClientKey
         case .upgradeTicketsHash: .upgradeTicketsHash
         case .appleRevocationsID: .appleRevocationsID
+        case .accountProfilesAccount: .accountProfilesAccount
+        case .importRunsID: .importRunsID
         }
     }
 
@@ -275,6 +278,32 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             try tx.insertUpgradeTicket(Seed.ticket(Seed.bob), now: Seed.now)
         case .appleRevocationsID:
             try tx.insertAppleRevocation(Seed.revocation(Seed.bob))
+        case .accountProfilesAccount:
+            // The store upserts profiles; a second plain INSERT is what the constraint refuses.
+            try tx.upsertAccountProfile(
+                AccountProfileRecord(
+                    accountID: Seed.alice,
+                    email: nil,
+                    displayName: nil,
+                    importRun: nil,
+                    importLine: nil,
+                    updatedAt: Seed.now
+                )
+            )
+            try Seed.raw(
+                tx,
+                "INSERT INTO account_profiles (account_id, email, updated_at) VALUES (?, ?, 1)",
+                [.text(Seed.alice), .text("s3cret@example.com")]
+            )
+        case .importRunsID:
+            try tx.upsertImportRun(
+                ImportRunRecord(id: "s3cret-run", source: "s3cret.csv", lastLine: 0, startedAt: 1, updatedAt: 1)
+            )
+            try Seed.raw(
+                tx,
+                "INSERT INTO import_runs (id, source, last_line, started_at, updated_at) VALUES (?, ?, 0, 1, 1)",
+                [.text("s3cret-run"), .text("s3cret.csv")]
+            )
         }
     }
 }

@@ -144,6 +144,8 @@ final class SQLiteConnection {
         "client_throttle.client_key": .clientThrottleClientKey,
         "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
         "apple_revocations.id": .appleRevocationsID,
+        "account_profiles.account_id": .accountProfilesAccount,
+        "import_runs.id": .importRunsID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

@@ -50,6 +50,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case clientThrottleClientKey = "client_throttle.client_key"
             case upgradeTicketsHash = "upgrade_tickets.ticket_hash"
             case appleRevocationsID = "apple_revocations.id"
+            case accountProfilesAccount = "account_profiles.account_id"
+            case importRunsID = "import_runs.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -90,6 +92,10 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let clientThrottleClientKey = Constraint(name: .clientThrottleClientKey)
         public static let upgradeTicketsHash = Constraint(name: .upgradeTicketsHash)
         public static let appleRevocationsID = Constraint(name: .appleRevocationsID)
+        /// A second profile row for one account (the store upserts profiles instead).
+        public static let accountProfilesAccount = Constraint(name: .accountProfilesAccount)
+        /// A second progress row for one import (the store upserts runs instead).
+        public static let importRunsID = Constraint(name: .importRunsID)
     }
 
     public let code: Code
