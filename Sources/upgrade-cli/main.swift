@@ -13,6 +13,7 @@ enum CommandRegistry {
             AccountsAddCommand.self,
             AccountsShowCommand.self,
             AccountsDeleteCommand.self,
+            AccountsImportCommand.self,
             AdminTokensAddCommand.self,
             AdminTokensListCommand.self,
             AdminTokensRemoveCommand.self,
