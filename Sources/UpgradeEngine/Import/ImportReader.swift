@@ -153,11 +153,8 @@ public struct ImportReader {
             return .failure(ImportRowError(field: nil, "the line must be a JSON object"))
         }
         var row = ImportRawRow()
-        var seen = Set<String>()
+        // The parser already refuses a member name given twice.
         for member in members {
-            guard seen.insert(member.key).inserted else {
-                return .failure(ImportRowError(field: member.key, "appears twice in the object"))
-            }
             guard let field = ImportField(rawValue: member.key) else {
                 return .failure(
                     ImportRowError(field: member.key, "unknown field; accepted: \(Self.fieldList)")
