@@ -142,9 +142,12 @@ struct AccountsImportCommand: CLICommand {
             line +=
                 "; \(summary.alreadyCommitted) row(s) committed by an earlier run (resumed after line \(summary.resumedAfterLine))"
         }
+        if summary.failedInEarlierRuns > 0 {
+            line += "; \(summary.failedInEarlierRuns) row(s) failed in earlier runs (see their reports)"
+        }
         Console.out(line + " (\(output.elapsedDescription))")
         if let reportPath { Console.out("report: \(reportPath) (\(summary.rows) rows)") }
-        return summary.failed > 0 ? ExitCode.failure : ExitCode.success
+        return summary.failed > 0 || summary.failedInEarlierRuns > 0 ? ExitCode.failure : ExitCode.success
     }
 }
 

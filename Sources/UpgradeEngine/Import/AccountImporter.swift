@@ -43,6 +43,8 @@ public struct ImportSummary: Sendable, Equatable {
     public var alreadyCommitted = 0
     /// The line after which this run resumed (0 for a fresh import).
     public var resumedAfterLine: Int64 = 0
+    /// Rows earlier runs of this import refused: a resumed import still has them to fix.
+    public var failedInEarlierRuns: Int64 = 0
 
     public var rows: Int { created + updated + skipped + failed + alreadyCommitted }
 }
@@ -131,7 +133,7 @@ public final class AccountImporter: Sendable {
                 startedAt: startedAt,
                 updatedAt: startedAt
             )
-        var summary = ImportSummary(resumedAfterLine: progress.lastLine)
+        var summary = ImportSummary(resumedAfterLine: progress.lastLine, failedInEarlierRuns: progress.failed)
         var batch: [Pending] = []
         batch.reserveCapacity(options.batchSize)
         var lastLine = progress.lastLine
