@@ -297,7 +297,7 @@ public final class AccountImporter: Sendable {
         in tx: any StoreTransaction
     ) throws {
         let account = AccountRecord(
-            id: UUID().uuidString.lowercased(),
+            id: Self.newAccountID(now: now),
             username: row.username.value,
             credentialKind: kind,
             createdAt: now,
@@ -336,6 +336,26 @@ public final class AccountImporter: Sendable {
         if let event {
             try tx.appendAudit(AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: event, detail: detail))
         }
+    }
+
+    /// A UUIDv7 (RFC 9562): the time first, so a batch's accounts land at the end of every index
+    /// keyed by account id instead of on a random page each, then 74 random bits.
+    static func newAccountID(now: Int64) -> String {
+        var bytes = SecureRandom.bytes(16)
+        let milliseconds = UInt64(max(0, now)) * 1000 + UInt64(bytes[15]) % 1000
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
+        bytes[6] = 0x70 | (bytes[6] & 0x0f)
+        bytes[8] = 0x80 | (bytes[8] & 0x3f)
+        let hex = bytes.hexString
+        let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
+            hex.utf8[
+                hex.utf8.index(
+                    hex.utf8.startIndex,
+                    offsetBy: range.lowerBound
+                )..<hex.utf8.index(hex.utf8.startIndex, offsetBy: range.upperBound)
+            ]
+        }
+        return parts.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "-")
     }
 
     private func update(
