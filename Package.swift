@@ -71,7 +71,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: ["UpgradeEngine"],
             path: "Benchmarks",
-            exclude: ["README.md", "http-load.sh", "readyz-ab.sh", "upgrade-cpu-ab.sh"]
+            exclude: ["README.md", "http-load.sh", "import-rows.sh", "readyz-ab.sh", "upgrade-cpu-ab.sh"]
         ),
         .testTarget(
             name: "UpgradeEngineTests",

@@ -15,6 +15,7 @@ enum CommandRegistry {
             AccountsShowCommand.self,
             AuditCommand.self,
             AccountsDeleteCommand.self,
+            AccountsImportCommand.self,
             AdminTokensAddCommand.self,
             AdminTokensListCommand.self,
             AdminTokensRemoveCommand.self,

@@ -34,6 +34,9 @@ struct PasswordHashParsingTests {
         Case("sha256-crypt", "$5$saltsalt$" + String(repeating: ".", count: 43)),
         Case("md5-crypt", "$1$saltsalt$" + String(repeating: ".", count: 22)),
         Case("yescrypt", "$y$j9T$saltsaltsaltsalt$" + String(repeating: ".", count: 43)),
+        Case("LDAP {SSHA}", "{SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9hzYWx0"),
+        Case("LDAP {SSHA512}", "{SSHA512}" + String(repeating: "A", count: 84) + "c2FsdHNhbHQ="),
+        Case("LDAP {CRYPT}", "{CRYPT}$2b$04$GV7oqmKVW/S97lcGqiz7cuIlvV70W5zNF3ryK5m8gokOHiIXED0Wq"),
     ]
 
     static let malformed: [Case] = [
@@ -88,6 +91,13 @@ struct PasswordHashParsingTests {
         Case("yescrypt truncated parameter", "$y$jz$saltsaltsaltsalt$" + String(repeating: ".", count: 43)),
         Case("yescrypt impossible salt length", "$y$j9T$saltsaltsaltsaltx$" + String(repeating: ".", count: 43)),
         Case("yescrypt short hash", "$y$j9T$saltsaltsaltsalt$" + String(repeating: ".", count: 42)),
+        Case("{SSHA} without a salt", "{SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g="),
+        Case("{SSHA} unpadded", "{SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9hzYWx0cw"),
+        Case("{SSHA256} SHA-1-sized", "{SSHA256}W6ph5Mm5Pz8GgiULbPgzG37mj9hzYWx0"),
+        Case("{SSHA} salt over 64 bytes", "{SSHA}" + String(repeating: "A", count: 116)),
+        Case("{CRYPT} with an argon2 hash", "{CRYPT}$argon2id$v=19$m=1024,t=1,p=1$\(salt)$\(digest32)"),
+        Case("{CRYPT} with DES crypt", "{CRYPT}saHW9GdxihkGQ"),
+        Case("{CRYPT} with a malformed bcrypt", "{CRYPT}$2b$04$GV7oqmKVW/S97lcGqiz7cuIlvV70W5zNF3ryK5m8gokOHiIXED0W"),
         Case("over the length limit", "$pbkdf2-sha256$1000$\(String(repeating: "A", count: 600))$\(digest32)"),
     ]
 
@@ -112,6 +122,7 @@ struct PasswordHashParsingTests {
         Case("Django PBKDF2 999 iterations", "pbkdf2_sha1$999$saltsalt$AAAAAAAAAAAAAAAAAAAAAAAAAAA="),
         Case("passlib PBKDF2 10^22 iterations", "$pbkdf2-sha256$10000000000000000000000$\(salt)$\(digest32)"),
         Case("sha512-crypt 999999999 rounds", "$6$rounds=999999999$saltsalt$" + String(repeating: ".", count: 86)),
+        Case("{CRYPT} bcrypt cost 31", "{CRYPT}$2b$31$GV7oqmKVW/S97lcGqiz7cuIlvV70W5zNF3ryK5m8gokOHiIXED0Wq"),
         Case("sha256-crypt 999 rounds", "$5$rounds=999$saltsalt$" + String(repeating: ".", count: 43)),
         Case("yescrypt 1 GiB", "$y$jFT$saltsaltsaltsalt$" + String(repeating: ".", count: 43)),
         Case("yescrypt p=5", "$y$j9T.1$saltsaltsaltsalt$" + String(repeating: ".", count: 43)),
@@ -121,7 +132,7 @@ struct PasswordHashParsingTests {
     static let unknown: [Case] = [
         Case("empty", ""),
         Case("plain text", "hunter2"),
-        Case("LDAP SSHA", "{SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g="),
+        Case("LDAP unsalted SHA", "{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g="),
         Case("Django MD5", "md5$saltsalt$5f4dcc3b5aa765d61d8327deb882cf99"),
         Case("unknown crypt prefix", "$3$$8846f7eaee8fb117ad06bdd830b7586c"),
         Case("bare prefix of a known one", "$2"),

@@ -9,11 +9,12 @@ struct PasswordVerifierTests {
     @Test("the fixture file is present and covers every format and scheme")
     func fixtureFileIsComplete() throws {
         let entries = PasswordFixtures.entries
-        #expect(entries.count == 74)
+        #expect(entries.count == 84)
         #expect(Set(entries.map(\.format)) == Set(PasswordHashFormat.allCases.map(\.rawValue)))
         let schemes: Set<String> = [
             "$2a$", "$2b$", "$2y$", "$argon2id$", "$argon2i$", "$scrypt$", "$7$", "pbkdf2_sha256$", "pbkdf2_sha1$",
-            "$pbkdf2$", "$pbkdf2-sha256$", "$pbkdf2-sha512$", "$6$", "$5$", "$1$", "$y$",
+            "$pbkdf2$", "$pbkdf2-sha256$", "$pbkdf2-sha512$", "$6$", "$5$", "$1$", "$y$", "{SSHA}", "{SSHA256}",
+            "{SSHA512}", "{CRYPT}$6$", "{CRYPT}$1$", "{CRYPT}$2b$", "{CRYPT}$y$",
         ]
         #expect(Set(entries.map(\.scheme)) == schemes)
         #expect(entries.contains { $0.password.isEmpty }, "an empty password is covered")

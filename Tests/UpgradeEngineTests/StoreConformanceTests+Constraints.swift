@@ -176,6 +176,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
     case upgradeTicketsHash, passwordChangesID
     case appleRevocationsID
+    case accountProfilesAccount, importRunsID
 
     var testDescription: String { rawValue }
 
@@ -201,6 +202,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .upgradeTicketsHash: .upgradeTicketsHash
         case .appleRevocationsID: .appleRevocationsID
         case .passwordChangesID: .passwordChangesID
+        case .accountProfilesAccount: .accountProfilesAccount
+        case .importRunsID: .importRunsID
         }
     }
 
@@ -295,6 +298,32 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             try tx.insertAppleRevocation(Seed.revocation(Seed.bob))
         case .passwordChangesID:
             try tx.insertPasswordChange(Seed.change(Seed.changeID))
+        case .accountProfilesAccount:
+            // The store upserts profiles; a second plain INSERT is what the constraint refuses.
+            try tx.upsertAccountProfile(
+                AccountProfileRecord(
+                    accountID: Seed.alice,
+                    email: nil,
+                    displayName: nil,
+                    importRun: nil,
+                    importLine: nil,
+                    updatedAt: Seed.now
+                )
+            )
+            try Seed.raw(
+                tx,
+                "INSERT INTO account_profiles (account_id, email, updated_at) VALUES (?, ?, 1)",
+                [.text(Seed.alice), .text("s3cret@example.com")]
+            )
+        case .importRunsID:
+            try tx.upsertImportRun(
+                ImportRunRecord(id: "s3cret-run", source: "s3cret.csv", lastLine: 0, startedAt: 1, updatedAt: 1)
+            )
+            try Seed.raw(
+                tx,
+                "INSERT INTO import_runs (id, source, last_line, started_at, updated_at) VALUES (?, ?, 0, 1, 1)",
+                [.text("s3cret-run"), .text("s3cret.csv")]
+            )
         }
     }
 }

@@ -40,6 +40,7 @@ final class UpgradeHarness: Sendable {
             configuration: {
                 var configuration = UpgradeServiceConfiguration(policy: policy, appleTeamID: Self.teamID)
                 configuration.onEffect = onEffect
+                configuration.passwordHasher = try! PasswordHasher(parameters: Self.fastHash)
                 return configuration
             }()
         )
@@ -52,7 +53,8 @@ final class UpgradeHarness: Sendable {
         _ username: String,
         password: String,
         totpSecret: [UInt8]? = nil,
-        recoveryCodes: [String] = []
+        recoveryCodes: [String] = [],
+        storedHash: String? = nil
     ) throws -> AccountRecord {
         let account = AccountRecord(
             id: UUID().uuidString.lowercased(),
@@ -61,11 +63,12 @@ final class UpgradeHarness: Sendable {
             createdAt: Self.now,
             updatedAt: Self.now
         )
-        let hash = try PasswordHasher(parameters: Self.fastHash).hash(password: password)
+        let hash = try storedHash ?? PasswordHasher(parameters: Self.fastHash).hash(password: password)
+        let format = try PasswordVerifier().inspect(hash).format.rawValue
         try store.write { tx in
             try tx.insertAccount(account)
             try tx.upsertPasswordCredential(
-                PasswordCredentialRecord(accountID: account.id, hash: hash, format: "argon2id", updatedAt: Self.now)
+                PasswordCredentialRecord(accountID: account.id, hash: hash, format: format, updatedAt: Self.now)
             )
             if let totpSecret {
                 try tx.upsertTOTPEnrollment(

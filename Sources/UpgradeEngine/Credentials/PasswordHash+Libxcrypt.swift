@@ -5,16 +5,34 @@ extension PasswordHash {
     /// mismatch means a wrong password and never a quirk of the encoding.
     struct Libxcrypt: Sendable {
         let format: PasswordHashFormat
+        /// The stored value's prefix, `{CRYPT}$6$` for a crypt hash inside an LDAP value.
         let scheme: String
+        /// The crypt(3) prefix libxcrypt sees, for its error messages.
+        let libxcryptScheme: String
         let costDescription: String
+        /// The crypt(3) string itself, without any `{CRYPT}` prefix.
         let encoded: String
+
+        init(
+            format: PasswordHashFormat,
+            scheme: String,
+            libxcryptScheme: String? = nil,
+            costDescription: String,
+            encoded: String
+        ) {
+            self.format = format
+            self.scheme = scheme
+            self.libxcryptScheme = libxcryptScheme ?? scheme
+            self.costDescription = costDescription
+            self.encoded = encoded
+        }
 
         var inspection: PasswordHashInspection {
             PasswordHashInspection(format: format, scheme: scheme, costDescription: costDescription)
         }
 
         func verify(password: [UInt8]) throws(PasswordHashError) -> Bool {
-            var output = try PasswordKDF.crypt(password: password, setting: encoded, scheme: scheme)
+            var output = try PasswordKDF.crypt(password: password, setting: encoded, scheme: libxcryptScheme)
             defer { PasswordKDF.wipe(&output) }
             return ConstantTime.equals(output, encoded.utf8)
         }

@@ -9,6 +9,8 @@ enum PasswordHash: Sendable {
     case argon2(Argon2)
     case scrypt(Scrypt)
     case pbkdf2(PBKDF2)
+    /// OpenLDAP's `{SSHA}`, `{SSHA256}` and `{SSHA512}`.
+    case saltedSHA(SaltedSHA)
 
     init(parsing encoded: String, limits: PasswordHashLimits) throws(PasswordHashError) {
         // The scheme is told by a short prefix, so even a huge value is classified without copying it.
@@ -24,7 +26,8 @@ enum PasswordHash: Sendable {
                 "not a supported password hash (\(utf8.count) bytes); expected bcrypt ($2a$, $2b$, $2y$), "
                     + "argon2id or argon2i PHC ($argon2id$), scrypt ($scrypt$, $7$), PBKDF2 (pbkdf2_sha256$, "
                     + "pbkdf2_sha1$, $pbkdf2$, $pbkdf2-sha256$, $pbkdf2-sha512$), sha512-crypt ($6$), "
-                    + "sha256-crypt ($5$), md5-crypt ($1$) or yescrypt ($y$); convert the export to one of these "
+                    + "sha256-crypt ($5$), md5-crypt ($1$), yescrypt ($y$) or LDAP ({SSHA}, {SSHA256}, {SSHA512}, "
+                    + "{CRYPT} with a crypt hash); convert the export to one of these "
                     + "or have the user reset the password"
             )
         }
@@ -48,17 +51,17 @@ enum PasswordHash: Sendable {
         self = try parse(bytes, limits)
     }
 
-    private typealias Parser = @Sendable ([UInt8], PasswordHashLimits) throws(PasswordHashError) -> PasswordHash
+    typealias Parser = @Sendable ([UInt8], PasswordHashLimits) throws(PasswordHashError) -> PasswordHash
 
-    private static let longestPrefix = schemes.map(\.0.utf8.count).max() ?? 0
+    static let longestPrefix = schemes.map(\.0.utf8.count).max() ?? 0
 
-    private static func scheme(of bytes: [UInt8]) -> (String, Parser)? {
+    static func scheme(of bytes: [UInt8]) -> (String, Parser)? {
         schemes.first { bytes.starts(with: $0.0.utf8) }
     }
 
     /// The prefix each encoding starts with, and its parser. Families that are recognised but
     /// deliberately refused parse to `.unsupported` so the message can say why.
-    private static let schemes: [(String, Parser)] = [
+    static let schemes: [(String, Parser)] = [
         ("$2a$", { b, l throws(PasswordHashError) in try parseBcrypt(b, scheme: "$2a$", limits: l) }),
         ("$2b$", { b, l throws(PasswordHashError) in try parseBcrypt(b, scheme: "$2b$", limits: l) }),
         ("$2y$", { b, l throws(PasswordHashError) in try parseBcrypt(b, scheme: "$2y$", limits: l) }),
@@ -78,6 +81,10 @@ enum PasswordHash: Sendable {
         ("$5$", { b, l throws(PasswordHashError) in try parseShaCrypt(b, .sha256Crypt, limits: l) }),
         ("$1$", { b, _ throws(PasswordHashError) in try parseMD5Crypt(b) }),
         ("$y$", { b, l throws(PasswordHashError) in try parseYescrypt(b, limits: l) }),
+        ("{SSHA}", { b, _ throws(PasswordHashError) in try parseSaltedSHA(b, scheme: "{SSHA}", .sha1) }),
+        ("{SSHA256}", { b, _ throws(PasswordHashError) in try parseSaltedSHA(b, scheme: "{SSHA256}", .sha256) }),
+        ("{SSHA512}", { b, _ throws(PasswordHashError) in try parseSaltedSHA(b, scheme: "{SSHA512}", .sha512) }),
+        ("{CRYPT}", { b, l throws(PasswordHashError) in try parseLDAPCrypt(b, limits: l) }),
     ]
 
     private static let bcryptBugNote =
@@ -98,6 +105,7 @@ enum PasswordHash: Sendable {
         case .argon2(let hash): return hash.inspection
         case .scrypt(let hash): return hash.inspection
         case .pbkdf2(let hash): return hash.inspection
+        case .saltedSHA(let hash): return hash.inspection
         }
     }
 
@@ -109,6 +117,7 @@ enum PasswordHash: Sendable {
         case .argon2(let hash): return try hash.verify(password: password)
         case .scrypt(let hash): return try hash.verify(password: password)
         case .pbkdf2(let hash): return try hash.verify(password: password)
+        case .saltedSHA(let hash): return hash.verify(password: password)
         }
     }
 }

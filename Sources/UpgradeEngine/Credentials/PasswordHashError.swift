@@ -21,7 +21,7 @@ public struct PasswordHashError: Error, Sendable, Hashable, CustomStringConverti
             self.wrapped = wrapped
         }
 
-        /// No supported format's prefix: plain text, an LDAP `{SSHA}` value, an unknown scheme.
+        /// No supported format's prefix: plain text, an LDAP `{SHA}` or `{MD5}` value, an unknown scheme.
         public static let unknownFormat = Code(.unknownFormat)
         /// A supported format's prefix, but the rest does not parse strictly (lengths, alphabet, fields).
         public static let malformed = Code(.malformed)

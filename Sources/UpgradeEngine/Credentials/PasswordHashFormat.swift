@@ -24,4 +24,10 @@ public enum PasswordHashFormat: String, Sendable, Hashable, CaseIterable, Codabl
     case md5Crypt = "md5-crypt"
     /// yescrypt, `$y$params$salt$hash` (libxcrypt), the default of current Debian and Fedora.
     case yescrypt
+    /// OpenLDAP salted SHA-1, `{SSHA}` + base64(digest ‖ salt). Weak, accepted only to move off it.
+    case ldapSSHA = "ldap-ssha"
+    /// OpenLDAP salted SHA-256, `{SSHA256}`. Weak, accepted only to move off it.
+    case ldapSSHA256 = "ldap-ssha256"
+    /// OpenLDAP salted SHA-512, `{SSHA512}`. Weak, accepted only to move off it.
+    case ldapSSHA512 = "ldap-ssha512"
 }

@@ -98,4 +98,14 @@ public struct PasswordHasher: Sendable {
             hash: output
         ).encoded
     }
+
+    /// Whether `encodedHash` is what this hasher writes now: argon2id, version 1.3, with these
+    /// parameters. Anything else (a legacy format, older parameters, a hash that does not parse)
+    /// is replaced after the password's next successful check.
+    public func isCurrent(_ encodedHash: String) -> Bool {
+        guard case .argon2(let hash) = try? PasswordHash(parsing: encodedHash, limits: limits) else { return false }
+        return hash.variant == .id && hash.version == 0x13 && hash.memoryKiB == parameters.memoryKiB
+            && hash.iterations == parameters.iterations && hash.parallelism == parameters.parallelism
+            && hash.salt.count == parameters.saltLength && hash.hash.count == parameters.hashLength
+    }
 }

@@ -341,6 +341,36 @@ enum EmbeddedSchema {
                 CREATE INDEX audit_events_at ON audit_events (at, id);
                 """
         ),
+        SchemaMigration(
+            version: 14,
+            name: "account_imports",
+            sql: """
+                -- The same tables as Schema/sqlite/0014_account_imports.sql: `account_profiles` holds what an
+                -- imported account brings besides its credentials and which import line wrote it last;
+                -- `import_runs` holds each import's progress, moved by every batch's transaction.
+                CREATE TABLE account_profiles (
+                    account_id TEXT COLLATE "C" PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
+                    email TEXT COLLATE "C",
+                    display_name TEXT COLLATE "C",
+                    import_run TEXT COLLATE "C",
+                    import_line BIGINT,
+                    updated_at BIGINT NOT NULL
+                );
+
+                CREATE TABLE import_runs (
+                    id TEXT COLLATE "C" PRIMARY KEY,
+                    source TEXT COLLATE "C" NOT NULL,
+                    last_line BIGINT NOT NULL CHECK (last_line >= 0),
+                    created BIGINT NOT NULL DEFAULT 0,
+                    updated BIGINT NOT NULL DEFAULT 0,
+                    skipped BIGINT NOT NULL DEFAULT 0,
+                    failed BIGINT NOT NULL DEFAULT 0,
+                    started_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    finished_at BIGINT
+                );
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -689,6 +719,40 @@ enum EmbeddedSchema {
                 -- rows of the window from (at, id) and sorts them, instead of walking every newer row by id.
                 CREATE INDEX audit_events_event ON audit_events (event, id);
                 CREATE INDEX audit_events_at ON audit_events (at, id);
+                """
+        ),
+        SchemaMigration(
+            version: 14,
+            name: "account_imports",
+            sql: """
+                -- `accounts import`: what an imported account brings besides its credentials, and each import's
+                -- progress. `import_run` and `import_line` name the import (and its input line) that wrote the
+                -- account last, so a later line of the same file with the same username is reported as a duplicate
+                -- without keeping the file's usernames in memory.
+                CREATE TABLE account_profiles (
+                    account_id TEXT PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
+                    email TEXT,
+                    display_name TEXT,
+                    import_run TEXT,
+                    import_line INTEGER,
+                    updated_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+
+                -- One row per import, keyed by a hash of the input's identity and the arguments that change what a
+                -- row does. Every batch's transaction moves `last_line` (the last input line it covered) and the
+                -- counts, so a run killed at any point resumes after the last committed batch and writes no row twice.
+                CREATE TABLE import_runs (
+                    id TEXT PRIMARY KEY,
+                    source TEXT NOT NULL,
+                    last_line INTEGER NOT NULL CHECK (last_line >= 0),
+                    created INTEGER NOT NULL DEFAULT 0,
+                    updated INTEGER NOT NULL DEFAULT 0,
+                    skipped INTEGER NOT NULL DEFAULT 0,
+                    failed INTEGER NOT NULL DEFAULT 0,
+                    started_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    finished_at INTEGER
+                ) WITHOUT ROWID;
                 """
         ),
     ]

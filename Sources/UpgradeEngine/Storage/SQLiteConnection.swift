@@ -145,6 +145,8 @@ final class SQLiteConnection {
         "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
         "apple_revocations.id": .appleRevocationsID,
         "password_changes.id": .passwordChangesID,
+        "account_profiles.account_id": .accountProfilesAccount,
+        "import_runs.id": .importRunsID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

@@ -51,6 +51,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case upgradeTicketsHash = "upgrade_tickets.ticket_hash"
             case appleRevocationsID = "apple_revocations.id"
             case passwordChangesID = "password_changes.id"
+            case accountProfilesAccount = "account_profiles.account_id"
+            case importRunsID = "import_runs.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -92,6 +94,10 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let upgradeTicketsHash = Constraint(name: .upgradeTicketsHash)
         public static let appleRevocationsID = Constraint(name: .appleRevocationsID)
         public static let passwordChangesID = Constraint(name: .passwordChangesID)
+        /// A second profile row for one account (the store upserts profiles instead).
+        public static let accountProfilesAccount = Constraint(name: .accountProfilesAccount)
+        /// A second progress row for one import (the store upserts runs instead).
+        public static let importRunsID = Constraint(name: .importRunsID)
     }
 
     public let code: Code

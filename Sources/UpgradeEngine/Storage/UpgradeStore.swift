@@ -67,7 +67,8 @@ public protocol UpgradeStore: Sendable {
 /// protocol, in its own file, so a backend implements (and a reader finds) one at a time.
 public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
-    JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, PasswordChangeStore, AppleRevocationStore
+    JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, PasswordChangeStore, AppleRevocationStore,
+    AccountImportStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.

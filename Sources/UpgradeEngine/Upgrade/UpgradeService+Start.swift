@@ -55,6 +55,7 @@ extension UpgradeService {
         var known: UpgradeEvent?
         var retryAfter: Int64?
         var auditDetail: [String: String] = [:]
+        var rehashed: String?
         let decision = configuration.lockout.decision(
             failures: snapshot.throttle?.failures ?? 0,
             lastFailureAt: snapshot.throttle?.lastFailureAt ?? 0,
@@ -82,6 +83,12 @@ extension UpgradeService {
                     outcome =
                         matches
                         ? .accepted(secondFactor: snapshot.hasSecondFactor) : .rejected(reason: .invalidCredentials)
+                    // A legacy hash (imported, or older parameters) is replaced once the password is
+                    // known to be right, as Kratos and Keycloak do; the slow hash runs here, outside
+                    // the transaction, and is stored by it only if the credential is still the one read.
+                    if matches, !configuration.passwordHasher.isCurrent(credential.hash) {
+                        rehashed = try? configuration.passwordHasher.hash(password: password)
+                    }
                 } catch {
                     // A stored hash we cannot check (unknown format, cost out of bounds) is an operator
                     // problem; the client sees the uniform failure and the audit trail says why.
@@ -107,6 +114,7 @@ extension UpgradeService {
         let issued: EffectOutputs
         do {
             (machine, transition, issued) = try store.write { tx in
+                var detail = auditDetail
                 var event: UpgradeEvent
                 if let known {
                     event = known
@@ -154,6 +162,19 @@ extension UpgradeService {
                     // Most sign-ins follow no failure: then there is no throttle row to clear.
                     if snapshot.throttle != nil { try tx.clearFailures(usernameKey: usernameKey) }
                     if let accountID { try supersedeOpenUpgrades(of: accountID, by: id, in: tx, now: now) }
+                    if let rehashed, let old = snapshot.credential,
+                        try tx.passwordCredential(accountID: old.accountID)?.hash == old.hash
+                    {
+                        try tx.upsertPasswordCredential(
+                            PasswordCredentialRecord(
+                                accountID: old.accountID,
+                                hash: rehashed,
+                                format: PasswordHashFormat.argon2id.rawValue,
+                                updatedAt: now
+                            )
+                        )
+                        detail["passwordRehashedFrom"] = old.format
+                    }
                 case .passwordEvaluated(.rejected(reason: .invalidCredentials)),
                     .ticketRejected(reason: .invalidTicket):
                     _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
@@ -167,7 +188,7 @@ extension UpgradeService {
                     now: now
                 )
                 try tx.insertUpgradeSession(record)
-                try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: auditDetail))
+                try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
                 return (machine, transition, outputs)
             }
         } catch {

@@ -8,12 +8,14 @@ public struct UpgradeServiceConfiguration: Sendable {
     public var appleTeamID: String
     /// How long a request that lost the race to convert an upgrade waits for the winner's result.
     public var convertingWaitMilliseconds: Int
+    /// The current argon2id parameters: a changed password is hashed with them, and a password that
+    /// checked out against a legacy hash (another format, older argon2id parameters) is rehashed with
+    /// them in the transaction that records the successful check.
+    public var passwordHasher = PasswordHasher()
     /// How long an in-app upgrade ticket may wait to be spent (seconds).
     public var ticketLifetime: Int64 = 300
     /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`).
     public var passwordRules: PasswordRules = .default
-    /// Hashes a changed password (argon2id).
-    public var passwordHasher = PasswordHasher()
     /// Called as each effect a transition returned is performed, with the upgrade's id, in the
     /// machine's order (for metrics and tests). The effects performed inside a transaction
     /// (`issueStateAndNonce`, `convertAccount`) are reported again when a conflict makes the store run

@@ -217,6 +217,31 @@ h = hasher.digest(PASSWORDS[0].encode(), salt=os.urandom(16)).decode()
 assert h.startswith("$y$j9T$")
 add("yescrypt", "$y$", PASSWORDS[0], h, "pyescrypt 0.1.0, Debian default parameters")
 
+
+# --- LDAP RFC 2307 values (hashlib; the verifier uses OpenSSL) ----------------------------------------
+# {SSHA*} is base64(digest(password + salt) + salt); {CRYPT} wraps a crypt(3) string already above.
+
+
+def ldap_fixtures(existing):
+    out = []
+    for i, pw in enumerate(PASSWORDS[:2]):
+        for scheme, name, fmt, salt_len in [
+            ("{SSHA}", "sha1", "ldap-ssha", 4),
+            ("{SSHA256}", "sha256", "ldap-ssha256", 8),
+            ("{SSHA512}", "sha512", "ldap-ssha512", 16),
+        ]:
+            salt = os.urandom(salt_len + i)
+            digest = hashlib.new(name, pw.encode() + salt).digest()
+            h = scheme + base64.b64encode(digest + salt).decode()
+            out.append((fmt, scheme, pw, h, "hashlib %s, %d-byte salt" % (name, len(salt))))
+    for inner in ("$6$", "$1$", "$2b$", "$y$"):
+        e = next(e for e in existing if e["scheme"] == inner and e["password"] == PASSWORDS[0])
+        out.append((e["format"], "{CRYPT}" + inner, e["password"], "{CRYPT}" + e["hash"], "{CRYPT} + " + e["generator"]))
+    return out
+
+for entry in ldap_fixtures(fixtures):
+    add(*entry)
+
 # --- PasswordHasher vectors: argon2-cffi with a fixed salt -------------------------------------------
 hasher_vectors = []
 for pw, salt, m, t, p in [

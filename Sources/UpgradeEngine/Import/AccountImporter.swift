@@ -1,0 +1,442 @@
+import Foundation
+
+/// What a row whose username is already taken does (`--on-conflict`).
+public enum ImportConflictPolicy: String, Sendable, CaseIterable {
+    /// Leave the stored account alone and report the row `skipped`.
+    case skip
+    /// Replace the stored account's password, TOTP, recovery codes and profile fields the row gives.
+    case update
+}
+
+/// What happened to one input row.
+public enum ImportAction: String, Sendable {
+    case created, updated, skipped, error
+}
+
+/// One input row's outcome, as the `--report` file has it.
+public struct ImportRowReport: Sendable, Equatable {
+    public var line: Int64
+    /// The username in its enforced form when it was valid, else as given (nil when absent).
+    public var username: String?
+    public var action: ImportAction
+    /// Why the row was skipped or refused: the field and a specific reason.
+    public var reason: String?
+
+    /// The report's JSON line (without the newline).
+    public var jsonLine: String {
+        JWSJSON.object([
+            "line": .integer(line),
+            "username": username.map { .string($0) } ?? .null,
+            "action": .string(action.rawValue),
+            "reason": reason.map { .string($0) } ?? .null,
+        ]).serializedString
+    }
+}
+
+/// Counts of one run (not of earlier runs of the same import).
+public struct ImportSummary: Sendable, Equatable {
+    public var created = 0
+    public var updated = 0
+    public var skipped = 0
+    public var failed = 0
+    /// Rows an earlier, interrupted run of this import had already committed.
+    public var alreadyCommitted = 0
+    /// The line after which this run resumed (0 for a fresh import).
+    public var resumedAfterLine: Int64 = 0
+    /// Rows earlier runs of this import refused: a resumed import still has them to fix.
+    public var failedInEarlierRuns: Int64 = 0
+
+    public var rows: Int { created + updated + skipped + failed + alreadyCommitted }
+}
+
+/// How an import runs, besides its input.
+public struct AccountImportOptions: Sendable {
+    /// The import's identity (`import_runs.id`): a hash of the input and the arguments that change
+    /// what a row does, so running it again resumes it and a different input starts afresh.
+    public var runID: String
+    /// For people: the file and format.
+    public var source: String
+    public var onConflict: ImportConflictPolicy = .skip
+    /// Rows per transaction. Each transaction also moves the run's progress.
+    public var batchSize = 1000
+    /// Seals imported TOTP secrets; rows with `totp` are refused without it.
+    public var secrets: SecretBox?
+    /// Recorded on imported Apple links; rows with `appleSub` are refused without them.
+    public var appleTeamID: String?
+    public var appleClientID: String?
+
+    public init(runID: String, source: String) {
+        self.runID = runID
+        self.source = source
+    }
+}
+
+/// Imports accounts from an `ImportReader` in batched transactions, resumably.
+///
+/// Each batch is one write transaction that stores its rows and moves the run's `import_runs` row
+/// to the batch's last input line. A run killed at any point has committed whole batches only, and
+/// the progress row says which: run again with the same input and arguments, it reads past those
+/// lines without writing and continues with the first uncommitted one, so every row is written
+/// exactly once (docs/architecture.md, Importing accounts). Rows are reported once their batch
+/// has committed.
+///
+/// Memory is bounded by one batch: a username repeated in the file is found through the
+/// database, where the account the earlier line created carries its import and line
+/// (`account_profiles`), and the later line is reported as the duplicate.
+public final class AccountImporter: Sendable {
+    public let store: any UpgradeStore
+    /// For a dry run: the real database, read only, while `store` is a scratch database.
+    public let reference: (any UpgradeStore)?
+    public let options: AccountImportOptions
+    public let validator: ImportRowValidator
+
+    public init(
+        store: any UpgradeStore,
+        reference: (any UpgradeStore)? = nil,
+        options: AccountImportOptions,
+        passwords: PasswordVerifier = PasswordVerifier()
+    ) {
+        self.store = store
+        self.reference = reference
+        self.options = options
+        self.validator = ImportRowValidator(
+            passwords: passwords,
+            canSealTOTP: options.secrets != nil,
+            canLinkApple: options.appleTeamID != nil && options.appleClientID != nil
+        )
+    }
+
+    private struct Pending {
+        var line: Int64
+        var typedUsername: String?
+        var row: Result<ValidatedImportRow, ImportRowError>
+    }
+
+    /// Reads `reader` to its end. `onRow` gets every row's outcome in input order; `onBatch` is
+    /// called after each commit with this run's counts and the bytes read; a true `shouldStop`
+    /// (checked between batches) ends the run with `ImportFailure` after its last commit.
+    public func run(
+        _ reader: inout ImportReader,
+        now: () -> Int64,
+        onRow: (ImportRowReport) -> Void = { _ in },
+        onBatch: (ImportSummary, Int64) -> Void = { _, _ in },
+        shouldStop: () -> Bool = { false }
+    ) throws -> ImportSummary {
+        let startedAt = now()
+        let stored = try store.read { try $0.importRun(id: options.runID) }
+        var progress =
+            stored
+            ?? ImportRunRecord(
+                id: options.runID,
+                source: options.source,
+                lastLine: 0,
+                startedAt: startedAt,
+                updatedAt: startedAt
+            )
+        var summary = ImportSummary(resumedAfterLine: progress.lastLine, failedInEarlierRuns: progress.failed)
+        var batch: [Pending] = []
+        batch.reserveCapacity(options.batchSize)
+        var lastLine = progress.lastLine
+
+        func commit(finished: Bool) throws {
+            if batch.isEmpty && (!finished || progress.finishedAt != nil) { return }
+            if shouldStop() {
+                throw ImportFailure("the import was stopped; run it again to resume after line \(progress.lastLine)")
+            }
+            let at = now()
+            var next = progress
+            next.lastLine = max(lastLine, progress.lastLine)
+            next.updatedAt = at
+            if finished { next.finishedAt = at }
+            let pending = batch
+            let reports = try store.write { tx in
+                var reports: [ImportRowReport] = []
+                reports.reserveCapacity(pending.count)
+                var counts = next
+                for item in pending {
+                    let report = try apply(item, in: tx, now: at)
+                    switch report.action {
+                    case .created: counts.created += 1
+                    case .updated: counts.updated += 1
+                    case .skipped: counts.skipped += 1
+                    case .error: counts.failed += 1
+                    }
+                    reports.append(report)
+                }
+                try tx.upsertImportRun(counts)
+                return (reports, counts)
+            }
+            progress = reports.1
+            for report in reports.0 {
+                switch report.action {
+                case .created: summary.created += 1
+                case .updated: summary.updated += 1
+                case .skipped: summary.skipped += 1
+                case .error: summary.failed += 1
+                }
+                onRow(report)
+            }
+            batch.removeAll(keepingCapacity: true)
+            onBatch(summary, reader.bytesRead)
+        }
+
+        while let source = try Self.read(&reader) {
+            lastLine = source.line
+            if source.line <= summary.resumedAfterLine {
+                summary.alreadyCommitted += 1
+                onRow(
+                    ImportRowReport(
+                        line: source.line,
+                        username: (try? source.row.get().values[.username]) ?? nil,
+                        action: .skipped,
+                        reason: "committed by an earlier run of this import"
+                    )
+                )
+                continue
+            }
+            switch source.row {
+            case .failure(let error):
+                batch.append(Pending(line: source.line, typedUsername: nil, row: .failure(error)))
+            case .success(let raw):
+                batch.append(
+                    Pending(line: source.line, typedUsername: raw.values[.username], row: validator.validate(raw))
+                )
+            }
+            if batch.count >= options.batchSize { try commit(finished: false) }
+        }
+        try commit(finished: true)
+        return summary
+    }
+
+    private static func read(_ reader: inout ImportReader) throws -> ImportSourceRow? {
+        do {
+            return try reader.next()
+        } catch {
+            throw ImportFailure(error.message, isInputError: true)
+        }
+    }
+
+    /// Stores one row, or decides it is skipped or refused, inside the batch's transaction.
+    private func apply(_ item: Pending, in tx: any StoreTransaction, now: Int64) throws -> ImportRowReport {
+        let row: ValidatedImportRow
+        switch item.row {
+        case .failure(let error):
+            return ImportRowReport(
+                line: item.line,
+                username: item.typedUsername,
+                action: .error,
+                reason: error.description
+            )
+        case .success(let valid):
+            row = valid
+        }
+        let username = row.username.value
+        func report(_ action: ImportAction, _ reason: String? = nil) -> ImportRowReport {
+            ImportRowReport(line: item.line, username: username, action: action, reason: reason)
+        }
+
+        var existing = try tx.account(username: row.username)
+        var fromReference = false
+        if let found = existing {
+            if let profile = try tx.accountProfile(accountID: found.id), profile.importRun == options.runID,
+                let earlier = profile.importLine, earlier < item.line
+            {
+                return report(.error, "username: duplicate of line \(earlier) in this file")
+            }
+        } else if let reference {
+            existing = try reference.read { try $0.account(username: row.username) }
+            fromReference = existing != nil
+        }
+
+        if let existing {
+            guard options.onConflict == .update else {
+                return report(.skipped, "username: an account with this username already exists")
+            }
+            let link =
+                try fromReference
+                ? reference?.read { try $0.appleLink(accountID: existing.id) } : tx.appleLink(accountID: existing.id)
+            guard existing.credentialKind == .password, link == nil else {
+                return report(.error, "username: the account signs in with Apple; an import does not change it")
+            }
+            guard row.appleSub == nil else {
+                return report(.error, "appleSub: an import links new accounts only, not existing ones")
+            }
+            if fromReference {
+                // Dry run: the scratch database records that this line took the username, so a
+                // later line with it is reported as the duplicate it is.
+                try insertAccount(row, line: item.line, kind: .password, now: now, event: nil, in: tx)
+                return report(.updated)
+            }
+            try update(existing, with: row, line: item.line, in: tx, now: now)
+            return report(.updated)
+        }
+
+        if let sub = row.appleSub {
+            let taken =
+                try tx.appleLink(sub: sub) != nil
+                || (reference.map { r in try r.read { try $0.appleLink(sub: sub) } } ?? nil) != nil
+            if taken { return report(.error, "appleSub: already linked to another account") }
+        }
+        try insertAccount(
+            row,
+            line: item.line,
+            kind: row.appleSub == nil ? .password : .appleOnly,
+            now: now,
+            event: "account.imported",
+            in: tx
+        )
+        return report(.created)
+    }
+
+    private func insertAccount(
+        _ row: ValidatedImportRow,
+        line: Int64,
+        kind: CredentialKind,
+        now: Int64,
+        event: String?,
+        in tx: any StoreTransaction
+    ) throws {
+        let account = AccountRecord(
+            id: Self.newAccountID(now: now),
+            username: row.username.value,
+            credentialKind: kind,
+            createdAt: now,
+            updatedAt: now
+        )
+        try tx.insertAccountRow(account)
+        var detail = ["line": String(line)]
+        try writeCredentials(row, accountID: account.id, replacing: false, detail: &detail, in: tx, now: now)
+        if let sub = row.appleSub, let team = options.appleTeamID, let client = options.appleClientID {
+            try tx.insertAppleLink(
+                AppleLinkRecord(
+                    accountID: account.id,
+                    sub: sub,
+                    teamID: team,
+                    clientID: client,
+                    email: nil,
+                    isPrivateEmail: nil,
+                    refreshTokenCiphertext: nil,
+                    status: .linked,
+                    linkedAt: now,
+                    updatedAt: now
+                )
+            )
+            detail["apple"] = "linked"
+        }
+        try tx.upsertAccountProfile(
+            AccountProfileRecord(
+                accountID: account.id,
+                email: row.email,
+                displayName: row.displayName,
+                importRun: options.runID,
+                importLine: line,
+                updatedAt: now
+            )
+        )
+        if let event {
+            try tx.appendAudit(AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: event, detail: detail))
+        }
+    }
+
+    /// A UUIDv7 (RFC 9562): the time first, so a batch's accounts land at the end of every index
+    /// keyed by account id instead of on a random page each, then 74 random bits.
+    static func newAccountID(now: Int64) -> String {
+        var bytes = SecureRandom.bytes(16)
+        let milliseconds = UInt64(max(0, now)) * 1000 + UInt64(bytes[15]) % 1000
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
+        bytes[6] = 0x70 | (bytes[6] & 0x0f)
+        bytes[8] = 0x80 | (bytes[8] & 0x3f)
+        let hex = bytes.hexString
+        let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
+            hex.utf8[
+                hex.utf8.index(
+                    hex.utf8.startIndex,
+                    offsetBy: range.lowerBound
+                )..<hex.utf8.index(hex.utf8.startIndex, offsetBy: range.upperBound)
+            ]
+        }
+        return parts.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "-")
+    }
+
+    private func update(
+        _ account: AccountRecord,
+        with row: ValidatedImportRow,
+        line: Int64,
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws {
+        var detail = ["line": String(line)]
+        try writeCredentials(row, accountID: account.id, replacing: true, detail: &detail, in: tx, now: now)
+        let profile = try tx.accountProfile(accountID: account.id)
+        try tx.upsertAccountProfile(
+            AccountProfileRecord(
+                accountID: account.id,
+                email: row.email ?? profile?.email,
+                displayName: row.displayName ?? profile?.displayName,
+                importRun: options.runID,
+                importLine: line,
+                updatedAt: now
+            )
+        )
+        try tx.appendAudit(
+            AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: "account.import-updated", detail: detail)
+        )
+    }
+
+    private func writeCredentials(
+        _ row: ValidatedImportRow,
+        accountID: String,
+        replacing: Bool,
+        detail: inout [String: String],
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws {
+        if let password = row.passwordHash {
+            try tx.upsertPasswordCredential(
+                PasswordCredentialRecord(
+                    accountID: accountID,
+                    hash: password.hash,
+                    format: password.format,
+                    updatedAt: now
+                )
+            )
+            detail["passwordFormat"] = password.format
+        }
+        if let totp = row.totp, let secrets = options.secrets {
+            try tx.upsertTOTPEnrollment(
+                TOTPEnrollmentRecord(
+                    accountID: accountID,
+                    secretCiphertext: secrets.seal(
+                        totp.secret,
+                        context: UpgradeService.totpContext(accountID: accountID)
+                    ),
+                    algorithm: totp.parameters.algorithm,
+                    digits: totp.parameters.digits,
+                    period: totp.parameters.period,
+                    lastAcceptedStep: nil,
+                    createdAt: now
+                )
+            )
+            detail["secondFactor"] = "totp"
+        }
+        if !row.recoveryCodeHashes.isEmpty {
+            if replacing { try tx.deleteRecoveryCodes(accountID: accountID) }
+            try tx.insertRecoveryCodes(accountID: accountID, codeHashes: row.recoveryCodeHashes)
+            detail["recoveryCodes"] = String(row.recoveryCodeHashes.count)
+        }
+    }
+}
+
+/// Why an import stopped before its end: the input could not be read (`isInputError`), the store
+/// failed, or the run was told to stop. Committed batches stay; running it again resumes.
+public struct ImportFailure: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public let isInputError: Bool
+
+    public init(_ message: String, isInputError: Bool = false) {
+        self.message = message
+        self.isInputError = isInputError
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,148 @@
+/// A row that passed every check that needs no database: what the writer stores.
+public struct ValidatedImportRow: Sendable {
+    public var username: Username
+    public var email: String?
+    public var displayName: String?
+    /// The stored hash as given, and its format (`PasswordHashFormat.rawValue`).
+    public var passwordHash: (hash: String, format: String)?
+    public var totp: OTPAuthURI?
+    /// Hashed in `RecoveryCodes`' format, whichever way they were given.
+    public var recoveryCodeHashes: [String]
+    public var appleSub: String?
+}
+
+/// Checks one raw row without touching the database: pure, so the same row always gets the same
+/// answer. What depends on stored data (a username or `appleSub` already taken) is the writer's.
+public struct ImportRowValidator: Sendable {
+    public static let maxEmailBytes = 320
+    public static let maxDisplayNameBytes = 256
+    public static let maxAppleSubBytes = 255
+    public static let maxRecoveryCodes = 20
+
+    public let passwords: PasswordVerifier
+    /// Whether TOTP secrets can be sealed (a secret key was given).
+    public let canSealTOTP: Bool
+    /// Whether Apple links can be recorded (the team and client ids are known).
+    public let canLinkApple: Bool
+
+    public init(passwords: PasswordVerifier = PasswordVerifier(), canSealTOTP: Bool, canLinkApple: Bool) {
+        self.passwords = passwords
+        self.canSealTOTP = canSealTOTP
+        self.canLinkApple = canLinkApple
+    }
+
+    public func validate(_ row: ImportRawRow) -> Result<ValidatedImportRow, ImportRowError> {
+        func fail(_ field: ImportField, _ reason: String) -> Result<ValidatedImportRow, ImportRowError> {
+            .failure(ImportRowError(field: field.rawValue, reason))
+        }
+        guard let typed = row.values[.username] else { return fail(.username, "is required") }
+        let username: Username
+        do {
+            username = try Username(typed)
+        } catch {
+            return fail(.username, error.message)
+        }
+        var valid = ValidatedImportRow(username: username, recoveryCodeHashes: [])
+
+        if let email = row.values[.email] {
+            let bytes = Array(email.utf8)
+            guard bytes.count <= Self.maxEmailBytes else {
+                return fail(.email, "is longer than \(Self.maxEmailBytes) bytes")
+            }
+            guard bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7f }) else {
+                return fail(.email, "contains a space or a control character")
+            }
+            let at = bytes.firstIndex(of: UInt8(ascii: "@"))
+            guard let at, at > 0, at < bytes.count - 1, bytes.lastIndex(of: UInt8(ascii: "@")) == at else {
+                return fail(.email, "must have the form local@domain with exactly one '@'")
+            }
+            valid.email = email
+        }
+        if let name = row.values[.displayName] {
+            guard name.utf8.count <= Self.maxDisplayNameBytes else {
+                return fail(.displayName, "is longer than \(Self.maxDisplayNameBytes) bytes")
+            }
+            guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                return fail(.displayName, "contains a control character")
+            }
+            valid.displayName = name
+        }
+        if let hash = row.values[.passwordHash] {
+            do {
+                // Parsed and its cost bounded exactly as a sign-in would; nothing is computed.
+                valid.passwordHash = (hash, try passwords.inspect(hash).format.rawValue)
+            } catch {
+                return fail(.passwordHash, error.message)
+            }
+        }
+        if let uri = row.values[.totp] {
+            do {
+                valid.totp = try OTPAuthURI.parse(uri)
+            } catch {
+                return fail(.totp, error.message)
+            }
+            guard canSealTOTP else {
+                return fail(.totp, "a TOTP secret is stored sealed: set UPGRADE_SECRET_KEY_FILE (or pass --dev)")
+            }
+        }
+        if let codes = row.recoveryCodes {
+            guard codes.count <= Self.maxRecoveryCodes else {
+                return fail(
+                    .recoveryCodes,
+                    "\(codes.count) codes; at most \(Self.maxRecoveryCodes) are kept per account"
+                )
+            }
+            var hashes = Set<String>()
+            for (index, code) in codes.enumerated() {
+                let hash: String
+                if Self.isStoredCodeHash(code) {
+                    hash = code
+                } else if RecoveryCodes.isWellFormed(code) {
+                    hash = RecoveryCodes.hash(code)
+                } else {
+                    return fail(
+                        .recoveryCodes,
+                        "code \(index + 1) is neither a stored hash (64 lowercase hex digits) nor a code of "
+                            + "\(RecoveryCodes.length) symbols from \(RecoveryCodes.alphabet)"
+                    )
+                }
+                guard hashes.insert(hash).inserted else {
+                    return fail(.recoveryCodes, "code \(index + 1) repeats an earlier code")
+                }
+                valid.recoveryCodeHashes.append(hash)
+            }
+            guard valid.totp != nil else {
+                return fail(.recoveryCodes, "recovery codes stand in for TOTP codes; give totp as well")
+            }
+        }
+        if let sub = row.values[.appleSub] {
+            guard sub.utf8.count <= Self.maxAppleSubBytes, sub.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+                return fail(.appleSub, "must be at most \(Self.maxAppleSubBytes) printable ASCII characters")
+            }
+            guard valid.passwordHash == nil, valid.totp == nil else {
+                return fail(
+                    .appleSub,
+                    "an Apple-linked account signs in with Apple only; leave passwordHash, totp and recoveryCodes empty"
+                )
+            }
+            guard canLinkApple else {
+                return fail(
+                    .appleSub,
+                    "an Apple link records the team and client: set APPLE_TEAM_ID and APPLE_CLIENT_ID"
+                )
+            }
+            valid.appleSub = sub
+        } else if valid.passwordHash == nil {
+            return fail(.passwordHash, "is required unless appleSub is given (the account could not sign in)")
+        }
+        return .success(valid)
+    }
+
+    /// `RecoveryCodes.hash`'s output: 64 lowercase hex digits.
+    static func isStoredCodeHash(_ code: String) -> Bool {
+        code.utf8.count == 64
+            && code.utf8.allSatisfy {
+                (0x30...0x39).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
+    }
+}

@@ -1,0 +1,78 @@
+/// What `accounts import` stores besides accounts and credentials: each account's profile (the
+/// fields an import brings, and which import line wrote it last) and each import's progress.
+public protocol AccountImportStore {
+    /// Stores every field of the profile (the account id names it), replacing any earlier one.
+    func upsertAccountProfile(_ profile: AccountProfileRecord) throws(StorageError)
+    func accountProfile(accountID: String) throws(StorageError) -> AccountProfileRecord?
+    /// Deletes the account's recovery codes, used or not, before an import replaces them.
+    func deleteRecoveryCodes(accountID: String) throws(StorageError)
+    /// Stores every field of the run (the id names it), replacing any earlier state.
+    func upsertImportRun(_ run: ImportRunRecord) throws(StorageError)
+    func importRun(id: String) throws(StorageError) -> ImportRunRecord?
+}
+
+public struct AccountProfileRecord: Sendable, Equatable {
+    public var accountID: String
+    public var email: String?
+    public var displayName: String?
+    /// The import (`ImportRunRecord.id`) that wrote the account last, and the input line it came from.
+    public var importRun: String?
+    public var importLine: Int64?
+    public var updatedAt: Int64
+
+    public init(
+        accountID: String,
+        email: String?,
+        displayName: String?,
+        importRun: String?,
+        importLine: Int64?,
+        updatedAt: Int64
+    ) {
+        self.accountID = accountID
+        self.email = email
+        self.displayName = displayName
+        self.importRun = importRun
+        self.importLine = importLine
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One import's progress: the last input line a committed batch covered, and the counts so far.
+public struct ImportRunRecord: Sendable, Equatable {
+    public var id: String
+    /// What was imported, for people: the file name (or `-`) and the format.
+    public var source: String
+    public var lastLine: Int64
+    public var created: Int64
+    public var updated: Int64
+    public var skipped: Int64
+    public var failed: Int64
+    public var startedAt: Int64
+    public var updatedAt: Int64
+    /// Set by the transaction that committed the input's last row.
+    public var finishedAt: Int64?
+
+    public init(
+        id: String,
+        source: String,
+        lastLine: Int64,
+        created: Int64 = 0,
+        updated: Int64 = 0,
+        skipped: Int64 = 0,
+        failed: Int64 = 0,
+        startedAt: Int64,
+        updatedAt: Int64,
+        finishedAt: Int64? = nil
+    ) {
+        self.id = id
+        self.source = source
+        self.lastLine = lastLine
+        self.created = created
+        self.updated = updated
+        self.skipped = skipped
+        self.failed = failed
+        self.startedAt = startedAt
+        self.updatedAt = updatedAt
+        self.finishedAt = finishedAt
+    }
+}

@@ -1,0 +1,77 @@
+/// Account profiles and import progress for `accounts import`.
+extension PostgresTransaction: AccountImportStore {
+    private static let profileColumns = "account_id, email, display_name, import_run, import_line, updated_at"
+    private static let runColumns =
+        "id, source, last_line, created, updated, skipped, failed, started_at, updated_at, finished_at"
+
+    func upsertAccountProfile(_ profile: AccountProfileRecord) throws(StorageError) {
+        try rows(
+            """
+            INSERT INTO account_profiles (\(Self.profileColumns)) VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (account_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name,
+                import_run = excluded.import_run, import_line = excluded.import_line, updated_at = excluded.updated_at
+            """,
+            [
+                .text(profile.accountID), profile.email.map { .text($0) } ?? .null,
+                profile.displayName.map { .text($0) } ?? .null, profile.importRun.map { .text($0) } ?? .null,
+                profile.importLine.map { .integer($0) } ?? .null, .integer(profile.updatedAt),
+            ]
+        )
+    }
+
+    func accountProfile(accountID: String) throws(StorageError) -> AccountProfileRecord? {
+        guard
+            let row = try rows(
+                "SELECT \(Self.profileColumns) FROM account_profiles WHERE account_id = $1",
+                [.text(accountID)]
+            ).first
+        else { return nil }
+        return AccountProfileRecord(
+            accountID: row[0].string ?? "",
+            email: row[1].string,
+            displayName: row[2].string,
+            importRun: row[3].string,
+            importLine: row[4].int,
+            updatedAt: row[5].int ?? 0
+        )
+    }
+
+    func deleteRecoveryCodes(accountID: String) throws(StorageError) {
+        try rows("DELETE FROM recovery_codes WHERE account_id = $1", [.text(accountID)])
+    }
+
+    func upsertImportRun(_ run: ImportRunRecord) throws(StorageError) {
+        try rows(
+            """
+            INSERT INTO import_runs (\(Self.runColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (id) DO UPDATE SET source = excluded.source, last_line = excluded.last_line,
+                created = excluded.created, updated = excluded.updated, skipped = excluded.skipped,
+                failed = excluded.failed, started_at = excluded.started_at, updated_at = excluded.updated_at,
+                finished_at = excluded.finished_at
+            """,
+            [
+                .text(run.id), .text(run.source), .integer(run.lastLine), .integer(run.created), .integer(run.updated),
+                .integer(run.skipped), .integer(run.failed), .integer(run.startedAt), .integer(run.updatedAt),
+                run.finishedAt.map { .integer($0) } ?? .null,
+            ]
+        )
+    }
+
+    func importRun(id: String) throws(StorageError) -> ImportRunRecord? {
+        guard
+            let row = try rows("SELECT \(Self.runColumns) FROM import_runs WHERE id = $1", [.text(id)]).first
+        else { return nil }
+        return ImportRunRecord(
+            id: row[0].string ?? "",
+            source: row[1].string ?? "",
+            lastLine: row[2].int ?? 0,
+            created: row[3].int ?? 0,
+            updated: row[4].int ?? 0,
+            skipped: row[5].int ?? 0,
+            failed: row[6].int ?? 0,
+            startedAt: row[7].int ?? 0,
+            updatedAt: row[8].int ?? 0,
+            finishedAt: row[9].int
+        )
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import UpgradeEngine
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `accounts import FILE`: JSON Lines or CSV, streamed in batched, resumable transactions
+/// (README, Importing accounts). Exit 0 every row fine, 1 some rows refused, 2 usage,
+/// configuration or unreadable input.
+struct AccountsImportCommand: CLICommand {
+    static let path = ["accounts", "import"]
+    static let summary = "import accounts from JSON Lines or CSV (resumable; - reads stdin)"
+    static let usage =
+        "upgrade-cli accounts import FILE|- [--format jsonl|csv] [--on-conflict skip|update] [--dry-run] "
+        + "[--report FILE] [--batch-size N] [--team-id ID] [--client-id ID] [--dev] [--db URL]"
+
+    static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        let location = try StoreOption.location(&arguments)
+        let formatText = try arguments.option("--format")
+        let conflictText = try arguments.option("--on-conflict") ?? ImportConflictPolicy.skip.rawValue
+        let dryRun = arguments.flag("--dry-run")
+        let reportPath = try arguments.option("--report")
+        let batchSize = try arguments.intOption("--batch-size") ?? 1000
+        let teamOption = try arguments.option("--team-id")
+        let clientOption = try arguments.option("--client-id")
+        let dev = arguments.flag("--dev")
+        let path = try arguments.positional("FILE (or - for standard input)")
+        try arguments.finish()
+
+        guard let onConflict = ImportConflictPolicy(rawValue: conflictText) else {
+            throw UsageError("--on-conflict must be skip or update, got '\(conflictText)'")
+        }
+        guard (1...10_000).contains(batchSize) else { throw UsageError("--batch-size must be between 1 and 10000") }
+        if reportPath?.isEmpty == true { throw UsageError("--report needs a file name") }
+        let format: ImportFormat
+        if let formatText {
+            guard let given = ImportFormat(rawValue: formatText) else {
+                throw UsageError("--format must be jsonl or csv, got '\(formatText)'")
+            }
+            format = given
+        } else if path.hasSuffix(".csv") {
+            format = .csv
+        } else if path.hasSuffix(".jsonl") || path.hasSuffix(".ndjson") {
+            format = .jsonl
+        } else {
+            throw UsageError("cannot tell the format of '\(path)' from its name; give --format jsonl or csv")
+        }
+
+        let environment = ProcessInfo.processInfo.environment
+        let secrets: SecretBox? =
+            dev || environment["UPGRADE_SECRET_KEY_FILE"].map({ !$0.isEmpty }) == true
+            ? try SecretKeyOption.load(dev: dev) : nil
+        let teamID = teamOption ?? environment["APPLE_TEAM_ID"].flatMap { $0.isEmpty ? nil : $0 }
+        let clientID =
+            clientOption
+            ?? environment["APPLE_CLIENT_IDS"]?.split(separator: ",").first.map {
+                String($0).trimmingCharacters(in: .whitespaces)
+            }
+
+        let input = try ImportInput(path: path)
+        defer { input.close() }
+        let runID = try input.identity(format: format, onConflict: onConflict)
+        var options = AccountImportOptions(runID: runID, source: "\(path == "-" ? "stdin" : path) (\(format.rawValue))")
+        options.onConflict = onConflict
+        options.batchSize = batchSize
+        options.secrets = secrets
+        options.appleTeamID = teamID
+        options.appleClientID = clientID
+
+        let importer: AccountImporter
+        var scratch: String?
+        var lease: JobLease?
+        if dryRun {
+            // A dry run writes into a scratch database and only reads the real one, which is not
+            // created if it does not exist.
+            var reference: (any UpgradeStore)?
+            if case .sqlite(let file) = location, !FileManager.default.fileExists(atPath: file) {
+                reference = nil
+            } else {
+                reference = try StoreOption.open(location)
+            }
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "upgrade-import-\(getpid())-\(UUID().uuidString.prefix(8))"
+            ).path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            scratch = directory
+            let store = try StoreOption.open(.sqlite(path: directory + "/scratch.db"))
+            _ = try store.migrate(now: Clock.nowSeconds)
+            importer = AccountImporter(store: store, reference: reference, options: options)
+        } else {
+            let store = try StoreOption.openMigrated(location)
+            do {
+                lease = try JobLease.acquire(
+                    job: "accounts-import:" + runID.prefix(16),
+                    store: store,
+                    timing: try TransferBatchCommand.leaseTiming(environment),
+                    now: Clock.nowSeconds
+                )
+            } catch let error as JobLeaseFailure {
+                throw CommandFailure.configuration(error.message)
+            }
+            importer = AccountImporter(store: store, options: options)
+        }
+        defer {
+            lease?.release()
+            if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
+        }
+        let lost = LostFlag()
+        lease?.startHeartbeat(
+            clock: { Clock.nowSeconds },
+            onLost: { message in
+                Console.err("error: \(message)")
+                lost.set()
+            }
+        )
+
+        let output = try ImportCommandOutput(reportPath: reportPath, totalBytes: input.size)
+        var reader = ImportReader(descriptor: input.descriptor, format: format)
+        let summary: ImportSummary
+        do {
+            summary = try importer.run(
+                &reader,
+                now: { Clock.nowSeconds },
+                onRow: { output.row($0) },
+                onBatch: { output.progress($0, bytes: $1) },
+                shouldStop: { lost.isSet }
+            )
+        } catch let failure as ImportFailure {
+            output.finish()
+            throw failure.isInputError
+                ? CommandFailure.configuration("\(path): \(failure.message)") : CommandFailure(failure.message)
+        } catch {
+            output.finish()
+            throw CommandFailure("the import stopped: \(error); committed rows stay, run it again to resume")
+        }
+        output.finish()
+        var line =
+            "\(dryRun ? "dry run: would have " : "")created \(summary.created), updated \(summary.updated), "
+            + "skipped \(summary.skipped), failed \(summary.failed)"
+        if summary.alreadyCommitted > 0 {
+            line +=
+                "; \(summary.alreadyCommitted) row(s) committed by an earlier run (resumed after line \(summary.resumedAfterLine))"
+        }
+        if summary.failedInEarlierRuns > 0 {
+            line += "; \(summary.failedInEarlierRuns) row(s) failed in earlier runs (see their reports)"
+        }
+        Console.out(line + " (\(output.elapsedDescription))")
+        if let reportPath { Console.out("report: \(reportPath) (\(summary.rows) rows)") }
+        return summary.failed > 0 || summary.failedInEarlierRuns > 0 ? ExitCode.failure : ExitCode.success
+    }
+}
+
+/// Set once by the lease's heartbeat thread, read between batches.
+private final class LostFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
+
+/// The input file or standard input, opened once.
+private struct ImportInput {
+    let descriptor: Int32
+    let path: String
+    /// The size (for progress).
+    let size: Int64
+
+    init(path: String) throws {
+        self.path = path
+        if path == "-" {
+            descriptor = try Self.spoolStandardInput()
+        } else {
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw CommandFailure.configuration("cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw CommandFailure.configuration("cannot read \(path): not a regular file")
+        }
+        size = Int64(info.st_size)
+    }
+
+    /// Standard input, copied to an unlinked temporary file: its identity is then its content, as
+    /// a file's is, and it can be read twice. Memory stays one buffer; the copy lives on disk.
+    private static func spoolStandardInput() throws -> Int32 {
+        var template = Array((FileManager.default.temporaryDirectory.path + "/upgrade-import-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else {
+            throw CommandFailure.configuration("cannot spool standard input: \(String(cString: strerror(errno)))")
+        }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else {
+                throw CommandFailure.configuration("cannot read standard input: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            var written = 0
+            while written < count {
+                let n = buffer.withUnsafeBytes { write(fd, $0.baseAddress! + written, count - written) }
+                guard n > 0 else {
+                    throw CommandFailure.configuration(
+                        "cannot spool standard input: \(String(cString: strerror(errno)))"
+                    )
+                }
+                written += n
+            }
+        }
+        guard lseek(fd, 0, SEEK_SET) == 0 else {
+            throw CommandFailure.configuration("cannot spool standard input: \(String(cString: strerror(errno)))")
+        }
+        return fd
+    }
+
+    func close() {
+        _ = Glibc.close(descriptor)
+    }
+
+    /// The import's identity: SHA-256 of the arguments that change what a row does and of the
+    /// input's whole content (read once here, then again from the start by the import).
+    func identity(format: ImportFormat, onConflict: ImportConflictPolicy) throws -> String {
+        var context = Array("siwa-upgrade accounts import v1\n\(format.rawValue)\n\(onConflict.rawValue)\n".utf8)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var hasher = [UInt8]()
+        var total: Int64 = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else {
+                throw CommandFailure.configuration("cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            total += Int64(count)
+            hasher = Digest.sha256(hasher + buffer[0..<count])
+        }
+        guard lseek(descriptor, 0, SEEK_SET) == 0 else {
+            throw CommandFailure.configuration("cannot read \(path) twice: \(String(cString: strerror(errno)))")
+        }
+        context += hasher + Array("\n\(total)".utf8)
+        return Digest.sha256(context).hexString
+    }
+}

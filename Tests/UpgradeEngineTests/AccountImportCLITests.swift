@@ -1,0 +1,128 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import UpgradeEngine
+
+/// `upgrade-cli accounts import` as a process: exit codes, the report, `--dry-run`, standard input,
+/// and runs killed with SIGKILL at random moments.
+@Suite("upgrade-cli accounts import")
+struct AccountImportCLITests {
+    static let hash = PasswordRehashTests.legacy[0].hash
+
+    static func directory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("import-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static func count(_ db: TestDatabase, _ sql: String) throws -> Int64 {
+        try db.store.read { tx in try TestDatabase.raw(tx, sql).first?.first?.int ?? -1 }
+    }
+
+    @Test("exit codes, the report file, CSV from standard input, and a dry run that creates no database")
+    func exitCodesAndDryRun() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("users.csv").path
+        try "username,passwordHash,email\nalice,\(Self.hash),a@example.com\n\"bob\",\(Self.hash),\nbad user,x,\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let missing = dir.appendingPathComponent("none.db").path
+
+        let dry = try runCLI(["accounts", "import", file, "--dry-run", "--db", "sqlite:" + missing])
+        #expect(dry.status == 1, "\(dry.stderr)")
+        #expect(dry.stdout.contains("dry run: would have created 2, updated 0, skipped 0, failed 1"))
+        #expect(!FileManager.default.fileExists(atPath: missing), "a dry run creates no database file")
+
+        let db = dir.appendingPathComponent("real.db").path
+        #expect(try runCLI(["db", "migrate", "--db", "sqlite:" + db]).status == 0)
+        let report = dir.appendingPathComponent("report.jsonl").path
+        let run = try runCLI(["accounts", "import", file, "--db", "sqlite:" + db, "--report", report])
+        #expect(run.status == 1)
+        let lines = try String(contentsOfFile: report, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[0] == #"{"line":2,"username":"alice","action":"created","reason":null}"#)
+        #expect(lines[2].hasPrefix(#"{"line":4,"username":"bad user","action":"error","reason":"username: "#))
+
+        // The same rows from standard input: already there, so skipped; nothing failed this time.
+        let stdin = try runCLI(
+            ["accounts", "import", "-", "--format", "csv", "--db", "sqlite:" + db],
+            stdin: "username,passwordHash\nalice,\(Self.hash)\n"
+        )
+        #expect(stdin.status == 0, "\(stdin.stderr)")
+        #expect(stdin.stdout.contains("created 0, updated 0, skipped 1, failed 0"))
+
+        for (arguments, message) in [
+            (["accounts", "import", file, "--on-conflict", "merge"], "--on-conflict must be skip or update"),
+            (["accounts", "import", dir.appendingPathComponent("users.txt").path], "cannot tell the format"),
+            (["accounts", "import", dir.appendingPathComponent("gone.csv").path], "cannot read"),
+        ] {
+            let refused = try runCLI(arguments + ["--db", "sqlite:" + db])
+            #expect(refused.status == 2, "\(arguments)")
+            #expect(refused.stderr.hasPrefix("error: ") && refused.stderr.contains(message), "\(refused.stderr)")
+        }
+        let header = dir.appendingPathComponent("header.csv").path
+        try "user,passwordHash\n".write(toFile: header, atomically: true, encoding: .utf8)
+        let badHeader = try runCLI(["accounts", "import", header, "--db", "sqlite:" + db])
+        #expect(badHeader.status == 2)
+        #expect(badHeader.stderr.split(separator: "\n").count == 1, "one line: \(badHeader.stderr)")
+    }
+
+    @Test("killed with SIGKILL at random moments, reruns import every row exactly once", arguments: Backend.all)
+    func killedAndRerun(_ backend: Backend) throws {
+        let rows = 10000
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("large.jsonl").path
+        var text = ""
+        for index in 0..<rows { text += "{\"username\":\"user\(index)\",\"passwordHash\":\"\(Self.hash)\"}\n" }
+        // One username repeated late in the file: the later line stays the duplicate across kills.
+        text += "{\"username\":\"user17\",\"passwordHash\":\"\(Self.hash)\"}\n"
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+
+        let db = try backend.database(forProcesses: true)
+        let environment = ["UPGRADE_DB": try #require(db.url), "UPGRADE_JOB_LEASE_SECONDS": "2"]
+        let arguments = ["accounts", "import", file, "--batch-size", "100"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<4 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try IdentityTokenCLITests.executable())
+            process.arguments = arguments
+            process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(UInt32.random(in: 20_000...500_000, using: &generator))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            // The killed run's lease lapses two seconds after its last heartbeat.
+            sleep(3)
+        }
+        let final = try runCLI(
+            arguments + ["--report", dir.appendingPathComponent("r.jsonl").path],
+            environment: environment
+        )
+        #expect(final.status == 1, "the duplicate line fails: \(final.stdout) \(final.stderr)")
+
+        #expect(try Self.count(db, "SELECT COUNT(*) FROM accounts") == Int64(rows))
+        #expect(try Self.count(db, "SELECT COUNT(DISTINCT username) FROM accounts") == Int64(rows))
+        #expect(try Self.count(db, "SELECT COUNT(*) FROM audit_events WHERE event = 'account.imported'") == Int64(rows))
+        #expect(
+            try Self.count(db, "SELECT COUNT(DISTINCT account_id) FROM audit_events WHERE event = 'account.imported'")
+                == Int64(rows)
+        )
+        #expect(try Self.count(db, "SELECT COUNT(*) FROM password_credentials") == Int64(rows))
+        #expect(try Self.count(db, "SELECT last_line FROM import_runs") == Int64(rows + 1))
+        #expect(try Self.count(db, "SELECT failed FROM import_runs") == 1)
+        #expect(try Self.count(db, "SELECT COUNT(*) FROM import_runs WHERE finished_at IS NOT NULL") == 1)
+        let report = try String(contentsOfFile: dir.appendingPathComponent("r.jsonl").path, encoding: .utf8)
+        #expect(report.split(separator: "\n").count == rows + 1, "one report line per input row")
+
+        // Once more: a no-op.
+        let again = try runCLI(arguments, environment: environment)
+        #expect(again.status == 1, "the import still has its failed row")
+        #expect(again.stdout.contains("created 0, updated 0, skipped 0, failed 0; \(rows + 1) row(s) committed"))
+        #expect(try Self.count(db, "SELECT COUNT(*) FROM audit_events") == Int64(rows))
+    }
+}

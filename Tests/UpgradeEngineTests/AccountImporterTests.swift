@@ -1,0 +1,271 @@
+import Foundation
+import Testing
+
+@testable import UpgradeEngine
+
+/// `AccountImporter`: the exact report of a mixed file, resuming, conflicts, dry runs, and imported
+/// accounts signing in with their original passwords and TOTP codes.
+@Suite("Account import")
+struct AccountImporterTests {
+    static let now: Int64 = 1_760_000_000
+    static let totpSecret = Array("12345678901234567890".utf8)
+    static let totpURI = "otpauth://totp/Example:alice?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&issuer=Example"
+    static let plainCode = "7KQM-W3XD-PF9A-7KQM-W3XD-PF9A"
+    static let hashedCode = RecoveryCodes.hash("23456789ABCDEFGHJKLMNPQR")
+
+    /// One row per fixture scheme, then TOTP, recovery codes, Apple subs, and one bad row of each kind.
+    static func mixedFile() -> (text: String, expected: [ImportRowReport]) {
+        var lines: [String] = []
+        var expected: [ImportRowReport] = []
+        func add(_ object: [String: Any], _ username: String?, _ action: ImportAction, _ reason: String? = nil) {
+            let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            lines.append(String(decoding: data, as: UTF8.self))
+            expected.append(
+                ImportRowReport(line: Int64(lines.count), username: username, action: action, reason: reason)
+            )
+        }
+        for entry in PasswordRehashTests.legacy {
+            let name = "user\(lines.count + 1)"
+            add(["username": name, "passwordHash": entry.hash, "email": "\(name)@example.com"], name, .created)
+        }
+        add(
+            [
+                "username": "Totp.User", "passwordHash": PasswordRehashTests.legacy[0].hash, "totp": totpURI,
+                "recoveryCodes": [plainCode, hashedCode], "displayName": "Ünïcode Name",
+            ],
+            "totp.user",
+            .created
+        )
+        add(["username": "apple1", "appleSub": "001234.aaaa.0001"], "apple1", .created)
+        add(
+            ["username": "apple2", "appleSub": "001234.aaaa.0001"],
+            "apple2",
+            .error,
+            "appleSub: already linked to another account"
+        )
+        add(
+            ["username": "USER1", "passwordHash": PasswordRehashTests.legacy[1].hash],
+            "user1",
+            .error,
+            "username: duplicate of line 1 in this file"
+        )
+        add(
+            ["username": "existing", "passwordHash": PasswordRehashTests.legacy[0].hash],
+            "existing",
+            .skipped,
+            "username: an account with this username already exists"
+        )
+        add(["username": "has space", "passwordHash": PasswordRehashTests.legacy[0].hash], "has space", .error, nil)
+        add(["email": "x@y"], nil, .error, "username: is required")
+        add(
+            ["username": "nohash"],
+            "nohash",
+            .error,
+            "passwordHash: is required unless appleSub is given (the account could not sign in)"
+        )
+        add(["username": "unknownhash", "passwordHash": "hunter2"], "unknownhash", .error, nil)
+        add(
+            ["username": "costly", "passwordHash": "$2b$31$GV7oqmKVW/S97lcGqiz7cuIlvV70W5zNF3ryK5m8gokOHiIXED0Wq"],
+            "costly",
+            .error,
+            nil
+        )
+        add(
+            [
+                "username": "badtotp", "passwordHash": PasswordRehashTests.legacy[0].hash,
+                "totp": "otpauth://hotp/x?secret=GEZDGNBV",
+            ],
+            "badtotp",
+            .error,
+            nil
+        )
+        add(
+            [
+                "username": "badcode", "passwordHash": PasswordRehashTests.legacy[0].hash, "totp": totpURI,
+                "recoveryCodes": ["nope"],
+            ],
+            "badcode",
+            .error,
+            "recoveryCodes: code 1 is neither a stored hash (64 lowercase hex digits) nor a code of 24 symbols from 23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
+        )
+        add(
+            ["username": "mixed", "passwordHash": PasswordRehashTests.legacy[0].hash, "appleSub": "001234.bbbb.0002"],
+            "mixed",
+            .error,
+            "appleSub: an Apple-linked account signs in with Apple only; leave passwordHash, totp and recoveryCodes empty"
+        )
+        add(
+            ["username": "bademail", "passwordHash": PasswordRehashTests.legacy[0].hash, "email": "no-at-sign"],
+            "bademail",
+            .error,
+            "email: must have the form local@domain with exactly one '@'"
+        )
+        lines.append("{\"username\": ")
+        expected.append(ImportRowReport(line: Int64(lines.count), username: nil, action: .error, reason: nil))
+        return (lines.joined(separator: "\n") + "\n", expected)
+    }
+
+    static func options(_ runID: String = "run-1") -> AccountImportOptions {
+        var options = AccountImportOptions(runID: runID, source: "test.jsonl (jsonl)")
+        options.batchSize = 4
+        options.secrets = SecretBox.developmentOnly()
+        options.appleTeamID = "TEAMA12345"
+        options.appleClientID = "com.example.app"
+        return options
+    }
+
+    static func run(
+        _ store: any UpgradeStore,
+        _ text: String,
+        options: AccountImportOptions = options(),
+        reference: (any UpgradeStore)? = nil
+    ) throws -> ([ImportRowReport], ImportSummary) {
+        var reader = ImportReader(bytes: Array(text.utf8), format: .jsonl)
+        var reports: [ImportRowReport] = []
+        let summary = try AccountImporter(store: store, reference: reference, options: options)
+            .run(&reader, now: { now }, onRow: { reports.append($0) })
+        return (reports, summary)
+    }
+
+    static func addExisting(_ store: any UpgradeStore) throws {
+        try store.write { tx in
+            try tx.insertAccount(
+                AccountRecord(
+                    id: "existing-id",
+                    username: "existing",
+                    credentialKind: .password,
+                    createdAt: now,
+                    updatedAt: now
+                )
+            )
+            try tx.upsertPasswordCredential(
+                PasswordCredentialRecord(accountID: "existing-id", hash: "old", format: "bcrypt", updatedAt: now)
+            )
+        }
+    }
+
+    static func auditCount(_ store: any UpgradeStore) throws -> Int {
+        try store.read { tx in
+            try tx.accounts(afterID: nil, limit: 1000).reduce(0) {
+                $0 + (try tx.auditTrail(accountID: $1.id, limit: 100).count)
+            }
+        }
+    }
+
+    @Test("a mixed file gives the exact report; a second run is a no-op", arguments: Backend.all)
+    func mixedFile(_ backend: Backend) throws {
+        let db = try backend.database()
+        try Self.addExisting(db.store)
+        let (text, expected) = Self.mixedFile()
+        let (reports, summary) = try Self.run(db.store, text)
+        #expect(reports.count == expected.count)
+        for (got, want) in zip(reports, expected) {
+            #expect(got.line == want.line)
+            #expect(got.username == want.username, "line \(want.line)")
+            #expect(got.action == want.action, "line \(want.line): \(got.reason ?? "")")
+            if let reason = want.reason { #expect(got.reason == reason, "line \(want.line)") }
+            if want.action == .error { #expect(got.reason?.isEmpty == false, "line \(want.line) says why") }
+        }
+        let created = expected.filter { $0.action == .created }.count
+        #expect(summary.created == created && summary.skipped == 1 && summary.failed == expected.count - created - 1)
+        #expect(try Self.auditCount(db.store) == created, "one audit row per created account")
+
+        let (totp, link, apple, codes, profile) = try db.store.read { tx in
+            let account = try #require(try tx.account(username: Username("totp.user")))
+            let apple = try #require(try tx.account(username: Username("apple1")))
+            return (
+                try tx.totpEnrollment(accountID: account.id), try tx.appleLink(accountID: apple.id), apple,
+                try tx.unusedRecoveryCodeCount(accountID: account.id), try tx.accountProfile(accountID: account.id)
+            )
+        }
+        #expect(totp?.algorithm == .sha1 && totp?.digits == 6)
+        #expect(codes == 2)
+        #expect(profile?.displayName == "Ünïcode Name")
+        #expect(profile?.importLine == Int64(PasswordRehashTests.legacy.count + 1))
+        #expect(apple.credentialKind == .appleOnly)
+        #expect(link?.sub == "001234.aaaa.0001" && link?.teamID == "TEAMA12345" && link?.status == .linked)
+
+        // The same import again: every row was committed, nothing is written.
+        let (again, second) = try Self.run(db.store, text)
+        #expect(again.allSatisfy { $0.action == .skipped && $0.reason == "committed by an earlier run of this import" })
+        #expect(second.alreadyCommitted == expected.count && second.created == 0 && second.failed == 0)
+        #expect(second.failedInEarlierRuns == Int64(summary.failed))
+        #expect(try Self.auditCount(db.store) == created)
+    }
+
+    @Test("--on-conflict update replaces what the row gives and audits it once", arguments: Backend.all)
+    func updateExisting(_ backend: Backend) throws {
+        let db = try backend.database()
+        try Self.addExisting(db.store)
+        var options = Self.options("run-update")
+        options.onConflict = .update
+        let hash = PasswordRehashTests.legacy[0].hash
+        let text = """
+            {"username":"existing","passwordHash":"\(hash)","totp":"\(Self.totpURI)","recoveryCodes":["\(Self.plainCode)"],"email":"e@example.com"}
+            {"username":"Existing","passwordHash":"\(hash)"}
+            """
+        let (reports, _) = try Self.run(db.store, text, options: options)
+        #expect(reports.map(\.action) == [.updated, .error])
+        #expect(reports[1].reason == "username: duplicate of line 1 in this file")
+        let (credential, totp, codes, trail) = try db.store.read { tx in
+            (
+                try tx.passwordCredential(accountID: "existing-id"), try tx.totpEnrollment(accountID: "existing-id"),
+                try tx.unusedRecoveryCodeCount(accountID: "existing-id"),
+                try tx.auditTrail(accountID: "existing-id", limit: 10)
+            )
+        }
+        #expect(credential?.hash == hash)
+        #expect(totp != nil)
+        #expect(codes == 1)
+        #expect(trail.map(\.event) == ["account.import-updated"])
+    }
+
+    @Test("a dry run reports what a run would do and writes nothing to the real database", arguments: Backend.all)
+    func dryRun(_ backend: Backend) throws {
+        let db = try backend.database()
+        try Self.addExisting(db.store)
+        let scratch = try Backend.sqlite.database()
+        let (text, expected) = Self.mixedFile()
+        let (reports, _) = try Self.run(scratch.store, text, reference: db.store)
+        #expect(reports.map(\.action) == expected.map(\.action))
+        #expect(try db.store.read { try $0.accounts(afterID: nil, limit: 100) }.map(\.username) == ["existing"])
+        #expect(try db.store.read { try $0.importRun(id: "run-1") } == nil)
+    }
+
+    @Test("imported accounts upgrade with their original password and TOTP, rehashed on the first check")
+    func importedAccountsSignIn() throws {
+        let h = try UpgradeHarness()
+        let entry = PasswordRehashTests.legacy.first { $0.scheme == "{SSHA}" }!
+        let text = """
+            {"username":"imported","passwordHash":"\(entry.hash)","totp":"\(Self.totpURI)"}
+            {"username":"plain","passwordHash":"\(entry.hash)"}
+            """
+        var options = Self.options()
+        options.secrets = h.secrets
+        let (reports, _) = try Self.run(h.store, text, options: options)
+        #expect(reports.map(\.action) == [.created, .created])
+
+        let plain = try h.service.start(
+            username: "plain",
+            password: entry.password,
+            serviceIdentifier: "s",
+            now: Self.now
+        )
+        #expect(plain.status == .awaitingAppleCredential)
+
+        let started = try h.service.start(
+            username: "imported",
+            password: entry.password,
+            serviceIdentifier: "s",
+            now: Self.now
+        )
+        #expect(started.status == .stepUpRequired)
+        let code = TOTP.code(secret: Self.totpSecret, parameters: .standard, counter: UInt64((Self.now + 30) / 30))
+        let stepped = try h.service.stepUp(id: started.id, code: .totp(code), now: Self.now + 30)
+        #expect(stepped.status == .awaitingAppleCredential)
+        let account = try #require(try h.account("imported"))
+        let credential = try #require(try h.store.read { try $0.passwordCredential(accountID: account.id) })
+        #expect(credential.format == "argon2id")
+        #expect(try PasswordVerifier().verify(password: entry.password, encodedHash: credential.hash))
+    }
+}
