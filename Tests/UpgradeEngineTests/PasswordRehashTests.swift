@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 
 @testable import UpgradeEngine
@@ -59,5 +60,29 @@ struct PasswordRehashTests {
         let before = try h.store.read { try $0.passwordCredential(accountID: current.id) }
         _ = try h.service.start(username: "current", password: "pw", serviceIdentifier: "s", now: now)
         #expect(try h.store.read { try $0.passwordCredential(accountID: current.id) } == before)
+    }
+}
+
+/// Every key derivation the server runs reports its CPU time, rehashes included, so the
+/// `password_hash_cpu_seconds_total` metric (and the CPU benchmarks that subtract it) see them.
+@Suite("Hashing reports its CPU time like a check")
+struct PasswordHashAccountingTests {
+    final class Count: Sendable {
+        let value = Mutex<Int>(0)
+    }
+
+    @Test("hash(password:with:) and verify each report one derivation")
+    func reported() throws {
+        let count = Count()
+        var verifier = PasswordVerifier(dummyParameters: UpgradeHarness.fastHash)
+        verifier.onHashed = { seconds in
+            #expect(seconds >= 0)
+            count.value.withLock { $0 += 1 }
+        }
+        let hasher = try PasswordHasher(parameters: UpgradeHarness.fastHash)
+        let hash = try verifier.hash(password: "pw", with: hasher)
+        #expect(count.value.withLock { $0 } == 1)
+        #expect(try verifier.verify(password: "pw", encodedHash: hash))
+        #expect(count.value.withLock { $0 } == 2)
     }
 }

@@ -80,6 +80,15 @@ public struct PasswordVerifier: Sendable {
         return try hash.verify(password: bytes)
     }
 
+    /// Hashes `password` with `hasher` (a rehash, a changed password), reporting its CPU time to
+    /// `onHashed` like a check, so the metric counts every key derivation the server runs.
+    public func hash(password: String, with hasher: PasswordHasher) throws(PasswordHashError) -> String {
+        guard let onHashed else { return try hasher.hash(password: password) }
+        let started = Self.threadCPUSeconds()
+        defer { onHashed(Self.threadCPUSeconds() - started) }
+        return try hasher.hash(password: password)
+    }
+
     /// The calling thread's CPU time so far.
     static func threadCPUSeconds() -> Double {
         var time = timespec()

@@ -327,7 +327,7 @@ extension UpgradeService {
 
     private func hashNewPassword(_ newPassword: String) throws(UpgradeFailure) -> String {
         do {
-            return try configuration.passwordHasher.hash(password: newPassword)
+            return try passwords.hash(password: newPassword, with: configuration.passwordHasher)
         } catch {
             throw UpgradeFailure(.internalError, "the new password could not be hashed", cause: "\(error.code)")
         }

@@ -87,7 +87,7 @@ extension UpgradeService {
                     // known to be right, as Kratos and Keycloak do; the slow hash runs here, outside
                     // the transaction, and is stored by it only if the credential is still the one read.
                     if matches, !configuration.passwordHasher.isCurrent(credential.hash) {
-                        rehashed = try? configuration.passwordHasher.hash(password: password)
+                        rehashed = try? passwords.hash(password: password, with: configuration.passwordHasher)
                     }
                 } catch {
                     // A stored hash we cannot check (unknown format, cost out of bounds) is an operator
