@@ -66,22 +66,12 @@ extension UpgradeService {
         var retryAfter: Int64?
         var auditDetail = ["serviceIdentifier": serviceIdentifier]
         var newHash: String?
-        let decision = configuration.lockout.decision(
-            failures: snapshot.throttle?.failures ?? 0,
-            lastFailureAt: snapshot.throttle?.lastFailureAt ?? 0,
-            now: now
-        )
-        switch decision {
-        case .delayed(let until):
-            throw UpgradeFailure(
-                .rateLimited,
-                "too many failed attempts for this username; retry in \(max(1, until - now)) s",
-                retryAfter: max(1, until - now)
-            )
-        case .locked(let until):
+        let lockedFor = try lockedFor(snapshot, now: now)
+        switch lockedFor {
+        case .some(let wait):
             known = ticket == nil ? .passwordEvaluated(.rejected(reason: .locked)) : .ticketRejected(reason: .locked)
-            retryAfter = max(1, until - now)
-        case .allowed:
+            retryAfter = wait
+        case nil:
             if let ticket {
                 auditDetail["credential"] = "ticket"
                 if eligible, let account = snapshot.account, let credential = snapshot.credential,

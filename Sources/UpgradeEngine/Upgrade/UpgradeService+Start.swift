@@ -56,25 +56,14 @@ extension UpgradeService {
         var retryAfter: Int64?
         var auditDetail: [String: String] = [:]
         var rehashed: String?
-        let decision = configuration.lockout.decision(
-            failures: snapshot.throttle?.failures ?? 0,
-            lastFailureAt: snapshot.throttle?.lastFailureAt ?? 0,
-            now: now
-        )
-        switch decision {
-        case .delayed(let until):
-            // A short delay between failures: refuse without a session, a hash or a count.
-            throw UpgradeFailure(
-                .rateLimited,
-                "too many failed attempts for this username; retry in \(max(1, until - now)) s",
-                retryAfter: max(1, until - now)
-            )
-        case .locked(let until):
+        let lockedFor = try lockedFor(snapshot, now: now)
+        switch lockedFor {
+        case .some(let wait):
             known = ticket == nil ? .passwordEvaluated(.rejected(reason: .locked)) : .ticketRejected(reason: .locked)
-            retryAfter = max(1, until - now)
-        case .allowed where ticket != nil:
+            retryAfter = wait
+        case nil where ticket != nil:
             break
-        case .allowed:
+        case nil:
             let outcome: UpgradeEvent.PasswordOutcome
             if let account = snapshot.account, let credential = snapshot.credential, account.credentialKind == .password
             {
@@ -228,6 +217,32 @@ extension UpgradeService {
             }
             let transition = try machine.apply(event, now: now)
             _ = try persist(transition, of: machine, to: older, detail: ["supersededBy": newID], in: tx, now: now)
+        }
+    }
+}
+
+extension UpgradeService {
+    /// The username's lockout before any credential is checked, for upgrades and password changes
+    /// alike: a short delay between failures is thrown as `rateLimited` (no session, no hash, no
+    /// count); a lock returns the seconds until it ends, so the caller records a `locked` refusal;
+    /// nil lets the check go on.
+    func lockedFor(_ snapshot: PasswordCheckSnapshot, now: Int64) throws(UpgradeFailure) -> Int64? {
+        let decision = configuration.lockout.decision(
+            failures: snapshot.throttle?.failures ?? 0,
+            lastFailureAt: snapshot.throttle?.lastFailureAt ?? 0,
+            now: now
+        )
+        switch decision {
+        case .delayed(let until):
+            throw UpgradeFailure(
+                .rateLimited,
+                "too many failed attempts for this username; retry in \(max(1, until - now)) s",
+                retryAfter: max(1, until - now)
+            )
+        case .locked(let until):
+            return max(1, until - now)
+        case .allowed:
+            return nil
         }
     }
 }
