@@ -3,7 +3,7 @@
 /// that conforms to `UpgradeStore` and a transaction type that conforms to `StoreTransaction`, one
 /// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
 /// `NotificationStore`, `AuditStore`, `JobLeaseStore`, `ClientThrottleStore`, `UpgradeTicketStore`,
-/// `PasswordChangeStore`, `AppleRevocationStore`). Nothing above these protocols knows SQL or a
+/// `PasswordChangeStore`, `AppleRevocationStore`, `WebhookOutboxStore`). Nothing above these protocols knows SQL or a
 /// backend's codes.
 ///
 /// What every backend guarantees:
@@ -67,7 +67,8 @@ public protocol UpgradeStore: Sendable {
 /// protocol, in its own file, so a backend implements (and a reader finds) one at a time.
 public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
-    JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, PasswordChangeStore, AppleRevocationStore
+    JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, PasswordChangeStore, AppleRevocationStore,
+    WebhookOutboxStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.
