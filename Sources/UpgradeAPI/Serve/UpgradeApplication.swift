@@ -156,34 +156,39 @@ public final class UpgradeApplication: Sendable {
         if let url = settings.webhookURL, let secret = settings.webhookSecret {
             endpoint = WebhookSender.Endpoint(url: url, secret: secret)
         }
-        let webhooks = WebhookSender(store: store, endpoint: endpoint, policy: webhookPolicy) { event in
-            switch event {
-            case .delivered(let id, let type, let attempts):
-                metrics.recordWebhook(.delivered)
-                log.log(
-                    "info",
-                    "webhook delivered",
-                    [("webhook", .string(id)), ("type", .string(type)), ("attempts", .integer(attempts))]
-                )
-            case .deferred(let id, let attempts, let reason, let nextAttemptAt):
-                metrics.recordWebhook(.deferred)
-                log.log(
-                    "info",
-                    "webhook deferred",
-                    [
-                        ("webhook", .string(id)), ("attempts", .integer(attempts)), ("reason", .string(reason)),
-                        ("nextAttemptAt", .integer(nextAttemptAt)),
-                    ]
-                )
-            case .failed(let id, let attempts, let reason):
-                metrics.recordWebhook(.failed)
-                log.log(
-                    "error",
-                    "webhook failed",
-                    [("webhook", .string(id)), ("attempts", .integer(attempts)), ("reason", .string(reason))]
-                )
+        let webhooks = WebhookSender(
+            store: store,
+            endpoint: endpoint,
+            policy: webhookPolicy,
+            onEvent: { event in
+                switch event {
+                case .delivered(let id, let type, let attempts):
+                    metrics.recordWebhook(.delivered)
+                    log.log(
+                        "info",
+                        "webhook delivered",
+                        [("webhook", .string(id)), ("type", .string(type)), ("attempts", .integer(attempts))]
+                    )
+                case .deferred(let id, let attempts, let reason, let nextAttemptAt):
+                    metrics.recordWebhook(.deferred)
+                    log.log(
+                        "info",
+                        "webhook deferred",
+                        [
+                            ("webhook", .string(id)), ("attempts", .integer(attempts)), ("reason", .string(reason)),
+                            ("nextAttemptAt", .integer(nextAttemptAt)),
+                        ]
+                    )
+                case .failed(let id, let attempts, let reason):
+                    metrics.recordWebhook(.failed)
+                    log.log(
+                        "error",
+                        "webhook failed",
+                        [("webhook", .string(id)), ("attempts", .integer(attempts)), ("reason", .string(reason))]
+                    )
+                }
             }
-        }
+        )
         self.webhooks = webhooks
         webhookWorker = QueueWorker(
             intervalMilliseconds: webhookIntervalMilliseconds,

@@ -4,7 +4,7 @@ import Foundation
 /// specification (Schema/webhooks.md). Rows are claimed first (one conditional UPDATE), so several
 /// senders on one database never send one row at once, and an account's events go one at a time,
 /// in order. Then, for each row, one POST of its stored body with `webhook-id` (the row's id),
-/// `webhook-timestamp` (this attempt, Unix seconds) and `webhook-signature`:
+/// `webhook-timestamp` (this attempt's real time, Unix seconds) and `webhook-signature`:
 ///
 /// - **2xx**: delivered, never sent again (unless replayed).
 /// - **anything else, a timeout, no connection**: counted and tried again after an exponential
@@ -55,6 +55,9 @@ public final class WebhookSender: Sendable {
     let endpoint: Endpoint?
     public let policy: Policy
     let onEvent: @Sendable (Event) -> Void
+    /// Unix seconds for `webhook-timestamp`: the real time of the attempt, whatever `now` says,
+    /// since receivers refuse a timestamp far from their own clock.
+    let wallClock: @Sendable () -> Int64
     let transport = AppleClientTransport(connectTimeout: .seconds(5))
 
     /// `endpoint` nil (webhooks not configured): nothing is claimed or sent; events stay pending.
@@ -62,11 +65,13 @@ public final class WebhookSender: Sendable {
         store: any UpgradeStore,
         endpoint: Endpoint?,
         policy: Policy = Policy(),
+        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         onEvent: @escaping @Sendable (Event) -> Void = { _ in }
     ) {
         self.store = store
         self.endpoint = endpoint
         self.policy = policy
+        self.wallClock = wallClock
         self.onEvent = onEvent
     }
 
@@ -139,7 +144,7 @@ public final class WebhookSender: Sendable {
         let request = AppleClientTransport.Request(
             method: "POST",
             url: endpoint.url,
-            headers: Self.headers(id: row.id, timestamp: now, body: body, secret: endpoint.secret),
+            headers: Self.headers(id: row.id, timestamp: wallClock(), body: body, secret: endpoint.secret),
             body: body
         )
         let reason: String
