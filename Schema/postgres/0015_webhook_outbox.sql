@@ -24,5 +24,10 @@ CREATE TABLE webhook_outbox (
     last_error TEXT COLLATE "C"
 );
 CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at) WHERE delivered_at IS NULL AND failed_at IS NULL;
+-- Numbering reads an account's largest sequence number.
 CREATE INDEX webhook_outbox_account ON webhook_outbox (account_id, account_seq);
+-- The claim asks, per candidate, whether its account has an earlier pending event: only pending
+-- rows are indexed, so the answer is one probe however many delivered rows an account has.
+CREATE INDEX webhook_outbox_account_pending ON webhook_outbox (account_id, account_seq)
+    WHERE delivered_at IS NULL AND failed_at IS NULL;
 CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at);
