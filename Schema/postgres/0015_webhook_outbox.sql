@@ -12,7 +12,7 @@ CREATE TABLE webhook_outbox (
     account_id TEXT COLLATE "C",
     account_seq BIGINT,
     type TEXT COLLATE "C" NOT NULL,
-    payload TEXT NOT NULL,
+    payload TEXT COLLATE "C" NOT NULL,
     created_at BIGINT NOT NULL,
     attempts BIGINT NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     next_attempt_at BIGINT NOT NULL,

@@ -113,6 +113,19 @@ private enum Seed {
         )
     }
 
+    static let webhookID = "msg_s3cret-webhook"
+
+    static func webhookEvent(_ accountID: String) -> WebhookEventRecord {
+        WebhookEventRecord(
+            id: webhookID,
+            accountID: accountID,
+            type: "account.deleted",
+            payload: "{}",
+            createdAt: now,
+            nextAttemptAt: now
+        )
+    }
+
     /// A database holding one row behind each unique constraint.
     static func database(_ backend: Backend) throws -> TestDatabase {
         let db = try backend.database()
@@ -156,6 +169,7 @@ private enum Seed {
             try tx.insertUpgradeTicket(ticket(alice), now: now)
             try tx.insertAppleRevocation(revocation(alice))
             try tx.insertPasswordChange(change(changeID))
+            try tx.insertWebhookEvent(webhookEvent(alice))
         }
         return db
     }
@@ -176,6 +190,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
     case upgradeTicketsHash, passwordChangesID
     case appleRevocationsID
+    case webhookOutboxID
 
     var testDescription: String { rawValue }
 
@@ -201,6 +216,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .upgradeTicketsHash: .upgradeTicketsHash
         case .appleRevocationsID: .appleRevocationsID
         case .passwordChangesID: .passwordChangesID
+        case .webhookOutboxID: .webhookOutboxID
         }
     }
 
@@ -295,6 +311,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             try tx.insertAppleRevocation(Seed.revocation(Seed.bob))
         case .passwordChangesID:
             try tx.insertPasswordChange(Seed.change(Seed.changeID))
+        case .webhookOutboxID:
+            try tx.insertWebhookEvent(Seed.webhookEvent(Seed.bob))
         }
     }
 }

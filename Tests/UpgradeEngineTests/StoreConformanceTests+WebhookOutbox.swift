@@ -23,15 +23,13 @@ extension StoreConformanceTests {
     )
     func webhookOrderedClaim(_ backend: Backend) throws {
         let db = try backend.database()
-        let sequences = try db.store.write { tx in
-            [
-                try tx.insertWebhookEvent(webhookEvent("msg_a1", account: "a")),
-                try tx.insertWebhookEvent(webhookEvent("msg_b1", account: "b")),
-                try tx.insertWebhookEvent(webhookEvent("msg_a2", account: "a")),
-                try tx.insertWebhookEvent(webhookEvent("msg_x", account: nil)),
-                try tx.insertWebhookEvent(webhookEvent("msg_a3", account: "a")),
-            ]
+        let ids = ["msg_a1", "msg_b1", "msg_a2", "msg_x", "msg_a3"]
+        try db.store.write { tx in
+            for (id, account) in zip(ids, ["a", "b", "a", nil, "a"]) {
+                try tx.insertWebhookEvent(webhookEvent(id, account: account))
+            }
         }
+        let sequences = try db.store.read { tx in try ids.map { try tx.webhookEvent(id: $0)?.accountSequence } }
         #expect(sequences == [1, 1, 2, nil, 3])
 
         let first = try db.store.write {

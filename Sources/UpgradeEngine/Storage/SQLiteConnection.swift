@@ -145,6 +145,7 @@ final class SQLiteConnection {
         "upgrade_tickets.ticket_hash": .upgradeTicketsHash,
         "apple_revocations.id": .appleRevocationsID,
         "password_changes.id": .passwordChangesID,
+        "webhook_outbox.id": .webhookOutboxID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

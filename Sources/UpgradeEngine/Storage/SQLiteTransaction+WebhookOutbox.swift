@@ -1,20 +1,11 @@
 /// The webhook outbox. Writers are serialised (BEGIN IMMEDIATE), so an account's next sequence
 /// number read here is still free at the insert, and a claim is one conditional UPDATE.
 extension SQLiteTransaction: WebhookOutboxStore {
-    func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError) -> Int64? {
-        var sequence: Int64?
-        if let accountID = event.accountID {
-            sequence =
-                (try rows(
-                    "SELECT COALESCE(MAX(account_seq), 0) + 1 FROM webhook_outbox WHERE account_id = ?",
-                    [.text(accountID)]
-                ).first?.first?.int) ?? 1
-        }
+    func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError) {
         try rows(
-            "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            event.insertArguments(sequence: sequence)
+            "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES \(WebhookEventRecord.insertValues { "?\($0)" })",
+            event.insertArguments
         )
-        return sequence
     }
 
     func webhookEvent(id: String) throws(StorageError) -> WebhookEventRecord? {

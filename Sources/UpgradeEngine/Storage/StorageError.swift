@@ -51,6 +51,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case upgradeTicketsHash = "upgrade_tickets.ticket_hash"
             case appleRevocationsID = "apple_revocations.id"
             case passwordChangesID = "password_changes.id"
+            case webhookOutboxID = "webhook_outbox.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -92,6 +93,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let upgradeTicketsHash = Constraint(name: .upgradeTicketsHash)
         public static let appleRevocationsID = Constraint(name: .appleRevocationsID)
         public static let passwordChangesID = Constraint(name: .passwordChangesID)
+        public static let webhookOutboxID = Constraint(name: .webhookOutboxID)
     }
 
     public let code: Code

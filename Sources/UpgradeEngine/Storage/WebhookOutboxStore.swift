@@ -3,9 +3,9 @@
 /// rows by claiming them, so two senders never hold one row at once (Schema/webhooks.md).
 public protocol WebhookOutboxStore {
     /// Inserts `event` as given, except `accountSequence`: the store numbers an account's events
-    /// 1, 2, ... in commit order (nil for an event without an account). Returns the number given.
-    @discardableResult
-    func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError) -> Int64?
+    /// 1, 2, ... in commit order (nil for an event without an account), in the INSERT itself, so the
+    /// write returns nothing and may travel with the next statement.
+    func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError)
     func webhookEvent(id: String) throws(StorageError) -> WebhookEventRecord?
     /// Claims up to `limit` rows that are pending (neither delivered nor failed), due by `now` and
     /// not claimed (or whose claim lapsed by `now`), and whose account has no earlier pending event,
@@ -129,9 +129,17 @@ public struct WebhookEventRecord: Sendable, Equatable {
         )
     }
 
-    func insertArguments(sequence: Int64?) -> [SQLValue] {
+    /// The INSERT's values: `p(n)` spells the n-th parameter; the sequence is computed from the
+    /// account's rows (parameter 2, the account id).
+    static func insertValues(_ p: (Int) -> String) -> String {
+        let sequence =
+            "CASE WHEN \(p(2)) IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(account_seq), 0) + 1 FROM webhook_outbox WHERE account_id = \(p(2))) END"
+        return "(" + ([p(1), p(2), sequence] + (3...13).map(p)).joined(separator: ", ") + ")"
+    }
+
+    var insertArguments: [SQLValue] {
         [
-            .text(id), SQLValue(accountID), SQLValue(sequence), .text(type), .text(payload), .integer(createdAt),
+            .text(id), SQLValue(accountID), .text(type), .text(payload), .integer(createdAt),
             .integer(attempts), .integer(nextAttemptAt), SQLValue(firstAttemptAt), SQLValue(claimToken),
             SQLValue(claimedUntil), SQLValue(deliveredAt), SQLValue(failedAt), SQLValue(lastError),
         ]

@@ -143,5 +143,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "client_throttle": .clientThrottleClientKey,
         "upgrade_tickets": .upgradeTicketsHash, "password_changes": .passwordChangesID,
         "apple_revocations": .appleRevocationsID,
+        "webhook_outbox": .webhookOutboxID,
     ]
 }

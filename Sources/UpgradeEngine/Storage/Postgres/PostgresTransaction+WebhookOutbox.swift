@@ -2,23 +2,12 @@
 /// one row, conflict: the second is rolled back and run again, and finds the number taken or the
 /// row claimed.
 extension PostgresTransaction: WebhookOutboxStore {
-    func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError) -> Int64? {
-        var sequence: Int64?
-        if let accountID = event.accountID {
-            sequence =
-                try scalarInt(
-                    "SELECT COALESCE(MAX(account_seq), 0) + 1 FROM webhook_outbox WHERE account_id = $1",
-                    [.text(accountID)]
-                ) ?? 1
-        }
+    func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError) {
+        // The account id appears in `IS NULL` too, where PostgreSQL cannot infer its type.
         try send(
-            """
-            INSERT INTO webhook_outbox (\(WebhookEventRecord.columns))
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-            """,
-            event.insertArguments(sequence: sequence)
+            "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES \(WebhookEventRecord.insertValues { $0 == 2 ? "$2::text" : "$\($0)" })",
+            event.insertArguments
         )
-        return sequence
     }
 
     func webhookEvent(id: String) throws(StorageError) -> WebhookEventRecord? {
