@@ -44,6 +44,19 @@ if CommandLine.arguments.dropFirst().first == "upgrade-cpu" {
     exit(0)
 }
 
+// `Benchmarks webhooks [COUNT] [ACCOUNTS]`: webhook deliveries per second to a loopback receiver.
+if CommandLine.arguments.dropFirst().first == "webhooks" {
+    let numbers = CommandLine.arguments.dropFirst(2).map { Int($0) }
+    let count = numbers.first.flatMap { $0 } ?? 2000
+    let accounts = numbers.dropFirst().first.flatMap { $0 } ?? 500
+    guard numbers.count <= 2, !numbers.contains(nil), count > 0, accounts > 0 else {
+        print("usage: Benchmarks webhooks [COUNT > 0] [ACCOUNTS > 0]")
+        exit(2)
+    }
+    try runWebhookBenchmark(count: count, accounts: accounts)
+    exit(0)
+}
+
 // `Benchmarks upgrade-scale [COUNT] [CLIENTS] [ROUNDS]`: completed upgrades per second through one
 // `serve` instance and through two on one PostgreSQL database (UPGRADE_DB=postgres://...).
 if CommandLine.arguments.dropFirst().first == "upgrade-scale" {

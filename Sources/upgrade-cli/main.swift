@@ -24,6 +24,8 @@ enum CommandRegistry {
             TransferPrepareCommand.self,
             TransferCompleteCommand.self,
             TransferStatusCommand.self,
+            WebhooksStatusCommand.self,
+            WebhooksReplayCommand.self,
             EmulatorServeCommand.self,
         ]
     }

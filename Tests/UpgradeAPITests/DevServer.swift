@@ -44,6 +44,7 @@ final class DevServer: Sendable {
         _ backend: Backend = .sqlite,
         environment: [String: String] = [:],
         revocationIntervalMilliseconds: Int = 5000,
+        webhookIntervalMilliseconds: Int = 1000,
         configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
     ) throws {
         database = try ServerDatabase(backend)
@@ -61,6 +62,7 @@ final class DevServer: Sendable {
             log: RequestLog(write: { line in logs.lines.withLock { $0.append(line) } }),
             clock: { clock.now },
             revocationIntervalMilliseconds: revocationIntervalMilliseconds,
+            webhookIntervalMilliseconds: webhookIntervalMilliseconds,
             configureServer: configureServer
         )
         do {

@@ -101,7 +101,7 @@ final class ServeFixture {
     }
 
     /// Migrates `database` with `upgrade-cli db migrate`, once, as an operator would.
-    init(database: String, conversionTimeout: Int64 = 120) async throws {
+    init(database: String, conversionTimeout: Int64 = 120, environment extra: [String: String] = [:]) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try emulator.addTeam(Self.teamID)
@@ -130,7 +130,7 @@ final class ServeFixture {
             "APPLE_TEAM_ID": Self.teamID, "APPLE_KEY_ID": Self.keyID, "APPLE_PRIVATE_KEY_FILE": keyFile,
             "UPGRADE_SECRET_KEY_FILE": secretFile, "UPGRADE_CLIENT_THROTTLE": "off",
             "UPGRADE_CONVERSION_TIMEOUT": String(conversionTimeout),
-        ]
+        ].merging(extra) { $1 }
         let migrate = try Running([], command: ["db", "migrate"], environment: environment)
         let migrated = await migrate.exitStatus()
         store = try DatabaseLocation.parse(database).open()

@@ -113,6 +113,19 @@ private enum Seed {
         )
     }
 
+    static let webhookID = "msg_s3cret-webhook"
+
+    static func webhookEvent(_ accountID: String) -> WebhookEventRecord {
+        WebhookEventRecord(
+            id: webhookID,
+            accountID: accountID,
+            type: "account.deleted",
+            payload: "{}",
+            createdAt: now,
+            nextAttemptAt: now
+        )
+    }
+
     /// A database holding one row behind each unique constraint.
     static func database(_ backend: Backend) throws -> TestDatabase {
         let db = try backend.database()
@@ -156,6 +169,7 @@ private enum Seed {
             try tx.insertUpgradeTicket(ticket(alice), now: now)
             try tx.insertAppleRevocation(revocation(alice))
             try tx.insertPasswordChange(change(changeID))
+            try tx.insertWebhookEvent(webhookEvent(alice))
         }
         return db
     }
@@ -177,6 +191,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case upgradeTicketsHash, passwordChangesID
     case appleRevocationsID
     case accountProfilesAccount, importRunsID
+    case webhookOutboxID
 
     var testDescription: String { rawValue }
 
@@ -204,6 +219,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .passwordChangesID: .passwordChangesID
         case .accountProfilesAccount: .accountProfilesAccount
         case .importRunsID: .importRunsID
+        case .webhookOutboxID: .webhookOutboxID
         }
     }
 
@@ -324,6 +340,8 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
                 "INSERT INTO import_runs (id, source, last_line, started_at, updated_at) VALUES (?, ?, 0, 1, 1)",
                 [.text("s3cret-run"), .text("s3cret.csv")]
             )
+        case .webhookOutboxID:
+            try tx.insertWebhookEvent(Seed.webhookEvent(Seed.bob))
         }
     }
 }

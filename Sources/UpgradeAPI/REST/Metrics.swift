@@ -46,6 +46,9 @@ public final class Metrics: Sendable {
         var transitions: [TransitionKey: UInt64] = [:]
         var revocationsSent: UInt64 = 0
         var revocationRetries: UInt64 = 0
+        var webhooksDelivered: UInt64 = 0
+        var webhookRetries: UInt64 = 0
+        var webhooksFailed: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -82,6 +85,19 @@ public final class Metrics: Sendable {
     public func recordRevocation(done: Bool) {
         state.withLock { state in
             if done { state.revocationsSent += 1 } else { state.revocationRetries += 1 }
+        }
+    }
+
+    /// One attempt of this instance at a webhook event.
+    public enum WebhookAttempt: Sendable { case delivered, deferred, failed }
+
+    public func recordWebhook(_ attempt: WebhookAttempt) {
+        state.withLock { state in
+            switch attempt {
+            case .delivered: state.webhooksDelivered += 1
+            case .deferred: state.webhookRetries += 1
+            case .failed: state.webhooksFailed += 1
+            }
         }
     }
 
@@ -130,6 +146,15 @@ public final class Metrics: Sendable {
             "# HELP upgrade_apple_revocation_retries_total Revocation attempts that failed and were scheduled again.\n"
         out += "# TYPE upgrade_apple_revocation_retries_total counter\n"
         out += "upgrade_apple_revocation_retries_total \(snapshot.revocationRetries)\n"
+        out += "# HELP upgrade_webhooks_delivered_total Webhook events this instance delivered (2xx).\n"
+        out += "# TYPE upgrade_webhooks_delivered_total counter\n"
+        out += "upgrade_webhooks_delivered_total \(snapshot.webhooksDelivered)\n"
+        out += "# HELP upgrade_webhook_retries_total Webhook attempts that failed and were scheduled again.\n"
+        out += "# TYPE upgrade_webhook_retries_total counter\n"
+        out += "upgrade_webhook_retries_total \(snapshot.webhookRetries)\n"
+        out += "# HELP upgrade_webhooks_failed_total Webhook events this instance gave up after the retry window.\n"
+        out += "# TYPE upgrade_webhooks_failed_total counter\n"
+        out += "upgrade_webhooks_failed_total \(snapshot.webhooksFailed)\n"
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
         }

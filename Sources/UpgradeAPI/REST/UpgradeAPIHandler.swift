@@ -210,6 +210,27 @@ public final class UpgradeAPIHandler: HTTPHandler {
                     )
                 )
             }
+            if let webhooks = try? store.read({ try $0.webhookOutboxCounts() }) {
+                gauges.append(
+                    (
+                        "upgrade_webhooks_pending", "Webhook events neither delivered nor given up.",
+                        Double(webhooks.pending)
+                    )
+                )
+                gauges.append(
+                    (
+                        "upgrade_webhooks_failed", "Webhook events given up after their retry window (replay them).",
+                        Double(webhooks.failed)
+                    )
+                )
+                gauges.append(
+                    (
+                        "upgrade_webhooks_oldest_pending_age_seconds",
+                        "Age of the oldest pending webhook event (0: none).",
+                        Double(webhooks.oldestPendingAt.map { max(0, now - $0) } ?? 0)
+                    )
+                )
+            }
             if let clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
                 gauges.append(
                     (

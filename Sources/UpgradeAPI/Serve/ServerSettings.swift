@@ -39,6 +39,10 @@ public struct ServerSettings: Sendable {
     public var adminTokens: AdminTokenSet?
     /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`, Apple's password-rules syntax).
     public var passwordRules: PasswordRules
+    /// Where signed webhooks go (`UPGRADE_WEBHOOK_URL`), and the key read from
+    /// `UPGRADE_WEBHOOK_SECRET_FILE` while validating; both nil when webhooks are off.
+    public var webhookURL: String? = nil
+    public var webhookSecret: WebhookSecret? = nil
 
     /// The variables and their `--flag` spellings.
     public static let variables: [(variable: String, flag: String)] = [
@@ -52,6 +56,7 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
         ("UPGRADE_PASSWORD_RULES", "--password-rules"),
+        ("UPGRADE_WEBHOOK_URL", "--webhook-url"), ("UPGRADE_WEBHOOK_SECRET_FILE", "--webhook-secret-file"),
     ]
 
     /// Variables of features this build does not have yet. Each is refused when set rather than
@@ -258,6 +263,24 @@ public struct ServerSettings: Sendable {
             }
         }
 
+        let webhookURL = value("UPGRADE_WEBHOOK_URL")
+        var webhookSecret: WebhookSecret?
+        if let webhookURL, let problem = validateWebhookURL(webhookURL) { problems.append(problem) }
+        switch (webhookURL, value(WebhookSecret.environmentVariable)) {
+        case (nil, nil):
+            break
+        case (.some, nil):
+            problems.append(
+                "\(WebhookSecret.environmentVariable): required with UPGRADE_WEBHOOK_URL; \(WebhookSecret.howToCreate)"
+            )
+        case (nil, .some):
+            problems.append(
+                "UPGRADE_WEBHOOK_URL: required with \(WebhookSecret.environmentVariable); the backend's webhook endpoint"
+            )
+        case (.some, .some(let path)):
+            do { webhookSecret = try WebhookSecret.load(path: path) } catch { problems.append(error.message) }
+        }
+
         guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
         return ServerSettings(
             database: database,
@@ -280,8 +303,22 @@ public struct ServerSettings: Sendable {
             conversionTimeout: conversionTimeout,
             adminTokensFile: adminTokensFile,
             adminTokens: adminTokens,
-            passwordRules: passwordRules
+            passwordRules: passwordRules,
+            webhookURL: webhookURL,
+            webhookSecret: webhookSecret
         )
+    }
+
+    /// `https://` anywhere, or `http://` to a loopback address only: the payloads name accounts.
+    static func validateWebhookURL(_ text: String) -> String? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
+            url.user == nil, url.fragment == nil
+        else {
+            return "UPGRADE_WEBHOOK_URL: not an absolute URL such as https://backend.example.com/webhooks/upgrade"
+        }
+        if scheme == "https" || (scheme == "http" && isLoopback(host)) { return nil }
+        return
+            "UPGRADE_WEBHOOK_URL: must be https:// (plain http is allowed only to a loopback address, e.g. http://127.0.0.1:9000/hooks)"
     }
 
     /// `https://` anywhere, or `http://` to a loopback address only (how the emulator is reached).

@@ -19,6 +19,10 @@ public final class UpgradeApplication: Sendable {
     public let revocations: AppleRevocationSender
     /// Runs `revocations` every few seconds from `start()` to `stop()`.
     public let revocationWorker: AppleRevocationWorker
+    /// Delivers the webhook outbox (`UPGRADE_WEBHOOK_URL`); sends nothing when that is unset.
+    public let webhooks: WebhookSender
+    /// Runs `webhooks` every `webhookIntervalMilliseconds` from `start()` to `stop()`.
+    public let webhookWorker: QueueWorker
     /// Every routed operation as `METHOD /pattern`.
     public let operations: [String]
 
@@ -27,6 +31,8 @@ public final class UpgradeApplication: Sendable {
         log: RequestLog = RequestLog(),
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         revocationIntervalMilliseconds: Int = 5000,
+        webhookIntervalMilliseconds: Int = 1000,
+        webhookPolicy: WebhookSender.Policy = WebhookSender.Policy(),
         configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
     ) throws {
         self.settings = settings
@@ -146,6 +152,49 @@ public final class UpgradeApplication: Sendable {
                 log.log("error", "apple revocation pass failed", [("cause", .string(error.description))])
             }
         )
+        var endpoint: WebhookSender.Endpoint?
+        if let url = settings.webhookURL, let secret = settings.webhookSecret {
+            endpoint = WebhookSender.Endpoint(url: url, secret: secret)
+        }
+        let webhooks = WebhookSender(
+            store: store,
+            endpoint: endpoint,
+            policy: webhookPolicy,
+            onEvent: { event in
+                switch event {
+                case .delivered(let id, let type, let attempts):
+                    metrics.recordWebhook(.delivered)
+                    log.log(
+                        "info",
+                        "webhook delivered",
+                        [("webhook", .string(id)), ("type", .string(type)), ("attempts", .integer(attempts))]
+                    )
+                case .deferred(let id, let attempts, let reason, let nextAttemptAt):
+                    metrics.recordWebhook(.deferred)
+                    log.log(
+                        "info",
+                        "webhook deferred",
+                        [
+                            ("webhook", .string(id)), ("attempts", .integer(attempts)), ("reason", .string(reason)),
+                            ("nextAttemptAt", .integer(nextAttemptAt)),
+                        ]
+                    )
+                case .failed(let id, let attempts, let reason):
+                    metrics.recordWebhook(.failed)
+                    log.log(
+                        "error",
+                        "webhook failed",
+                        [("webhook", .string(id)), ("attempts", .integer(attempts)), ("reason", .string(reason))]
+                    )
+                }
+            }
+        )
+        self.webhooks = webhooks
+        webhookWorker = QueueWorker(
+            intervalMilliseconds: webhookIntervalMilliseconds,
+            onError: { error in log.log("error", "webhook pass failed", [("cause", .string(error.description))]) },
+            pass: { () async throws(StorageError) in try await webhooks.drain(clock: clock) }
+        )
         let handler = UpgradeAPIHandler(
             upgrades: service,
             transfers: transfers,
@@ -203,6 +252,7 @@ public final class UpgradeApplication: Sendable {
         }
         guard let healthServer, let listen = settings.healthListen else {
             revocationWorker.start()
+            if settings.webhookURL != nil { webhookWorker.start() }
             return
         }
         do {
@@ -213,6 +263,7 @@ public final class UpgradeApplication: Sendable {
             throw StartFailure(variable: "UPGRADE_HEALTH_LISTEN", host: listen.host, port: listen.port, error: error)
         }
         revocationWorker.start()
+        if settings.webhookURL != nil { webhookWorker.start() }
     }
 
     /// Why `start()` failed: the listener's setting, its address and the server's error.
@@ -225,12 +276,13 @@ public final class UpgradeApplication: Sendable {
         public var description: String { "\(variable): cannot listen on \(host):\(port): \(error)" }
     }
 
-    /// Stops the API server (finishing in-flight requests), the revocation worker (finishing its
-    /// pass), then the health listener and the development emulator.
+    /// Stops the API server (finishing in-flight requests), the revocation and webhook workers
+    /// (finishing their passes), then the health listener and the development emulator.
     public func stop() {
         server.shutdown()
         server.wait()
         revocationWorker.stop()
+        webhookWorker.stop()
         healthServer?.shutdown()
         healthServer?.wait()
         development?.stop()

@@ -59,6 +59,14 @@ public struct AccountDeletionService: Sendable {
                         detail: ["by": deletedBy, "appleRevocation": queued == nil ? "none" : "queued"]
                     )
                 )
+                // The account id only, as in the audit row: the backend knows whom it named.
+                try WebhookOutbox.enqueue(
+                    .accountDeleted,
+                    accountID: account.id,
+                    data: [("accountId", .string(account.id))],
+                    in: tx,
+                    now: now
+                )
                 return AccountDeletion(accountID: account.id, revocationID: queued)
             }
         } catch {

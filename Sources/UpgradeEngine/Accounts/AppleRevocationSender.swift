@@ -30,9 +30,8 @@ public final class AppleRevocationSender: Sendable {
         /// The wait before the attempt after `failedAttempts` failures (at least 1): the exponential
         /// step, less up to half of it at random, so rows that failed together spread out.
         public func backoff(failedAttempts: Int64, random: (ClosedRange<Int64>) -> Int64 = Int64.random(in:)) -> Int64 {
-            let exponent = min(max(failedAttempts - 1, 0), 40)
-            let step = min(maximumBackoff, initialBackoff << exponent)
-            return max(1, step - random(0...(step / 2)))
+            RetryBackoff(initial: initialBackoff, maximum: maximumBackoff)
+                .delay(failedAttempts: failedAttempts, random: random)
         }
     }
 

@@ -147,6 +147,7 @@ final class SQLiteConnection {
         "password_changes.id": .passwordChangesID,
         "account_profiles.account_id": .accountProfilesAccount,
         "import_runs.id": .importRunsID,
+        "webhook_outbox.id": .webhookOutboxID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

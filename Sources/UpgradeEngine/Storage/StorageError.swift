@@ -53,6 +53,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case passwordChangesID = "password_changes.id"
             case accountProfilesAccount = "account_profiles.account_id"
             case importRunsID = "import_runs.id"
+            case webhookOutboxID = "webhook_outbox.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -98,6 +99,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let accountProfilesAccount = Constraint(name: .accountProfilesAccount)
         /// A second progress row for one import (the store upserts runs instead).
         public static let importRunsID = Constraint(name: .importRunsID)
+        public static let webhookOutboxID = Constraint(name: .webhookOutboxID)
     }
 
     public let code: Code

@@ -133,6 +133,18 @@ extension TransferService {
                 try store.write { tx in
                     try tx.updateAppleLink(link, expectedVersion: current.version)
                     try tx.appendAudit(audit)
+                    try WebhookOutbox.enqueue(
+                        .appleEmailChanged,
+                        accountID: accountID,
+                        data: [
+                            ("accountId", .string(accountID)), ("sub", .string(link.sub)),
+                            ("email", link.email.map(JWSJSON.string) ?? .null),
+                            ("isPrivateEmail", link.isPrivateEmail.map(JWSJSON.bool) ?? .null),
+                            ("emailForwarding", .bool(enabled)),
+                        ],
+                        in: tx,
+                        now: now
+                    )
                 }
                 return true
             } catch let error as StorageError where error.code == .versionConflict {

@@ -160,6 +160,15 @@ public final class TransferService: Sendable {
                         try tx.updateAppleLink(link, expectedVersion: snapshot.link.version)
                     }
                     try tx.appendAudit(audit)
+                    try Self.enqueueWebhook(
+                        transition,
+                        event: commit.event,
+                        accountID: accountID,
+                        before: snapshot.link,
+                        after: link,
+                        in: tx,
+                        now: now
+                    )
                 }
                 return (from, .applied(transition, machine.state))
             } catch let error as StorageError where error.code == .versionConflict {

@@ -367,6 +367,7 @@ extension UpgradeService {
         }
         try tx.updateUpgradeSession(next, expectedVersion: record.version)
         try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
+        try Self.enqueueFailure(transition, machine: machine, record: record, in: tx, now: now)
         next.version = record.version + 1
         return next
     }

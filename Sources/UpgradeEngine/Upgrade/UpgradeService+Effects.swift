@@ -91,5 +91,15 @@ extension UpgradeService {
                 detail: ["sub": sub, "clientId": claims.audience, "passwordDeleted": "true"]
             )
         )
+        try WebhookOutbox.enqueue(
+            .accountConverted,
+            accountID: accountID,
+            data: [
+                ("accountId", .string(accountID)), ("username", .string(account.username)), ("sub", .string(sub)),
+                ("upgradeId", .string(record.id)),
+            ],
+            in: tx,
+            now: now
+        )
     }
 }

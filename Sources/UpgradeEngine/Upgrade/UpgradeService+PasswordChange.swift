@@ -364,6 +364,13 @@ extension UpgradeService {
                         detail: ["passwordChange": change.id, "format": "argon2id"]
                     )
                 )
+                try WebhookOutbox.enqueue(
+                    .passwordChanged,
+                    accountID: accountID,
+                    data: [("accountId", .string(accountID)), ("passwordChangeId", .string(change.id))],
+                    in: tx,
+                    now: now
+                )
             }
         }
     }

@@ -178,6 +178,7 @@ extension UpgradeService {
                 )
                 try tx.insertUpgradeSession(record)
                 try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
+                try Self.enqueueFailure(transition, machine: machine, record: record, in: tx, now: now)
                 return (machine, transition, outputs)
             }
         } catch {

@@ -93,6 +93,7 @@ extension UpgradeService {
                 }
                 if case .totp = code, case .stepUpEvaluated(.accepted) = event { detail["factor"] = "totp" }
                 try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
+                try Self.enqueueFailure(transition, machine: machine, record: record, in: tx, now: now)
                 if let problem = transition.problem {
                     return .failed(failure(for: machine, id: id, problem: problem))
                 }

@@ -1,0 +1,62 @@
+import Foundation
+
+/// The event types sent to the app's backend, with the `data` fields of each in Schema/webhooks.md.
+/// Raw values never change: the backend dispatches on them.
+public enum WebhookEventType: String, Sendable, CaseIterable {
+    case accountConverted = "account.converted"
+    case upgradeFailed = "upgrade.failed"
+    case passwordChanged = "password.changed"
+    case accountDeleted = "account.deleted"
+    case appleConsentRevoked = "apple.consent-revoked"
+    case appleAccountDeleted = "apple.account-deleted"
+    case appleEmailChanged = "apple.email-changed"
+    case transferPrepared = "transfer.prepared"
+    case transferCompleted = "transfer.completed"
+}
+
+/// Writes webhook events into the outbox, inside the write transaction of the change they tell of,
+/// so an event exists exactly when its change committed. Rows are written whether or not this
+/// process sends webhooks: changes made by the CLI are delivered by `serve`, and an outbox written
+/// before webhooks were configured is delivered once they are (Schema/webhooks.md).
+///
+/// The payload is the complete JSON body, `{"type", "timestamp", "data"}`, built here and sent as
+/// is on every attempt. Its fields are ids, names and addresses; never a token, code or hash.
+public enum WebhookOutbox {
+    /// Inserts one event; returns its `webhook-id`. A transaction that runs again draws a new id,
+    /// which is fine: only the last run commits.
+    @discardableResult
+    public static func enqueue(
+        _ type: WebhookEventType,
+        accountID: String?,
+        data: [(String, JWSJSON)],
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws(StorageError) -> String {
+        let id = newID()
+        try tx.insertWebhookEvent(
+            WebhookEventRecord(
+                id: id,
+                accountID: accountID,
+                type: type.rawValue,
+                payload: body(type: type, data: data, now: now),
+                createdAt: now,
+                nextAttemptAt: now
+            )
+        )
+        return id
+    }
+
+    static func body(type: WebhookEventType, data: [(String, JWSJSON)], now: Int64) -> String {
+        let members = data.map { JWSJSON.Member($0.0, $0.1) }
+        return JWSJSON.object([
+            "type": .string(type.rawValue), "timestamp": .string(timestamp(now)), "data": .object(members),
+        ]).serializedString
+    }
+
+    /// RFC 3339 in UTC, seconds.
+    static func timestamp(_ seconds: Int64) -> String {
+        Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
+    }
+
+    static func newID() -> String { "msg_" + SecureRandom.token(byteCount: 16) }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+/// The key webhooks are signed with, and the signature of the Standard Webhooks specification
+/// (Schema/webhooks.md): the secret is `whsec_` followed by the base64 of the key bytes; the
+/// signed content is `{webhook-id}.{webhook-timestamp}.{body}`; the `webhook-signature` header is
+/// `v1,` followed by the base64 of its HMAC-SHA256. The key never appears in a description.
+public struct WebhookSecret: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public static let environmentVariable = "UPGRADE_WEBHOOK_SECRET_FILE"
+    static let prefix = "whsec_"
+    public static let howToCreate =
+        "create one with: (umask 077; printf 'whsec_%s\\n' \"$(head -c 32 /dev/urandom | base64)\" > webhook-secret)"
+
+    private let key: [UInt8]
+
+    /// Parses `whsec_<base64>` (surrounding whitespace ignored). The message never repeats the text.
+    public init(text: String) throws(WebhookSecretError) {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard trimmed.hasPrefix(Self.prefix) else {
+            throw WebhookSecretError("does not start with 'whsec_'; \(Self.howToCreate)")
+        }
+        guard let key = Data(base64Encoded: String(trimmed.dropFirst(Self.prefix.count))) else {
+            throw WebhookSecretError("is not 'whsec_' followed by base64; \(Self.howToCreate)")
+        }
+        // The specification asks for 24 to 64 bytes of key.
+        guard (24...64).contains(key.count) else {
+            throw WebhookSecretError("holds a \(key.count)-byte key; it must be 24 to 64 bytes; \(Self.howToCreate)")
+        }
+        self.key = Array(key)
+    }
+
+    /// Reads the secret from an owner-only file (`chmod 600`), as the other secret files are read.
+    public static func load(path: String) throws(WebhookSecretError) -> WebhookSecret {
+        let name = "\(environmentVariable)=\(path)"
+        let text: String
+        do {
+            text = try OwnerOnlyFile.read(path: path, limit: 4096)
+        } catch {
+            throw WebhookSecretError("\(name): \(error.message)")
+        }
+        do {
+            return try WebhookSecret(text: text)
+        } catch {
+            throw WebhookSecretError("\(name) \(error.message)")
+        }
+    }
+
+    /// The `webhook-signature` header value for one delivery.
+    public func signature(id: String, timestamp: Int64, body: [UInt8]) -> String {
+        let content = Array("\(id).\(timestamp).".utf8) + body
+        return "v1," + Data(Digest.hmac(.sha256, key: key, message: content)).base64EncodedString()
+    }
+
+    public var description: String { "WebhookSecret(redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}
+
+/// Why a webhook secret was refused: one line naming the file, never the secret.
+public struct WebhookSecretError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Reads a small secret file only if it is a regular file no one but its owner may access; the
+/// checks run on the opened descriptor, so the file checked is the file read.
+enum OwnerOnlyFile {
+    struct Failure: Error {
+        let message: String
+    }
+
+    static func read(path: String, limit: Int) throws(Failure) -> String {
+        guard !path.isEmpty else { throw Failure(message: "the path is empty") }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else {
+            let code = errno
+            switch code {
+            case ENOENT, ENOTDIR: throw Failure(message: "no such file")
+            case EACCES, EPERM:
+                throw Failure(message: "permission denied; the server's user must own it (chown it, then chmod 600)")
+            default: throw Failure(message: "cannot open: \(errorText(code))")
+            }
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Failure(message: "cannot stat: \(errorText(errno))") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw Failure(message: "is not a regular file") }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            let digits = String(UInt32(mode), radix: 8)
+            let octal = String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+            throw Failure(message: "has mode \(octal); group and others must have no access: run chmod 600 on it")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count <= limit {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Failure(message: "read failed: \(errorText(errno))")
+            }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+        }
+        guard bytes.count <= limit else { throw Failure(message: "is larger than \(limit) bytes") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw Failure(message: "is not UTF-8 text") }
+        return text
+    }
+
+    private static func errorText(_ code: Int32) -> String {
+        guard let text = strerror(code) else { return "error \(code)" }
+        return String(cString: text)
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+
+/// Delivers the webhook outbox to the app's backend, following the Standard Webhooks
+/// specification (Schema/webhooks.md). Rows are claimed first (one conditional UPDATE), so several
+/// senders on one database never send one row at once, and an account's events go one at a time,
+/// in order. Then, for each row, one POST of its stored body with `webhook-id` (the row's id),
+/// `webhook-timestamp` (this attempt's real time, Unix seconds) and `webhook-signature`:
+///
+/// - **2xx**: delivered, never sent again (unless replayed).
+/// - **anything else, a timeout, no connection**: counted and tried again after an exponential
+///   backoff with jitter (`Policy`); the first failed attempt at or after `retryWindow` since the
+///   first attempt gives the row up as failed. A failed row no longer holds back its account's
+///   later events; `upgrade-cli webhooks replay` sends it again.
+///
+/// At least once: a process killed between the receiver's 2xx and the commit that records it sends
+/// the event again, with the same `webhook-id`, once its claim lapses. Time comes in as `now`, so
+/// tests move it instead of sleeping.
+public final class WebhookSender: Sendable {
+    /// Where and how events are sent.
+    public struct Endpoint: Sendable {
+        public var url: String
+        public var secret: WebhookSecret
+        /// The whole exchange, connection included; past it the attempt counts as failed.
+        public var timeout: Duration
+
+        public init(url: String, secret: WebhookSecret, timeout: Duration = .seconds(10)) {
+            self.url = url
+            self.secret = secret
+            self.timeout = timeout
+        }
+    }
+
+    public struct Policy: Sendable, Equatable {
+        /// 5 s after the first failure, doubling, at most an hour apart, jittered.
+        public var backoff = RetryBackoff(initial: 5, maximum: 3600)
+        /// How long a row is retried, from its first attempt.
+        public var retryWindow: Int64 = 86_400
+        /// How long a claim holds a row: longer than one attempt (`Endpoint.timeout`) can take, short
+        /// enough that a sender that died lets another take its rows soon.
+        public var claimSeconds: Int64 = 30
+        /// Rows claimed per batch.
+        public var batchSize = 50
+
+        public init() {}
+    }
+
+    /// What the sender did, for logs and metrics; carries no payload.
+    public enum Event: Sendable, Equatable {
+        case delivered(id: String, type: String, attempts: Int64)
+        case deferred(id: String, attempts: Int64, reason: String, nextAttemptAt: Int64)
+        case failed(id: String, attempts: Int64, reason: String)
+    }
+
+    let store: any UpgradeStore
+    let endpoint: Endpoint?
+    public let policy: Policy
+    let onEvent: @Sendable (Event) -> Void
+    /// Unix seconds for `webhook-timestamp`: the real time of the attempt, whatever `now` says,
+    /// since receivers refuse a timestamp far from their own clock.
+    let wallClock: @Sendable () -> Int64
+    let transport = AppleClientTransport(connectTimeout: .seconds(5))
+
+    /// `endpoint` nil (webhooks not configured): nothing is claimed or sent; events stay pending.
+    public init(
+        store: any UpgradeStore,
+        endpoint: Endpoint?,
+        policy: Policy = Policy(),
+        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        onEvent: @escaping @Sendable (Event) -> Void = { _ in }
+    ) {
+        self.store = store
+        self.endpoint = endpoint
+        self.policy = policy
+        self.wallClock = wallClock
+        self.onEvent = onEvent
+    }
+
+    /// One batch: claims the rows due by `now` (at most `policy.batchSize`, one per account) and
+    /// sends each once. Returns how many were claimed, delivered and deferred or failed.
+    @discardableResult
+    public func sendDue(now: Int64) async throws(StorageError) -> (claimed: Int, delivered: Int, undelivered: Int) {
+        guard let endpoint else { return (0, 0, 0) }
+        let token = SecureRandom.token(byteCount: 12)
+        let claimed = try write {
+            try $0.claimDueWebhookEvents(
+                now: now,
+                token: token,
+                claimedUntil: now + policy.claimSeconds,
+                limit: policy.batchSize
+            )
+        }
+        // The batch holds one event per account, so its events go out at once: a batch takes about
+        // as long as its slowest exchange, well inside the claim. Off the calling thread's executor,
+        // so each exchange gets a thread of its own rather than running one after another.
+        let outcomes = await withTaskGroup(of: Result<Bool, StorageError>.self) { group in
+            for row in claimed {
+                group.addTask(executorPreference: globalConcurrentExecutor) {
+                    do throws(StorageError) {
+                        return .success(try await self.send(row, token: token, endpoint: endpoint, now: now))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            var outcomes: [Result<Bool, StorageError>] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        var result = (claimed: claimed.count, delivered: 0, undelivered: 0)
+        for outcome in outcomes {
+            if try outcome.get() { result.delivered += 1 } else { result.undelivered += 1 }
+        }
+        return result
+    }
+
+    /// Batches until one claims less than a full batch, or `maxBatches`: the worker's pass, so a
+    /// backlog drains without waiting for the next tick.
+    public func drain(clock: @Sendable () -> Int64, maxBatches: Int = 20) async throws(StorageError) {
+        for _ in 0..<maxBatches where try await sendDue(now: clock()).claimed >= policy.batchSize {}
+    }
+
+    /// Counts by state, for `/metrics` and the CLI.
+    public func counts() throws(StorageError) -> WebhookOutboxCounts {
+        try read { try $0.webhookOutboxCounts() }
+    }
+
+    /// The headers of one delivery of `row` at `timestamp`, as `Name: value` lines.
+    static func headers(id: String, timestamp: Int64, body: [UInt8], secret: WebhookSecret) -> [String] {
+        [
+            "Content-Type: application/json",
+            "webhook-id: \(id)",
+            "webhook-timestamp: \(timestamp)",
+            "webhook-signature: \(secret.signature(id: id, timestamp: timestamp, body: body))",
+        ]
+    }
+
+    private func send(
+        _ row: WebhookEventRecord,
+        token: String,
+        endpoint: Endpoint,
+        now: Int64
+    ) async throws(StorageError) -> Bool {
+        let body = Array(row.payload.utf8)
+        let request = AppleClientTransport.Request(
+            method: "POST",
+            url: endpoint.url,
+            headers: Self.headers(id: row.id, timestamp: wallClock(), body: body, secret: endpoint.secret),
+            body: body
+        )
+        let reason: String
+        switch await transport.send(request, limit: 64 * 1024, timeout: endpoint.timeout) {
+        case .success(let response) where (200...299).contains(response.status):
+            if try write({ try $0.finishWebhookEvent(id: row.id, token: token, now: now) }) {
+                onEvent(.delivered(id: row.id, type: row.type, attempts: row.attempts + 1))
+            }
+            return true
+        case .success(let response):
+            reason = "HTTP \(response.status)"
+        case .failure(let failure):
+            reason = String(failure.description.prefix(200))
+        }
+        let attempts = row.attempts + 1
+        let firstAttempt = row.firstAttemptAt ?? now
+        if now - firstAttempt >= policy.retryWindow {
+            if try write({
+                try $0.deferWebhookEvent(id: row.id, token: token, nextAttemptAt: now, failedAt: now, error: reason)
+            }) {
+                onEvent(.failed(id: row.id, attempts: attempts, reason: reason))
+            }
+        } else {
+            let next = now + policy.backoff.delay(failedAttempts: attempts)
+            if try write({
+                try $0.deferWebhookEvent(id: row.id, token: token, nextAttemptAt: next, failedAt: nil, error: reason)
+            }) {
+                onEvent(.deferred(id: row.id, attempts: attempts, reason: reason, nextAttemptAt: next))
+            }
+        }
+        return false
+    }
+
+    private func write<T>(_ body: (any StoreTransaction) throws -> T) throws(StorageError) -> T {
+        do {
+            return try store.write(body)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.io, "\(type(of: error))")
+        }
+    }
+
+    private func read<T>(_ body: (any StoreTransaction) throws -> T) throws(StorageError) -> T {
+        do {
+            return try store.read(body)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.io, "\(type(of: error))")
+        }
+    }
+}

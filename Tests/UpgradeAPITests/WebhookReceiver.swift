@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+
+/// `Tests/Fixtures/webhooks/receiver.py` as a process: a loopback webhook receiver that verifies
+/// every delivery with python's `standardwebhooks` and records it. `stop()` ends it; it also ends
+/// by itself after `lifetime` seconds.
+final class WebhookReceiver: @unchecked Sendable {
+    struct Delivery: Sendable, Equatable {
+        let id: String
+        let type: String
+        let accountID: String?
+    }
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/webhooks/receiver.py").path
+
+    let directory: URL
+    let secretText: String
+    let secretFile: String
+    let record: String
+    let port: Int
+    private let process = Process()
+
+    init(lifetime: Int = 120, delayMilliseconds: Int = 0) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hooks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var key = [UInt8](repeating: 0, count: 32)
+        for index in key.indices { key[index] = UInt8.random(in: 0...255) }
+        secretText = "whsec_" + Data(key).base64EncodedString()
+        secretFile = directory.appendingPathComponent("webhook-secret").path
+        #expect(
+            FileManager.default.createFile(
+                atPath: secretFile,
+                contents: Data((secretText + "\n").utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        )
+        record = directory.appendingPathComponent("deliveries.jsonl").path
+        let output = Pipe()
+        let errors = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.script, secretText, record, String(lifetime), String(delayMilliseconds)]
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        var line: [UInt8] = []
+        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+            let why = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw ReceiverError(
+                "the receiver did not start (needs python3 with standardwebhooks: run Scripts/setup): \(why)"
+            )
+        }
+        self.port = port
+    }
+
+    struct ReceiverError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        // SIGKILL: a child started from a pool thread inherits its blocked signals, SIGTERM among them.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var url: String { "http://127.0.0.1:\(port)/hooks" }
+
+    /// While down, every delivery is answered 503.
+    func setDown(_ down: Bool) {
+        if down {
+            _ = FileManager.default.createFile(atPath: record + ".down", contents: Data())
+        } else {
+            try? FileManager.default.removeItem(atPath: record + ".down")
+        }
+    }
+
+    /// The webhook-ids refused while down, in order.
+    var refused: [String] { lines(record + ".refused") }
+
+    /// Verified deliveries in the order they arrived; `bad` counts those whose signature failed.
+    func deliveries() -> (verified: [Delivery], bad: Int) {
+        var verified: [Delivery] = []
+        var bad = 0
+        for line in lines(record) {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                bad += 1
+                continue
+            }
+            if object["bad"] as? Bool == true {
+                bad += 1
+            } else if let id = object["id"] as? String, let type = object["type"] as? String {
+                verified.append(Delivery(id: id, type: type, accountID: object["accountId"] as? String))
+            }
+        }
+        return (verified, bad)
+    }
+
+    private func lines(_ path: String) -> [String] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// Polls `condition` every 50 ms, at most `seconds`; whether it held.
+    static func eventually(seconds: Double = 20, _ condition: () throws -> Bool) async rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            try? await Task.sleep(nanoseconds: 50_000_000)
+        }
+        return try condition()
+    }
+}
