@@ -111,7 +111,14 @@ struct WebhookEndToEndTests {
         try await harness.changePassword("paul", from: "abcdEf-ghijK1-lmnoPq", to: "Third-password-3x")
         try await harness.changePassword("paul", from: "Third-password-3x", to: "Fourth-password-4y")
         #expect(await WebhookReceiver.eventually { !receiver.refused.isEmpty })
-        let waiting = try #require(try harness.outbox(receiver.refused[0]))
+        // The sender records the refusal after the receiver answered it: wait for that write.
+        let refusedID = receiver.refused[0]
+        #expect(
+            await WebhookReceiver.eventually {
+                (try? harness.outbox(refusedID))?.map { $0.attempts >= 1 && $0.lastError != nil } == true
+            }
+        )
+        let waiting = try #require(try harness.outbox(refusedID))
         #expect(waiting.deliveredAt == nil && waiting.attempts >= 1 && waiting.lastError == "HTTP 503")
         receiver.setDown(false)
         server.clock.advance(3600)  // past any backoff
