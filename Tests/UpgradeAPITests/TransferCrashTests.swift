@@ -215,7 +215,8 @@ struct TransferCrashTests {
         store: any UpgradeStore,
         apple: MigrationApple,
         directory: URL,
-        generator: inout SeededGenerator
+        generator: inout SeededGenerator,
+        replay: String
     ) throws -> StepResult {
         var result = StepResult()
         for attempt in 0..<(killsPerStep + 4) {
@@ -239,14 +240,15 @@ struct TransferCrashTests {
             let deadline = ContinuousClock.now + .seconds(60)
             while run.process.isRunning {
                 let seen = try progress(store, step)
-                if !seen.consistent { result.inconsistent.append(seen) }
+                // The first few are enough to show what was half written.
+                if !seen.consistent, result.inconsistent.count < 10 { result.inconsistent.append(seen) }
                 if let target = killAtCommitted, seen.records >= target {
                     kill(run.process.processIdentifier, SIGKILL)
                     break
                 }
                 if ContinuousClock.now > deadline {
                     kill(run.process.processIdentifier, SIGKILL)
-                    Issue.record("\(step) run \(attempt) did not end within 60 s")
+                    Issue.record("\(step) run \(attempt) did not end within 60 s; \(replay)")
                     break
                 }
                 usleep(2_000)
@@ -266,10 +268,10 @@ struct TransferCrashTests {
                 .first { $0.hasPrefix("\(step.rawValue): ") }.map(String.init) ?? stderr
             if finalRun { return result }
             // The batch ended before its moment came: it is done, with fewer kills than meant.
-            Issue.record("\(step) run \(attempt) ended before it was killed: \(result.summary)")
+            Issue.record("\(step) run \(attempt) ended before it was killed: \(result.summary); \(replay)")
             return result
         }
-        Issue.record("\(step) did not finish after \(killsPerStep) kills")
+        Issue.record("\(step) did not finish after \(killsPerStep) kills; \(replay)")
         return result
     }
 
@@ -392,7 +394,8 @@ struct TransferCrashTests {
             store: store,
             apple: apple,
             directory: directory,
-            generator: &generator
+            generator: &generator,
+            replay: replay
         )
         #expect(prepared.kills == Self.killsPerStep, "\(replay)")
         #expect(prepared.status == 0, "\(prepared.summary); \(replay)")
@@ -426,7 +429,8 @@ struct TransferCrashTests {
             store: store,
             apple: apple,
             directory: directory,
-            generator: &generator
+            generator: &generator,
+            replay: replay
         )
         #expect(completed.kills == Self.killsPerStep, "\(replay)")
         #expect(completed.status == 0, "\(completed.summary); \(replay)")
