@@ -232,6 +232,37 @@ struct AccountImporterTests {
         #expect(try db.store.read { try $0.importRun(id: "run-1") } == nil)
     }
 
+    @Test("imported accounts' ids are UUIDv7s that increase in input order", arguments: Backend.all)
+    func idsIncrease(_ backend: Backend) throws {
+        let db = try backend.database()
+        let hash = PasswordRehashTests.legacy[0].hash
+        let names = (1...30).map { "user\($0)" }
+        let text = names.map { "{\"username\":\"\($0)\",\"passwordHash\":\"\(hash)\"}" }.joined(separator: "\n")
+        _ = try Self.run(db.store, text)
+        let accounts = try db.store.read { try $0.accounts(afterID: nil, limit: 100) }
+        #expect(accounts.map(\.username) == names, "ordered by id, the accounts are in input order")
+        for account in accounts {
+            let hex = account.id.replacingOccurrences(of: "-", with: "")
+            #expect(account.id.count == 36 && hex.count == 32)
+            #expect(Array(account.id)[14] == "7", "version 7")
+            #expect("89ab".contains(Array(account.id)[19]), "RFC 9562 variant")
+            #expect(UInt64(hex.prefix(12), radix: 16) == UInt64(Self.now) * 1000, "the import's second, in ms")
+        }
+    }
+
+    @Test("the id generator stays increasing past 4,096 ids in one millisecond")
+    func idCounterOverflow() {
+        var ids = AccountIDGenerator()
+        var previous = ""
+        for index in 0..<5000 {
+            let id = ids.next(now: Self.now)
+            #expect(id > previous, "id \(index)")
+            previous = id
+        }
+        let millisecond = UInt64(previous.replacingOccurrences(of: "-", with: "").prefix(12), radix: 16)
+        #expect(millisecond == UInt64(Self.now) * 1000 + 1, "the 4,097th id moved to the next millisecond")
+    }
+
     @Test("imported accounts upgrade with their original password and TOTP, rehashed on the first check")
     func importedAccountsSignIn() throws {
         let h = try UpgradeHarness()

@@ -137,6 +137,7 @@ public final class AccountImporter: Sendable {
         var batch: [Pending] = []
         batch.reserveCapacity(options.batchSize)
         var lastLine = progress.lastLine
+        var ids = AccountIDGenerator()
 
         func commit(finished: Bool) throws {
             if batch.isEmpty && (!finished || progress.finishedAt != nil) { return }
@@ -149,12 +150,13 @@ public final class AccountImporter: Sendable {
             next.updatedAt = at
             if finished { next.finishedAt = at }
             let pending = batch
+            ids.reserve(pending.count)
             let reports = try store.write { tx in
                 var reports: [ImportRowReport] = []
                 reports.reserveCapacity(pending.count)
                 var counts = next
                 for item in pending {
-                    let report = try apply(item, in: tx, now: at)
+                    let report = try apply(item, in: tx, now: at, ids: &ids)
                     switch report.action {
                     case .created: counts.created += 1
                     case .updated: counts.updated += 1
@@ -217,7 +219,12 @@ public final class AccountImporter: Sendable {
     }
 
     /// Stores one row, or decides it is skipped or refused, inside the batch's transaction.
-    private func apply(_ item: Pending, in tx: any StoreTransaction, now: Int64) throws -> ImportRowReport {
+    private func apply(
+        _ item: Pending,
+        in tx: any StoreTransaction,
+        now: Int64,
+        ids: inout AccountIDGenerator
+    ) throws -> ImportRowReport {
         let row: ValidatedImportRow
         switch item.row {
         case .failure(let error):
@@ -264,7 +271,7 @@ public final class AccountImporter: Sendable {
             if fromReference {
                 // Dry run: the scratch database records that this line took the username, so a
                 // later line with it is reported as the duplicate it is.
-                try insertAccount(row, line: item.line, kind: .password, now: now, event: nil, in: tx)
+                try insertAccount(row, line: item.line, kind: .password, now: now, event: nil, in: tx, ids: &ids)
                 return report(.updated)
             }
             try update(existing, with: row, line: item.line, in: tx, now: now)
@@ -283,7 +290,8 @@ public final class AccountImporter: Sendable {
             kind: row.appleSub == nil ? .password : .appleOnly,
             now: now,
             event: "account.imported",
-            in: tx
+            in: tx,
+            ids: &ids
         )
         return report(.created)
     }
@@ -294,10 +302,11 @@ public final class AccountImporter: Sendable {
         kind: CredentialKind,
         now: Int64,
         event: String?,
-        in tx: any StoreTransaction
+        in tx: any StoreTransaction,
+        ids: inout AccountIDGenerator
     ) throws {
         let account = AccountRecord(
-            id: Self.newAccountID(now: now),
+            id: ids.next(now: now),
             username: row.username.value,
             credentialKind: kind,
             createdAt: now,
@@ -336,26 +345,6 @@ public final class AccountImporter: Sendable {
         if let event {
             try tx.appendAudit(AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: event, detail: detail))
         }
-    }
-
-    /// A UUIDv7 (RFC 9562): the time first, so a batch's accounts land at the end of every index
-    /// keyed by account id instead of on a random page each, then 74 random bits.
-    static func newAccountID(now: Int64) -> String {
-        var bytes = SecureRandom.bytes(16)
-        let milliseconds = UInt64(max(0, now)) * 1000 + UInt64(bytes[15]) % 1000
-        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
-        bytes[6] = 0x70 | (bytes[6] & 0x0f)
-        bytes[8] = 0x80 | (bytes[8] & 0x3f)
-        let hex = bytes.hexString
-        let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
-            hex.utf8[
-                hex.utf8.index(
-                    hex.utf8.startIndex,
-                    offsetBy: range.lowerBound
-                )..<hex.utf8.index(hex.utf8.startIndex, offsetBy: range.upperBound)
-            ]
-        }
-        return parts.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "-")
     }
 
     private func update(
