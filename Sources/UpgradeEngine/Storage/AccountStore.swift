@@ -52,7 +52,7 @@ public protocol AccountStore {
     func clearFailures(usernameKey: String) throws(StorageError)
 
     /// Deletes the account and, by the schema's cascades, everything of it: password, TOTP, recovery
-    /// codes, upgrade sessions and tickets, transfer record, Apple link. The audit trail and the
+    /// codes, upgrade sessions and tickets, transfer record, Apple link, profile. The audit trail and the
     /// username's throttle row stay. Returns whether the account existed.
     func deleteAccount(id: String) throws(StorageError) -> Bool
 }
