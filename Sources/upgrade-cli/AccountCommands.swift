@@ -146,6 +146,8 @@ struct AccountsShowCommand: CLICommand {
         Console.out("account      \(account.username) (id \(account.id))")
         Console.out("created      \(when(account.createdAt))")
         Console.out("credential   \(account.credentialKind.rawValue)")
+        if let email = snapshot.email { Console.out("email        \(email)") }
+        if let name = snapshot.displayName { Console.out("display name \(name)") }
         Console.out("password     \(snapshot.password.map { "set (\($0.format))" } ?? "none")")
         Console.out(
             "totp         \(snapshot.totp.map { "enrolled (\($0.algorithm.rawValue), \($0.digits) digits)" } ?? "none")"

@@ -178,6 +178,42 @@ struct AdminQueriesEndToEndTests {
         }
     }
 
+    @Test("account overview: the email and display name an import brought, absent when none", arguments: Backend.all)
+    func overviewProfile(_ backend: Backend) async throws {
+        let harness = try Harness(backend)
+        let store = harness.server.application.store
+        let hash = "$2b$04$GV7oqmKVW/S97lcGqiz7cuIlvV70W5zNF3ryK5m8gokOHiIXED0Wq"
+        let text = """
+            {"username":"imported","passwordHash":"\(hash)","email":"imported@example.com","displayName":"Ïm Ported"}
+            {"username":"bare","passwordHash":"\(hash)"}
+            """
+        var reader = ImportReader(bytes: Array(text.utf8), format: .jsonl)
+        let summary = try AccountImporter(store: store, options: AccountImportOptions(runID: "run", source: "test"))
+            .run(&reader, now: { harness.server.clock.now })
+        #expect(summary.created == 2)
+
+        let imported = try await get(harness, "/v1/admin/accounts/imported")
+        #expect(imported.status == 200, "\(String(decoding: imported.body, as: UTF8.self))")
+        #expect(imported.json["email"] as? String == "imported@example.com")
+        #expect(imported.json["displayName"] as? String == "Ïm Ported")
+        for username in ["bare", "plain"] {
+            let answer = try await get(harness, "/v1/admin/accounts/\(username)")
+            #expect(answer.status == 200)
+            #expect(answer.json["email"] == nil && answer.json["displayName"] == nil, "\(username)")
+        }
+
+        let id = try #require(imported.json["id"] as? String)
+        let deleted = try await harness.server.send(
+            "DELETE",
+            "/v1/admin/accounts/imported",
+            body: nil,
+            contentType: nil,
+            headers: ["Authorization": "Bearer \(harness.supportToken)"]
+        )
+        #expect(deleted.status == 200, "\(String(decoding: deleted.body, as: UTF8.self))")
+        #expect(try store.read { try $0.accountProfile(accountID: id) } == nil, "the profile went with the account")
+    }
+
     @Test("account overview: any username in the path, 404 unknown, 401, 401, 403; GET beside other methods")
     func overviewPaths() async throws {
         let harness = try Harness(.sqlite)

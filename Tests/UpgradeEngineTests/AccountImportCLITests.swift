@@ -68,9 +68,45 @@ struct AccountImportCLITests {
         #expect(badHeader.stderr.split(separator: "\n").count == 1, "one line: \(badHeader.stderr)")
     }
 
+    @Test(
+        "accounts show prints the email and display name an import brought; accounts delete removes them",
+        arguments: Backend.all
+    )
+    func showAndDeleteProfile(_ backend: Backend) throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("users.jsonl").path
+        try """
+        {"username":"alice","passwordHash":"\(Self.hash)","email":"alice@example.com","displayName":"Alice Ä. Example"}
+        {"username":"bob","passwordHash":"\(Self.hash)"}
+
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let db = try backend.database(forProcesses: true)
+        let environment = ["UPGRADE_DB": try #require(db.url)]
+        #expect(try runCLI(["accounts", "import", file], environment: environment).status == 0)
+
+        let alice = try runCLI(["accounts", "show", "alice"], environment: environment)
+        #expect(alice.status == 0, "\(alice.stderr)")
+        let lines = alice.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("email        alice@example.com"), "\(alice.stdout)")
+        #expect(lines.contains("display name Alice Ä. Example"), "\(alice.stdout)")
+        let bob = try runCLI(["accounts", "show", "bob"], environment: environment)
+        #expect(bob.status == 0, "\(bob.stderr)")
+        #expect(!bob.stdout.contains("email ") && !bob.stdout.contains("display name"), "\(bob.stdout)")
+
+        let id = try #require(try db.store.read { try $0.account(username: Username("alice")) }?.id)
+        #expect(try db.store.read { try $0.accountProfile(accountID: id) }?.email == "alice@example.com")
+        let deleted = try runCLI(["accounts", "delete", "alice", "--yes"], environment: environment)
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(try db.store.read { try $0.accountProfile(accountID: id) } == nil, "the profile went with the account")
+        #expect(try Self.count(db, "SELECT COUNT(*) FROM account_profiles") == 1, "bob's stays")
+    }
+
     @Test("killed with SIGKILL at random moments, reruns import every row exactly once", arguments: Backend.all)
     func killedAndRerun(_ backend: Backend) throws {
-        let rows = 10000
+        // Enough rows that each of the four runs is killed before it ends (the debug build imports
+        // about 14,000 rows a second in batches of 100).
+        let rows = 30000
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("large.jsonl").path
@@ -84,7 +120,7 @@ struct AccountImportCLITests {
         let environment = ["UPGRADE_DB": try #require(db.url), "UPGRADE_JOB_LEASE_SECONDS": "2"]
         let arguments = ["accounts", "import", file, "--batch-size", "100"]
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<4 {
+        for attempt in 0..<4 {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try IdentityTokenCLITests.executable())
             process.arguments = arguments
@@ -96,6 +132,10 @@ struct AccountImportCLITests {
             usleep(UInt32.random(in: 20_000...500_000, using: &generator))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
+            if attempt == 0 {
+                let committed = try Self.count(db, "SELECT COALESCE(MAX(last_line), 0) FROM import_runs")
+                #expect(committed < Int64(rows), "the first run was killed before its end")
+            }
             // The killed run's lease lapses two seconds after its last heartbeat.
             sleep(3)
         }

@@ -193,6 +193,45 @@ struct AccountImporterTests {
         #expect(try Self.auditCount(db.store) == created)
     }
 
+    /// A batch's rows are decided before any is written, so a row meets the ones before it in its
+    /// batch through what the batch has taken, not through the database: one batch or one row per
+    /// batch, the report is the same.
+    @Test("the report does not depend on the batch size", arguments: Backend.all, [1, 1000])
+    func batchSizeIndependent(_ backend: Backend, batchSize: Int) throws {
+        let db = try backend.database()
+        try Self.addExisting(db.store)
+        let (text, expected) = Self.mixedFile()
+        var options = Self.options()
+        options.batchSize = batchSize
+        let (reports, _) = try Self.run(db.store, text, options: options)
+        #expect(reports.map(\.line) == expected.map(\.line))
+        #expect(reports.map(\.action) == expected.map(\.action))
+        #expect(reports.map(\.username) == expected.map(\.username))
+        for (got, want) in zip(reports, expected) where want.reason != nil {
+            #expect(got.reason == want.reason, "line \(want.line)")
+        }
+        #expect(try Self.auditCount(db.store) == expected.filter { $0.action == .created }.count)
+
+        // Updating: a username updated or created earlier in the same batch is the duplicate.
+        var update = Self.options("run-update-\(batchSize)")
+        update.onConflict = .update
+        update.batchSize = batchSize
+        let hash = PasswordRehashTests.legacy[0].hash
+        let again = """
+            {"username":"existing","passwordHash":"\(hash)"}
+            {"username":"fresh","passwordHash":"\(hash)"}
+            {"username":"EXISTING","passwordHash":"\(hash)"}
+            {"username":"Fresh","passwordHash":"\(hash)"}
+            {"username":"apple3","appleSub":"001234.cccc.0003"}
+            {"username":"apple4","appleSub":"001234.cccc.0003"}
+            """
+        let (updated, _) = try Self.run(db.store, again, options: update)
+        #expect(updated.map(\.action) == [.updated, .created, .error, .error, .created, .error])
+        #expect(updated[2].reason == "username: duplicate of line 1 in this file")
+        #expect(updated[3].reason == "username: duplicate of line 2 in this file")
+        #expect(updated[5].reason == "appleSub: already linked to another account")
+    }
+
     @Test("--on-conflict update replaces what the row gives and audits it once", arguments: Backend.all)
     func updateExisting(_ backend: Backend) throws {
         let db = try backend.database()
@@ -230,6 +269,67 @@ struct AccountImporterTests {
         #expect(reports.map(\.action) == expected.map(\.action))
         #expect(try db.store.read { try $0.accounts(afterID: nil, limit: 100) }.map(\.username) == ["existing"])
         #expect(try db.store.read { try $0.importRun(id: "run-1") } == nil)
+    }
+
+    @Test("imported accounts' ids are UUIDv7s that increase in input order", arguments: Backend.all)
+    func idsIncrease(_ backend: Backend) throws {
+        let db = try backend.database()
+        let hash = PasswordRehashTests.legacy[0].hash
+        let names = (1...30).map { "user\($0)" }
+        let text = names.map { "{\"username\":\"\($0)\",\"passwordHash\":\"\(hash)\"}" }.joined(separator: "\n")
+        _ = try Self.run(db.store, text)
+        let accounts = try db.store.read { try $0.accounts(afterID: nil, limit: 100) }
+        #expect(accounts.map(\.username) == names, "ordered by id, the accounts are in input order")
+        for account in accounts {
+            let hex = account.id.replacingOccurrences(of: "-", with: "")
+            #expect(account.id.count == 36 && hex.count == 32)
+            #expect(Array(account.id)[14] == "7", "version 7")
+            #expect("89ab".contains(Array(account.id)[19]), "RFC 9562 variant")
+            #expect(UInt64(hex.prefix(12), radix: 16) == UInt64(Self.now) * 1000, "the import's second, in ms")
+        }
+    }
+
+    /// The run's own reads and writes besides its batch (its progress row before, the finishing
+    /// write after) are counted too; they are the same for both runs.
+    @Test(
+        "a batch costs PostgreSQL the same round trips whatever its size: one lookup, then its rows a chunk per statement",
+        .enabled(if: TestPostgres.isAvailable, "UPGRADE_TEST_POSTGRES is not set")
+    )
+    func batchCost() throws {
+        let db = try Backend.postgres.database()
+        let store = try #require(db.postgresStore)
+        let hash = PasswordRehashTests.legacy[0].hash
+        func cost(_ rows: Int, run: String) throws -> PostgresTraffic {
+            let text = (0..<rows).map { "{\"username\":\"\(run)-\($0)\",\"passwordHash\":\"\(hash)\"}" }
+                .joined(separator: "\n")
+            var options = Self.options(run)
+            options.batchSize = rows
+            let before = store.traffic
+            let (reports, _) = try Self.run(db.store, text, options: options)
+            #expect(reports.count == rows && reports.allSatisfy { $0.action == .created })
+            return store.traffic - before
+        }
+        _ = try cost(MultiRowInsert.chunk, run: "warm")
+        let small = try cost(MultiRowInsert.chunk, run: "small")
+        let large = try cost(3 * MultiRowInsert.chunk, run: "large")
+        // The batch, and the write that marks the run finished.
+        #expect(small.commits == 2 && large.commits == 2, "\(small); \(large)")
+        #expect(large.roundTrips == small.roundTrips, "\(small); \(large)")
+        // Accounts, passwords, profiles and audit rows: two more chunks each.
+        #expect(large.statements == small.statements + 4 * 2, "\(small); \(large)")
+    }
+
+    @Test("the id generator stays increasing past 4,096 ids in one millisecond")
+    func idCounterOverflow() {
+        var ids = AccountIDGenerator()
+        var previous = ""
+        for index in 0..<5000 {
+            let id = ids.next(now: Self.now)
+            #expect(id > previous, "id \(index)")
+            previous = id
+        }
+        let millisecond = UInt64(previous.replacingOccurrences(of: "-", with: "").prefix(12), radix: 16)
+        #expect(millisecond == UInt64(Self.now) * 1000 + 1, "the 4,097th id moved to the next millisecond")
     }
 
     @Test("imported accounts upgrade with their original password and TOTP, rehashed on the first check")

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import UpgradeEngine
@@ -104,6 +105,52 @@ struct ImportReaderTests {
         #expect(Self.error(rows[6]) == "recoveryCodes: must be an array of strings")
         #expect(Self.error(rows[7])?.hasPrefix("not valid JSON") == true)
         #expect(Self.error(rows[8]) == "the line is longer than 64 bytes")
+    }
+
+    @Test("JSON Lines from a file read as from memory, lines straddling the read buffer included")
+    func jsonLinesFromDescriptor() throws {
+        // Rows of varied lengths (one far over the limit, one ending in CR, blank lines) over a few
+        // of the reader's 256 KiB reads.
+        var text = ""
+        var index = 0
+        while text.utf8.count < 700_000 {
+            let pad = String(repeating: "x", count: (index * 37) % 900)
+            switch index % 97 {
+            case 13: text += "{\"username\":\"u\(index)\",\"displayName\":\"\(String(repeating: "y", count: 5000))\"}\n"
+            case 29: text += "\n  \n"
+            case 41: text += "{\"username\":\"u\(index)\"}\r\n"
+            default: text += "{\"username\":\"u\(index)\",\"displayName\":\"\(pad)\"}\n"
+            }
+            index += 1
+        }
+        text += "{\"username\":\"last\"}"
+        let bytes = Array(text.utf8)
+        let path = "/tmp/import-reader-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).jsonl"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let descriptor = open(path, O_RDONLY)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+
+        var fromFile = ImportReader(descriptor: descriptor, format: .jsonl, maxRowBytes: 2000)
+        var fromMemory = ImportReader(bytes: bytes, format: .jsonl, maxRowBytes: 2000)
+        var rows = 0
+        var refused = 0
+        while let memory = try fromMemory.next() {
+            let file = try #require(try fromFile.next())
+            #expect(file.line == memory.line)
+            switch (file.row, memory.row) {
+            case (.success(let a), .success(let b)): #expect(a == b, "line \(file.line)")
+            case (.failure(let a), .failure(let b)):
+                #expect(a == b, "line \(file.line)")
+                refused += 1
+            default: Issue.record("line \(file.line): one reader refused the row, the other did not")
+            }
+            rows += 1
+        }
+        #expect(try fromFile.next() == nil)
+        #expect(fromFile.bytesRead == Int64(bytes.count))
+        #expect(rows > 1000 && refused > 5)
     }
 
     @Test("random input never crashes the reader, and every row it returns is within the limits")

@@ -69,3 +69,95 @@ extension StoreConformanceTests {
         #expect(try db.store.read { try $0.importRun(id: "run-1") } == finished, "a run outlives the accounts it wrote")
     }
 }
+
+/// The batch writes and lookups an import's batch uses: each equal to its one-row form, across a
+/// whole multi-row statement and the rows left over.
+extension StoreConformanceTests {
+    @Test("batch inserts, upserts and the username lookup equal their one-row forms", arguments: Backend.all)
+    func batchWrites(_ backend: Backend) throws {
+        let db = try backend.database()
+        let count = 2 * MultiRowInsert.chunk + 7
+        let accounts = (0..<count).map { account("user\($0)", id: String(format: "id-%04d", $0)) }
+        let passwords = accounts.map {
+            PasswordCredentialRecord(accountID: $0.id, hash: "hash-\($0.id)", format: "bcrypt", updatedAt: Self.now)
+        }
+        let profiles = accounts.enumerated().map { index, account in
+            AccountProfileRecord(
+                accountID: account.id,
+                email: index.isMultiple(of: 2) ? "\(account.username)@example.com" : nil,
+                displayName: index.isMultiple(of: 3) ? "Ünï \(index)" : nil,
+                importRun: "run-1",
+                importLine: Int64(index + 1),
+                updatedAt: Self.now
+            )
+        }
+        let events = accounts.map {
+            AuditEvent(at: Self.now, accountID: $0.id, upgradeID: nil, event: "account.imported", detail: ["n": $0.id])
+        }
+        try db.store.write { tx in
+            try tx.insertAccountRows(accounts)
+            try tx.upsertPasswordCredentials(passwords)
+            try tx.upsertAccountProfiles(profiles)
+            try tx.appendAudit(events)
+            try tx.appendAudit([])
+            try tx.insertAccountRows([])
+        }
+        let (stored, storedPasswords, storedProfiles, trail) = try db.store.read { tx in
+            (
+                try tx.accounts(afterID: nil, limit: 1000),
+                try accounts.map { try tx.passwordCredential(accountID: $0.id) },
+                try accounts.map { try tx.accountProfile(accountID: $0.id) },
+                try tx.auditEvents(AuditSearch(limit: 1000))
+            )
+        }
+        #expect(stored.map(\.id) == accounts.map(\.id))
+        #expect(stored.map(\.username) == accounts.map(\.username))
+        #expect(storedPasswords == passwords)
+        #expect(storedProfiles == profiles)
+        #expect(trail.reversed().map(\.accountID) == events.map(\.accountID), "ids increase in the given order")
+        #expect(trail.reversed().map(\.detail) == events.map(\.detail))
+
+        // Upserts replace in place, a chunk and the rest alike.
+        let changedPasswords = passwords.map {
+            PasswordCredentialRecord(accountID: $0.accountID, hash: "new", format: "argon2id", updatedAt: Self.now + 1)
+        }
+        let changedProfiles = profiles.map {
+            AccountProfileRecord(
+                accountID: $0.accountID,
+                email: "x@example.com",
+                displayName: nil,
+                importRun: "run-2",
+                importLine: 1,
+                updatedAt: Self.now + 1
+            )
+        }
+        try db.store.write { tx in
+            try tx.upsertPasswordCredentials(changedPasswords)
+            try tx.upsertAccountProfiles(changedProfiles)
+        }
+        let (again, againProfiles) = try db.store.read { tx in
+            (
+                try accounts.map { try tx.passwordCredential(accountID: $0.id) },
+                try accounts.map { try tx.accountProfile(accountID: $0.id) }
+            )
+        }
+        #expect(again == changedPasswords)
+        #expect(againProfiles == changedProfiles)
+
+        let wanted = try [Username("user3"), Username("nobody"), Username("user200"), Username("user3")]
+        let found = try db.store.read { tx in
+            (try tx.accounts(usernames: wanted), try tx.accounts(usernames: []))
+        }
+        #expect(found.0.map(\.id).sorted() == ["id-0003", "id-0200"])
+        #expect(found.1.isEmpty)
+
+        // A username taken in a batch fails the batch, and the batch leaves nothing behind.
+        #expect(throws: StorageError.self) {
+            try db.store.write { tx in
+                try tx.insertAccountRows((0..<MultiRowInsert.chunk).map { self.account("new\($0)") })
+                try tx.insertAccountRows([self.account("user5")])
+            }
+        }
+        #expect(try db.store.read { try $0.accounts(afterID: nil, limit: 1000).count } == count)
+    }
+}

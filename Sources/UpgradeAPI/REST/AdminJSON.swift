@@ -32,6 +32,8 @@ public enum AdminJSON {
             "username": .string(account.username),
             "credentialKind": .string(account.credentialKind.rawValue),
             "createdAt": .string(RFC3339.utc(seconds: account.createdAt)),
+            "email": overview.email.map { .string($0) },
+            "displayName": overview.displayName.map { .string($0) },
             "password": .bool(overview.password != nil),
             "totp": .bool(overview.totp != nil),
             "recoveryCodesLeft": .integer(Int64(overview.recoveryCodesLeft)),

@@ -40,6 +40,9 @@ public struct AccountOverview: Sendable, Equatable {
     }
 
     public var account: AccountRecord
+    /// The email and display name an import brought (`account_profiles`), nil when it gave none.
+    public var email: String?
+    public var displayName: String?
     public var password: Password?
     public var totp: TOTP?
     public var recoveryCodesLeft: Int
@@ -63,8 +66,11 @@ public struct AccountOverview: Sendable, Equatable {
         guard let account = try tx.account(username: username) else { return nil }
         let link = try tx.appleLink(accountID: account.id)
         let transfer = try tx.transferRecord(accountID: account.id)
+        let profile = try tx.accountProfile(accountID: account.id)
         return AccountOverview(
             account: account,
+            email: profile?.email,
+            displayName: profile?.displayName,
             password: try tx.passwordCredential(accountID: account.id).map { Password(format: $0.format) },
             totp: try tx.totpEnrollment(accountID: account.id).map { TOTP(algorithm: $0.algorithm, digits: $0.digits) },
             recoveryCodesLeft: try tx.unusedRecoveryCodeCount(accountID: account.id),

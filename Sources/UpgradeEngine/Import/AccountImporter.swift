@@ -82,7 +82,8 @@ public struct AccountImportOptions: Sendable {
 ///
 /// Memory is bounded by one batch: a username repeated in the file is found through the
 /// database, where the account the earlier line created carries its import and line
-/// (`account_profiles`), and the later line is reported as the duplicate.
+/// (`account_profiles`), or, within a batch, through what the batch's earlier rows took; the later
+/// line is reported as the duplicate.
 public final class AccountImporter: Sendable {
     public let store: any UpgradeStore
     /// For a dry run: the real database, read only, while `store` is a scratch database.
@@ -106,7 +107,7 @@ public final class AccountImporter: Sendable {
         )
     }
 
-    private struct Pending {
+    fileprivate struct Pending {
         var line: Int64
         var typedUsername: String?
         var row: Result<ValidatedImportRow, ImportRowError>
@@ -137,6 +138,7 @@ public final class AccountImporter: Sendable {
         var batch: [Pending] = []
         batch.reserveCapacity(options.batchSize)
         var lastLine = progress.lastLine
+        var ids = AccountIDGenerator()
 
         func commit(finished: Bool) throws {
             if batch.isEmpty && (!finished || progress.finishedAt != nil) { return }
@@ -149,12 +151,14 @@ public final class AccountImporter: Sendable {
             next.updatedAt = at
             if finished { next.finishedAt = at }
             let pending = batch
+            ids.reserve(pending.count)
             let reports = try store.write { tx in
+                var writes = try BatchWrites(pending, in: tx, reference: reference)
                 var reports: [ImportRowReport] = []
                 reports.reserveCapacity(pending.count)
                 var counts = next
                 for item in pending {
-                    let report = try apply(item, in: tx, now: at)
+                    let report = try apply(item, in: tx, now: at, writes: &writes, ids: &ids)
                     switch report.action {
                     case .created: counts.created += 1
                     case .updated: counts.updated += 1
@@ -163,6 +167,7 @@ public final class AccountImporter: Sendable {
                     }
                     reports.append(report)
                 }
+                try writes.write(in: tx)
                 try tx.upsertImportRun(counts)
                 return (reports, counts)
             }
@@ -216,8 +221,15 @@ public final class AccountImporter: Sendable {
         }
     }
 
-    /// Stores one row, or decides it is skipped or refused, inside the batch's transaction.
-    private func apply(_ item: Pending, in tx: any StoreTransaction, now: Int64) throws -> ImportRowReport {
+    /// Decides one row inside the batch's transaction: skipped, refused, or what it writes, added
+    /// to `writes` (written when the batch's rows are all decided).
+    private func apply(
+        _ item: Pending,
+        in tx: any StoreTransaction,
+        now: Int64,
+        writes: inout BatchWrites,
+        ids: inout AccountIDGenerator
+    ) throws -> ImportRowReport {
         let row: ValidatedImportRow
         switch item.row {
         case .failure(let error):
@@ -235,7 +247,10 @@ public final class AccountImporter: Sendable {
             ImportRowReport(line: item.line, username: username, action: action, reason: reason)
         }
 
-        var existing = try tx.account(username: row.username)
+        if let earlier = writes.takenUsernames[username] {
+            return report(.error, "username: duplicate of line \(earlier) in this file")
+        }
+        var existing = writes.stored[username]
         var fromReference = false
         if let found = existing {
             if let profile = try tx.accountProfile(accountID: found.id), profile.importRun == options.runID,
@@ -243,9 +258,9 @@ public final class AccountImporter: Sendable {
             {
                 return report(.error, "username: duplicate of line \(earlier) in this file")
             }
-        } else if let reference {
-            existing = try reference.read { try $0.account(username: row.username) }
-            fromReference = existing != nil
+        } else if let found = writes.inReference[username] {
+            existing = found
+            fromReference = true
         }
 
         if let existing {
@@ -264,26 +279,27 @@ public final class AccountImporter: Sendable {
             if fromReference {
                 // Dry run: the scratch database records that this line took the username, so a
                 // later line with it is reported as the duplicate it is.
-                try insertAccount(row, line: item.line, kind: .password, now: now, event: nil, in: tx)
+                insertAccount(row, line: item.line, kind: .password, now: now, event: nil, into: &writes, ids: &ids)
                 return report(.updated)
             }
-            try update(existing, with: row, line: item.line, in: tx, now: now)
+            try update(existing, with: row, line: item.line, in: tx, now: now, into: &writes)
             return report(.updated)
         }
 
         if let sub = row.appleSub {
             let taken =
-                try tx.appleLink(sub: sub) != nil
+                try writes.linkedSubs.contains(sub) || tx.appleLink(sub: sub) != nil
                 || (reference.map { r in try r.read { try $0.appleLink(sub: sub) } } ?? nil) != nil
             if taken { return report(.error, "appleSub: already linked to another account") }
         }
-        try insertAccount(
+        insertAccount(
             row,
             line: item.line,
             kind: row.appleSub == nil ? .password : .appleOnly,
             now: now,
             event: "account.imported",
-            in: tx
+            into: &writes,
+            ids: &ids
         )
         return report(.created)
     }
@@ -294,20 +310,22 @@ public final class AccountImporter: Sendable {
         kind: CredentialKind,
         now: Int64,
         event: String?,
-        in tx: any StoreTransaction
-    ) throws {
+        into writes: inout BatchWrites,
+        ids: inout AccountIDGenerator
+    ) {
         let account = AccountRecord(
-            id: Self.newAccountID(now: now),
+            id: ids.next(now: now),
             username: row.username.value,
             credentialKind: kind,
             createdAt: now,
             updatedAt: now
         )
-        try tx.insertAccountRow(account)
+        writes.accounts.append(account)
+        writes.takenUsernames[account.username] = line
         var detail = ["line": String(line)]
-        try writeCredentials(row, accountID: account.id, replacing: false, detail: &detail, in: tx, now: now)
+        writeCredentials(row, accountID: account.id, replacing: false, detail: &detail, into: &writes, now: now)
         if let sub = row.appleSub, let team = options.appleTeamID, let client = options.appleClientID {
-            try tx.insertAppleLink(
+            writes.appleLinks.append(
                 AppleLinkRecord(
                     accountID: account.id,
                     sub: sub,
@@ -321,9 +339,10 @@ public final class AccountImporter: Sendable {
                     updatedAt: now
                 )
             )
+            writes.linkedSubs.insert(sub)
             detail["apple"] = "linked"
         }
-        try tx.upsertAccountProfile(
+        writes.profiles.append(
             AccountProfileRecord(
                 accountID: account.id,
                 email: row.email,
@@ -334,28 +353,10 @@ public final class AccountImporter: Sendable {
             )
         )
         if let event {
-            try tx.appendAudit(AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: event, detail: detail))
+            writes.audit.append(
+                AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: event, detail: detail)
+            )
         }
-    }
-
-    /// A UUIDv7 (RFC 9562): the time first, so a batch's accounts land at the end of every index
-    /// keyed by account id instead of on a random page each, then 74 random bits.
-    static func newAccountID(now: Int64) -> String {
-        var bytes = SecureRandom.bytes(16)
-        let milliseconds = UInt64(max(0, now)) * 1000 + UInt64(bytes[15]) % 1000
-        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
-        bytes[6] = 0x70 | (bytes[6] & 0x0f)
-        bytes[8] = 0x80 | (bytes[8] & 0x3f)
-        let hex = bytes.hexString
-        let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
-            hex.utf8[
-                hex.utf8.index(
-                    hex.utf8.startIndex,
-                    offsetBy: range.lowerBound
-                )..<hex.utf8.index(hex.utf8.startIndex, offsetBy: range.upperBound)
-            ]
-        }
-        return parts.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "-")
     }
 
     private func update(
@@ -363,12 +364,14 @@ public final class AccountImporter: Sendable {
         with row: ValidatedImportRow,
         line: Int64,
         in tx: any StoreTransaction,
-        now: Int64
+        now: Int64,
+        into writes: inout BatchWrites
     ) throws {
+        writes.takenUsernames[account.username] = line
         var detail = ["line": String(line)]
-        try writeCredentials(row, accountID: account.id, replacing: true, detail: &detail, in: tx, now: now)
+        writeCredentials(row, accountID: account.id, replacing: true, detail: &detail, into: &writes, now: now)
         let profile = try tx.accountProfile(accountID: account.id)
-        try tx.upsertAccountProfile(
+        writes.profiles.append(
             AccountProfileRecord(
                 accountID: account.id,
                 email: row.email ?? profile?.email,
@@ -378,7 +381,7 @@ public final class AccountImporter: Sendable {
                 updatedAt: now
             )
         )
-        try tx.appendAudit(
+        writes.audit.append(
             AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: "account.import-updated", detail: detail)
         )
     }
@@ -388,11 +391,11 @@ public final class AccountImporter: Sendable {
         accountID: String,
         replacing: Bool,
         detail: inout [String: String],
-        in tx: any StoreTransaction,
+        into writes: inout BatchWrites,
         now: Int64
-    ) throws {
+    ) {
         if let password = row.passwordHash {
-            try tx.upsertPasswordCredential(
+            writes.passwords.append(
                 PasswordCredentialRecord(
                     accountID: accountID,
                     hash: password.hash,
@@ -403,7 +406,7 @@ public final class AccountImporter: Sendable {
             detail["passwordFormat"] = password.format
         }
         if let totp = row.totp, let secrets = options.secrets {
-            try tx.upsertTOTPEnrollment(
+            writes.totp.append(
                 TOTPEnrollmentRecord(
                     accountID: accountID,
                     secretCiphertext: secrets.seal(
@@ -420,10 +423,63 @@ public final class AccountImporter: Sendable {
             detail["secondFactor"] = "totp"
         }
         if !row.recoveryCodeHashes.isEmpty {
-            if replacing { try tx.deleteRecoveryCodes(accountID: accountID) }
-            try tx.insertRecoveryCodes(accountID: accountID, codeHashes: row.recoveryCodeHashes)
+            writes.recoveryCodes.append((accountID, row.recoveryCodeHashes, replacing))
             detail["recoveryCodes"] = String(row.recoveryCodeHashes.count)
         }
+    }
+}
+
+/// What one batch writes, gathered while its rows are decided and then written table by table: a
+/// few multi-row statements per table instead of several statements per row. Also what the rows
+/// are decided against: the accounts already stored under the batch's usernames (one query), and
+/// the usernames and Apple subs earlier rows of the batch took.
+private struct BatchWrites {
+    /// Stored accounts by username, in the database written to and, for a dry run, the real one.
+    let stored: [String: AccountRecord]
+    let inReference: [String: AccountRecord]
+    /// The line of this batch that created or updated each username.
+    var takenUsernames: [String: Int64] = [:]
+    var linkedSubs: Set<String> = []
+
+    var accounts: [AccountRecord] = []
+    var passwords: [PasswordCredentialRecord] = []
+    var totp: [TOTPEnrollmentRecord] = []
+    var recoveryCodes: [(accountID: String, hashes: [String], replacing: Bool)] = []
+    var appleLinks: [AppleLinkRecord] = []
+    var profiles: [AccountProfileRecord] = []
+    var audit: [AuditEvent] = []
+
+    init(_ pending: [AccountImporter.Pending], in tx: any StoreTransaction, reference: (any UpgradeStore)?) throws {
+        let usernames = pending.compactMap { try? $0.row.get().username }
+        var stored: [String: AccountRecord] = [:]
+        for account in try tx.accounts(usernames: usernames) { stored[account.username] = account }
+        var inReference: [String: AccountRecord] = [:]
+        if let reference {
+            let missing = usernames.filter { stored[$0.value] == nil }
+            for account in try reference.read({ try $0.accounts(usernames: missing) }) {
+                inReference[account.username] = account
+            }
+        }
+        self.stored = stored
+        self.inReference = inReference
+        accounts.reserveCapacity(pending.count)
+        passwords.reserveCapacity(pending.count)
+        profiles.reserveCapacity(pending.count)
+        audit.reserveCapacity(pending.count)
+    }
+
+    /// Accounts first: the rest refer to them.
+    func write(in tx: any StoreTransaction) throws {
+        try tx.insertAccountRows(accounts)
+        try tx.upsertPasswordCredentials(passwords)
+        for enrollment in totp { try tx.upsertTOTPEnrollment(enrollment) }
+        for codes in recoveryCodes {
+            if codes.replacing { try tx.deleteRecoveryCodes(accountID: codes.accountID) }
+            try tx.insertRecoveryCodes(accountID: codes.accountID, codeHashes: codes.hashes)
+        }
+        for link in appleLinks { try tx.insertAppleLink(link) }
+        try tx.upsertAccountProfiles(profiles)
+        try tx.appendAudit(audit)
     }
 }
 

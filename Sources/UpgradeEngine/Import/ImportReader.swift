@@ -120,14 +120,7 @@ public struct ImportReader {
         while true {
             let start = line
             var bytes: [UInt8] = []
-            var tooLong = false
-            var sawAny = false
-            while let byte = try source.next() {
-                sawAny = true
-                if byte == UInt8(ascii: "\n") { break }
-                if bytes.count < maxRowBytes { bytes.append(byte) } else { tooLong = true }
-            }
-            guard sawAny else { return nil }
+            guard let tooLong = try source.nextLine(into: &bytes, keepingAtMost: maxRowBytes) else { return nil }
             line += 1
             if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
             if tooLong {
@@ -356,6 +349,32 @@ private struct ByteSource {
     mutating func peek() throws(ImportInputError) -> UInt8? {
         if index == buffer.count { try refill() }
         return index < buffer.count ? buffer[index] : nil
+    }
+
+    /// The bytes up to the next newline (which is consumed, not kept), at most `limit` of them kept;
+    /// returns whether more were dropped, or nil at the end of the input. Whole runs of the buffer
+    /// are copied at once.
+    mutating func nextLine(into bytes: inout [UInt8], keepingAtMost limit: Int) throws(ImportInputError) -> Bool? {
+        var sawAny = false
+        var tooLong = false
+        while true {
+            if index == buffer.count { try refill() }
+            guard index < buffer.count else { return sawAny ? tooLong : nil }
+            sawAny = true
+            let end = buffer[index...].firstIndex(of: UInt8(ascii: "\n"))
+            let runEnd = end ?? buffer.count
+            let room = limit - bytes.count
+            if runEnd - index > room {
+                tooLong = true
+                bytes += buffer[index..<index + max(0, room)]
+            } else {
+                bytes += buffer[index..<runEnd]
+            }
+            let consumedNow = (end.map { $0 + 1 } ?? runEnd) - index
+            consumed += Int64(consumedNow)
+            index += consumedNow
+            if end != nil { return tooLong }
+        }
     }
 
     mutating func next() throws(ImportInputError) -> UInt8? {

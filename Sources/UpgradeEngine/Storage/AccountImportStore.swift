@@ -3,6 +3,8 @@
 public protocol AccountImportStore {
     /// Stores every field of the profile (the account id names it), replacing any earlier one.
     func upsertAccountProfile(_ profile: AccountProfileRecord) throws(StorageError)
+    /// `upsertAccountProfile` for each in order, in a few statements; no two name one account.
+    func upsertAccountProfiles(_ profiles: [AccountProfileRecord]) throws(StorageError)
     func accountProfile(accountID: String) throws(StorageError) -> AccountProfileRecord?
     /// Deletes the account's recovery codes, used or not, before an import replaces them.
     func deleteRecoveryCodes(accountID: String) throws(StorageError)

@@ -5,9 +5,14 @@ public protocol AccountStore {
     /// on `.accountsUsername`. Callers use `insertAccount`, which puts the username in its enforced
     /// form first: what a username is belongs to the engine, not to a backend.
     func insertAccountRow(_ account: AccountRecord) throws(StorageError)
+    /// `insertAccountRow` for each account in order, in a few statements (an import's batch).
+    func insertAccountRows(_ accounts: [AccountRecord]) throws(StorageError)
     func account(id: String) throws(StorageError) -> AccountRecord?
     /// The account stored under exactly this username.
     func account(username: Username) throws(StorageError) -> AccountRecord?
+    /// The accounts stored under exactly these usernames, in no particular order, in one query; a
+    /// username no account has is left out.
+    func accounts(usernames: [Username]) throws(StorageError) -> [AccountRecord]
     /// Accounts in id order after `afterID`, for checks that read them all a page at a time.
     func accounts(afterID: String?, limit: Int) throws(StorageError) -> [AccountRecord]
     /// Re-keys an account whose stored username predates the username profile.
@@ -19,6 +24,8 @@ public protocol AccountStore {
         now: Int64
     ) throws(StorageError)
     func upsertPasswordCredential(_ credential: PasswordCredentialRecord) throws(StorageError)
+    /// `upsertPasswordCredential` for each in order, in a few statements; no two name one account.
+    func upsertPasswordCredentials(_ credentials: [PasswordCredentialRecord]) throws(StorageError)
     func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord?
     /// Returns whether a row was deleted.
     @discardableResult
@@ -45,7 +52,7 @@ public protocol AccountStore {
     func clearFailures(usernameKey: String) throws(StorageError)
 
     /// Deletes the account and, by the schema's cascades, everything of it: password, TOTP, recovery
-    /// codes, upgrade sessions and tickets, transfer record, Apple link. The audit trail and the
+    /// codes, upgrade sessions and tickets, transfer record, Apple link, profile. The audit trail and the
     /// username's throttle row stay. Returns whether the account existed.
     func deleteAccount(id: String) throws(StorageError) -> Bool
 }
@@ -92,5 +99,13 @@ extension AccountStore {
             snapshot.hasSecondFactor = try totpEnrollment(accountID: account.id) != nil
         }
         return snapshot
+    }
+}
+
+extension Username {
+    /// Usernames as a JSON array of strings: the one parameter of a query that takes a list
+    /// (`accounts(usernames:)`), so its text is the same whatever the list's length.
+    static func jsonArray(_ usernames: [Username]) -> String {
+        JWSJSON.array(usernames.map { .string($0.value) }).serializedString
     }
 }

@@ -1,6 +1,8 @@
 /// The audit trail inside a transaction: appended to, never changed.
 public protocol AuditStore {
     func appendAudit(_ event: AuditEvent) throws(StorageError)
+    /// Appends the events in order (their ids increase in it), in a few statements.
+    func appendAudit(_ events: [AuditEvent]) throws(StorageError)
     func auditTrail(accountID: String, limit: Int) throws(StorageError) -> [AuditEvent]
     func auditTrail(upgradeID: String, limit: Int) throws(StorageError) -> [AuditEvent]
     /// The events `search` selects, newest (highest id) first, at most `search.limit` of them.

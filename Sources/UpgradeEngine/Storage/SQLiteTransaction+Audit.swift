@@ -1,13 +1,18 @@
 /// The append-only audit trail.
 extension SQLiteTransaction: AuditStore {
+    private static let insertAudit = MultiRowInsert(
+        "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail)",
+        columns: 7
+    ) { _ in "?" }
+
     func appendAudit(_ event: AuditEvent) throws(StorageError) {
-        try rows(
-            "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                .integer(event.at), SQLValue(event.accountID), SQLValue(event.upgradeID), .text(event.event),
-                SQLValue(event.fromStatus), SQLValue(event.toStatus), .text(event.detailJSON),
-            ]
-        )
+        try appendAudit([event])
+    }
+
+    func appendAudit(_ events: [AuditEvent]) throws(StorageError) {
+        try Self.insertAudit.write(events) { sql, values throws(StorageError) in
+            try rows(sql, values)
+        }
     }
 
     private static func audit(_ row: [SQLValue]) -> AuditEvent {

@@ -4,19 +4,21 @@ extension PostgresTransaction: AccountImportStore {
     private static let runColumns =
         "id, source, last_line, created, updated, skipped, failed, started_at, updated_at, finished_at"
 
-    func upsertAccountProfile(_ profile: AccountProfileRecord) throws(StorageError) {
-        try rows(
-            """
-            INSERT INTO account_profiles (\(Self.profileColumns)) VALUES ($1, $2, $3, $4, $5, $6)
+    private static let upsertProfiles = MultiRowInsert(
+        "INSERT INTO account_profiles (\(profileColumns))",
+        columns: 6,
+        tail: """
             ON CONFLICT (account_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name,
                 import_run = excluded.import_run, import_line = excluded.import_line, updated_at = excluded.updated_at
-            """,
-            [
-                .text(profile.accountID), profile.email.map { .text($0) } ?? .null,
-                profile.displayName.map { .text($0) } ?? .null, profile.importRun.map { .text($0) } ?? .null,
-                profile.importLine.map { .integer($0) } ?? .null, .integer(profile.updatedAt),
-            ]
-        )
+            """
+    ) { "$\($0)" }
+
+    func upsertAccountProfile(_ profile: AccountProfileRecord) throws(StorageError) {
+        try upsertAccountProfiles([profile])
+    }
+
+    func upsertAccountProfiles(_ profiles: [AccountProfileRecord]) throws(StorageError) {
+        try Self.upsertProfiles.write(profiles) { sql, values throws(StorageError) in try send(sql, values) }
     }
 
     func accountProfile(accountID: String) throws(StorageError) -> AccountProfileRecord? {

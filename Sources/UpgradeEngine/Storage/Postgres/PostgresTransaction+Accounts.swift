@@ -18,15 +18,17 @@ extension PostgresTransaction: AccountStore {
         )
     }
 
+    private static let insertAccounts = MultiRowInsert(
+        "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at, version)",
+        columns: 6
+    ) { "$\($0)" }
+
     func insertAccountRow(_ account: AccountRecord) throws(StorageError) {
-        try send(
-            "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, $6)",
-            [
-                .text(account.id), .text(account.username),
-                .text(account.credentialKind.rawValue),
-                .integer(account.createdAt), .integer(account.updatedAt), .integer(account.version),
-            ]
-        )
+        try insertAccountRows([account])
+    }
+
+    func insertAccountRows(_ accounts: [AccountRecord]) throws(StorageError) {
+        try Self.insertAccounts.write(accounts) { sql, values throws(StorageError) in try send(sql, values) }
     }
 
     func account(id: String) throws(StorageError) -> AccountRecord? {
@@ -35,6 +37,14 @@ extension PostgresTransaction: AccountStore {
 
     func account(username: Username) throws(StorageError) -> AccountRecord? {
         try rows(Self.selectAccountByUsername, [.text(username.value)]).first.map(Self.account)
+    }
+
+    func accounts(usernames: [Username]) throws(StorageError) -> [AccountRecord] {
+        guard !usernames.isEmpty else { return [] }
+        return try rows(
+            "SELECT \(Self.accountColumns) FROM accounts WHERE username IN (SELECT jsonb_array_elements_text($1::jsonb))",
+            [.text(Username.jsonArray(usernames))]
+        ).map(Self.account)
     }
 
     func accounts(afterID: String?, limit: Int) throws(StorageError) -> [AccountRecord] {
@@ -67,17 +77,19 @@ extension PostgresTransaction: AccountStore {
         )
     }
 
+    private static let upsertPasswords = MultiRowInsert(
+        "INSERT INTO password_credentials (account_id, hash, format, updated_at)",
+        columns: 4,
+        tail:
+            "ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, format = excluded.format, updated_at = excluded.updated_at"
+    ) { "$\($0)" }
+
     func upsertPasswordCredential(_ credential: PasswordCredentialRecord) throws(StorageError) {
-        try send(
-            """
-            INSERT INTO password_credentials (account_id, hash, format, updated_at) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, format = excluded.format, updated_at = excluded.updated_at
-            """,
-            [
-                .text(credential.accountID), .text(credential.hash), .text(credential.format),
-                .integer(credential.updatedAt),
-            ]
-        )
+        try upsertPasswordCredentials([credential])
+    }
+
+    func upsertPasswordCredentials(_ credentials: [PasswordCredentialRecord]) throws(StorageError) {
+        try Self.upsertPasswords.write(credentials) { sql, values throws(StorageError) in try send(sql, values) }
     }
 
     func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord? {

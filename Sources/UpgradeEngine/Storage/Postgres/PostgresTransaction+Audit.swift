@@ -1,13 +1,16 @@
 /// The append-only audit trail. Ids come from the table's identity sequence (docs/architecture.md §8.4).
 extension PostgresTransaction: AuditStore {
+    private static let insertAudit = MultiRowInsert(
+        "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail)",
+        columns: 7
+    ) { "$\($0)" }
+
     func appendAudit(_ event: AuditEvent) throws(StorageError) {
-        try send(
-            "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            [
-                .integer(event.at), SQLValue(event.accountID), SQLValue(event.upgradeID), .text(event.event),
-                SQLValue(event.fromStatus), SQLValue(event.toStatus), .text(event.detailJSON),
-            ]
-        )
+        try appendAudit([event])
+    }
+
+    func appendAudit(_ events: [AuditEvent]) throws(StorageError) {
+        try Self.insertAudit.write(events) { sql, values throws(StorageError) in try send(sql, values) }
     }
 
     private static func audit(_ row: [SQLValue]) -> AuditEvent {
