@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import UpgradeEngine
@@ -34,6 +35,55 @@ struct SQLiteStoreTests {
         }
         #expect(mode == .text("wal"))
         #expect(foreignKeys == 1)
+    }
+
+    @Test("a write waits for the store's write in progress, not at SQLite's lock")
+    func writersTakeTurns() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-turns-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // No busy timeout: a write that met another at SQLite's lock would fail at once.
+        let store = try SQLiteStore(
+            path: directory.appendingPathComponent("turns.db").path,
+            maxConnections: 4,
+            busyTimeoutMilliseconds: 0
+        )
+        _ = try store.migrate(now: Self.now)
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let outcomes = Mutex<[String]>([])
+        Thread.detachNewThread {
+            do {
+                try store.write { tx in
+                    try tx.insertAccount(self.account("first"))
+                    outcomes.withLock { $0.append("first") }
+                    inside.signal()
+                    release.wait()
+                }
+            } catch {
+                outcomes.withLock { $0.append("first failed: \(error)") }
+            }
+            finished.signal()
+        }
+        inside.wait()
+        Thread.detachNewThread {
+            do {
+                try store.write { tx in
+                    outcomes.withLock { $0.append("second") }
+                    try tx.insertAccount(self.account("second"))
+                }
+            } catch {
+                outcomes.withLock { $0.append("second failed: \(error)") }
+            }
+            finished.signal()
+        }
+        // Give the second write the time to meet the first (it would fail at once at SQLite's lock).
+        let early = finished.wait(timeout: .now() + .milliseconds(300)) == .success
+        release.signal()
+        for _ in 0..<(early ? 1 : 2) { finished.wait() }
+        #expect(outcomes.withLock { $0 } == ["first", "second"])
+        #expect(try store.read { try $0.account(id: "acct-second") } != nil)
     }
 
     /// WAL frames `write` adds: each committed page adds one (24 + 4096 bytes).
