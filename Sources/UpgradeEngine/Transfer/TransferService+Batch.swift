@@ -110,6 +110,9 @@ extension TransferService {
             return summary
         }
 
+        // Rows block (a transaction, an exchange with Apple): they run on threads of their own.
+        let workers = BlockingThreadPool(threads: options.concurrency)
+        defer { workers.shutdown() }
         await withTaskGroup(of: TransferRowReport?.self) { group in
             var cursor: String?
             var page: [String] = []
@@ -134,7 +137,7 @@ extension TransferService {
                         page.reverse()
                     }
                     guard let accountID = page.popLast() else { break }
-                    group.addTask { await self.row(accountID, context) }
+                    group.addTask(executorPreference: workers) { await self.row(accountID, context) }
                     inFlight += 1
                 }
                 guard inFlight > 0, let finished = await group.next() else { break }
