@@ -517,6 +517,28 @@ struct TransferServiceTests {
         #expect(missed.withLock { $0 } == 0, "every row was in flight at once")
     }
 
+    @Test("a row reads once to decide, and commits in one transaction that reads what it changes")
+    func oneReadAndOneWritePerRow() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<5).map { try world.addLinkedUser("user\($0)") }
+        let store = CountingStore(world.store)
+        let sender = TransferService(
+            store: store,
+            apple: world.appleA,
+            configuration: TransferServiceConfiguration(teamID: TransferWorld.teamA)
+        )
+        let summary = try await sender.prepare(
+            targetTeamID: TransferWorld.teamB,
+            clientID: TransferWorld.clientID,
+            windowEndsAt: nil,
+            now: world.now,
+            options: TransferWorld.options()
+        )
+        #expect(summary.outcomes[.succeeded] == users.count, "\(summary.line)")
+        // One page of account ids, then per row the read that decides and the write that records.
+        #expect(store.counts == (reads: 1 + users.count, writes: users.count))
+    }
+
     @Test("a team token Apple no longer accepts (invalid_grant) is fetched again once")
     func expiredTeamToken() async throws {
         let world = try TransferWorld()
