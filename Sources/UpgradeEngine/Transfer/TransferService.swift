@@ -42,20 +42,13 @@ public final class TransferService: Sendable {
     }
 
     /// One account's Apple link and transfer state, read together.
-    struct Snapshot {
+    struct Snapshot: Sendable {
         var link: AppleLinkRecord
         var record: TransferRecord?
         var machine: TransferStateMachine
     }
 
-    func snapshot(accountID: String) throws(TransferFailure) -> Snapshot? {
-        do {
-            return try store.read { tx in try Self.snapshot(accountID: accountID, in: tx) }
-        } catch {
-            throw Self.storageFailure(error)
-        }
-    }
-
+    /// Reads the account's snapshot in `tx`; nil when it has no Apple link.
     static func snapshot(accountID: String, in tx: any StoreTransaction) throws -> Snapshot? {
         guard let link = try tx.appleLink(accountID: accountID) else { return nil }
         let record = try tx.transferRecord(accountID: accountID)
