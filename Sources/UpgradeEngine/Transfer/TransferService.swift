@@ -48,12 +48,18 @@ public final class TransferService: Sendable {
         var machine: TransferStateMachine
     }
 
-    /// Reads the account's snapshot in `tx`; nil when it has no Apple link.
-    static func snapshot(accountID: String, in tx: any StoreTransaction) throws -> Snapshot? {
-        guard let link = try tx.appleLink(accountID: accountID) else { return nil }
-        let record = try tx.transferRecord(accountID: accountID)
-        let machine = try record.map(Self.restore) ?? TransferStateMachine(linkedTo: link.sub)
-        return Snapshot(link: link, record: record, machine: machine)
+    func snapshot(accountID: String) throws(TransferFailure) -> Snapshot? {
+        let read: (AppleLinkRecord?, TransferRecord?)
+        do {
+            read = try store.read { tx in
+                (try tx.appleLink(accountID: accountID), try tx.transferRecord(accountID: accountID))
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        guard let link = read.0 else { return nil }
+        let machine = try read.1.map(Self.restore) ?? TransferStateMachine(linkedTo: link.sub)
+        return Snapshot(link: link, record: read.1, machine: machine)
     }
 
     static func storageFailure(_ error: any Error) -> TransferFailure {
@@ -99,72 +105,61 @@ public final class TransferService: Sendable {
     }
 
     /// Applies `commit.event` to the account's stored state and persists the transition, the
-    /// effects on its Apple link and an audit row in one transaction, which reads that state too: the
-    /// answer is always judged against what is stored, and a row costs one transaction, not a read
-    /// and a write. A lost race that a backend still reports (the record or the link changed, or
-    /// was created, under a concurrent transaction) runs it again. Returns the status before the
-    /// event too.
+    /// effects on its Apple link and an audit row in one transaction. A lost race (the record or the
+    /// link changed since it was read) re-reads and re-applies, so the answer is always judged
+    /// against what is stored. Returns the status before the event too.
     func commit(
         accountID: String,
         _ commit: Commit,
         now: Int64
     ) throws(TransferFailure) -> (from: TransferStatus, result: CommitResult) {
-        /// What one run of the transaction found; `written` when it wrote the transition.
-        enum Attempt {
-            case notLinked
-            case done(TransferStatus, CommitResult)
-            case written(TransferStatus, TransferTransition, TransferState)
-            case linkChanged
-        }
         var linkMismatch = false
         for _ in 0..<Self.maxCommitAttempts {
-            // The state the transaction read, for the refusal of a `sub` another account has.
-            var read: Snapshot?
-            let attempt: Attempt
+            guard let snapshot = try snapshot(accountID: accountID) else {
+                throw TransferFailure(.notFound, "account \(accountID) has no Apple link")
+            }
+            let from = snapshot.machine.status
+            var machine = snapshot.machine
+            let transition: TransferTransition
             do {
-                attempt = try store.write { tx throws -> Attempt in
-                    guard let snapshot = try Self.snapshot(accountID: accountID, in: tx) else { return .notLinked }
-                    read = snapshot
-                    let from = snapshot.machine.status
-                    var machine = snapshot.machine
-                    let transition: TransferTransition
-                    do throws(TransitionError) {
-                        transition = try machine.apply(commit.event, now: now)
-                    } catch {
-                        return .done(from, .refused(error, snapshot.machine.state))
-                    }
-                    guard transition.stateChanged else { return .done(from, .replay(machine.state)) }
+                transition = try machine.apply(commit.event, now: now)
+            } catch {
+                return (from, .refused(error, snapshot.machine.state))
+            }
+            guard transition.stateChanged else { return (from, .replay(machine.state)) }
 
-                    let record = nextRecord(snapshot, machine, commit, now: now)
-                    let link: AppleLinkRecord
-                    do {
-                        link = try nextLink(snapshot.link, machine, transition, commit, now: now)
-                    } catch {
-                        // The link no longer has the id the machine says the account had: an
-                        // upgrade or an operator re-keyed it.
-                        return .linkChanged
-                    }
-                    var detail = commit.detail
-                    if let reason = machine.state.failureReason { detail["reason"] = reason.rawValue }
-                    if snapshot.link.refreshTokenCiphertext != nil && link.refreshTokenCiphertext == nil {
-                        detail["refreshTokenDeleted"] = "true"
-                    }
-                    if snapshot.link.email != link.email { detail["emailUpdated"] = "true" }
+            let record = nextRecord(snapshot, machine, commit, now: now)
+            let link: AppleLinkRecord
+            do {
+                link = try nextLink(snapshot.link, machine, transition, commit, now: now)
+            } catch {
+                // The link no longer has the id the machine says the account had: an upgrade or an
+                // operator re-keyed it. Re-read, so the decision is made against the current link.
+                linkMismatch = true
+                continue
+            }
+            var detail = commit.detail
+            if let reason = machine.state.failureReason { detail["reason"] = reason.rawValue }
+            if snapshot.link.refreshTokenCiphertext != nil && link.refreshTokenCiphertext == nil {
+                detail["refreshTokenDeleted"] = "true"
+            }
+            if snapshot.link.email != link.email { detail["emailUpdated"] = "true" }
+            let audit = AuditEvent(
+                at: now,
+                accountID: accountID,
+                upgradeID: nil,
+                event: "transfer.\(transition.event)",
+                fromStatus: transition.from.rawValue,
+                toStatus: transition.to.rawValue,
+                detail: detail
+            )
+            do {
+                try store.write { tx in
                     try tx.upsertTransferRecord(record, expectedVersion: snapshot.record?.version)
                     if link != snapshot.link {
                         try tx.updateAppleLink(link, expectedVersion: snapshot.link.version)
                     }
-                    try tx.appendAudit(
-                        AuditEvent(
-                            at: now,
-                            accountID: accountID,
-                            upgradeID: nil,
-                            event: "transfer.\(transition.event)",
-                            fromStatus: transition.from.rawValue,
-                            toStatus: transition.to.rawValue,
-                            detail: detail
-                        )
-                    )
+                    try tx.appendAudit(audit)
                     try Self.enqueueWebhook(
                         transition,
                         event: commit.event,
@@ -174,32 +169,21 @@ public final class TransferService: Sendable {
                         in: tx,
                         now: now
                     )
-                    return .written(from, transition, machine.state)
                 }
+                return (from, .applied(transition, machine.state))
             } catch let error as StorageError where error.code == .versionConflict {
                 continue  // another request changed the record, or created it first
             } catch let error as StorageError where error.code == .uniqueViolation {
-                guard error.constraint == .appleLinksSub, let read else {
+                guard error.constraint == .appleLinksSub else {
                     throw TransferFailure(
                         .internalError,
                         "account \(accountID): the store refused the transfer record (\(error.constraint?.description ?? "unique"))"
                     )
                 }
-                let from = read.machine.status
                 try auditSubConflict(accountID: accountID, status: from, commit: commit, now: now)
-                return (from, .subConflict(read.machine.state))
+                return (from, .subConflict(snapshot.machine.state))
             } catch {
                 throw Self.storageFailure(error)
-            }
-            switch attempt {
-            case .notLinked:
-                throw TransferFailure(.notFound, "account \(accountID) has no Apple link")
-            case .done(let from, let result):
-                return (from, result)
-            case .written(let from, let transition, let state):
-                return (from, .applied(transition, state))
-            case .linkChanged:
-                linkMismatch = true
             }
         }
         if linkMismatch {
