@@ -112,6 +112,17 @@ struct TransferRound {
                     )
                 )
             }
+            // The processes share the machine's cores: their CPU per account bounds the rate.
+            let together = step.perAccount(step.cliCPU + step.emulatorCPU + (step.databaseCPU ?? 0))
+            let cores = ProcessInfo.processInfo.activeProcessorCount
+            Swift.print(
+                String(
+                    format: "           together  %6.1f µs CPU per account: at most %.0f accounts/s on %d cores",
+                    together * 1e6,
+                    Double(cores) / together,
+                    cores
+                )
+            )
         }
     }
 
