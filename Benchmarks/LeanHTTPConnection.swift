@@ -51,7 +51,12 @@ final class LeanHTTPConnection: @unchecked Sendable {
 
     /// POSTs a JSON object of strings and returns the status and the parsed JSON answer.
     func post(_ path: String, _ fields: KeyValuePairs<String, String>) throws -> (status: Int, json: JWSJSON) {
-        let body = JWSJSON.object(fields.map { JWSJSON.Member($0.key, .string($0.value)) }).serialized()
+        try post(path, json: .object(fields.map { JWSJSON.Member($0.key, .string($0.value)) }))
+    }
+
+    /// POSTs a JSON value and returns the status and the parsed JSON answer.
+    func post(_ path: String, json value: JWSJSON) throws -> (status: Int, json: JWSJSON) {
+        let body = value.serialized()
         let head =
             "POST \(path) HTTP/1.1\r\nHost: \(authority)\r\n"
             + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"

@@ -276,9 +276,9 @@ func cpuPerCommit(_ store: any UpgradeStore) throws -> Double {
 }
 
 /// User plus system CPU seconds of the PostgreSQL cluster that `Scripts/dev-postgres` started
-/// (`UPGRADE_DEV_POSTGRES_DIR`): its postmaster and the processes it forked, those alive now. Nil
-/// without that directory. A connection's server process lives as long as the connection, and the
-/// server under test keeps its pooled connections open for the whole run.
+/// (`UPGRADE_DEV_POSTGRES_DIR`): its postmaster and the processes it forked, those alive now and
+/// those that ended (the postmaster waited for them, so their time is in its children's time: a
+/// batch CLI's connections end with it). Nil without that directory.
 func postgresServerCPUSeconds() -> Double? {
     guard let directory = ProcessInfo.processInfo.environment["UPGRADE_DEV_POSTGRES_DIR"],
         let pidFile = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8),
@@ -292,10 +292,14 @@ func postgresServerCPUSeconds() -> Double? {
         else { continue }
         // After the command name: state, ppid, ... utime (index 11) and stime (index 12).
         let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, pid == postmaster || Int(fields[1]) == postmaster,
+        guard fields.count > 14, pid == postmaster || Int(fields[1]) == postmaster,
             let user = Double(fields[11]), let system = Double(fields[12])
         else { continue }
         total += (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        // cutime and cstime: the ended server processes the postmaster waited for.
+        if pid == postmaster, let children = Double(fields[13]), let childrenSystem = Double(fields[14]) {
+            total += (children + childrenSystem) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
     }
     return total
 }

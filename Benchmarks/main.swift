@@ -73,6 +73,23 @@ if CommandLine.arguments.dropFirst().first == "upgrade-scale" {
     exit(0)
 }
 
+// `Benchmarks transfer [ACCOUNTS] [CONCURRENCY] [ROUNDS]`: accounts per second through
+// `upgrade-cli transfer prepare` and `transfer complete` against the emulator, in separate processes.
+if CommandLine.arguments.dropFirst().first == "transfer" {
+    let numbers = CommandLine.arguments.dropFirst(2).map { Int($0) }
+    let accounts = numbers.first.flatMap { $0 } ?? 20_000
+    let concurrency = numbers.dropFirst().first.flatMap { $0 } ?? 16
+    let rounds = numbers.dropFirst(2).first.flatMap { $0 } ?? 1
+    guard numbers.count <= 3, !numbers.contains(nil), (1...1_000_000).contains(accounts),
+        TransferBatchOptions.concurrencyRange.contains(concurrency), (1...20).contains(rounds)
+    else {
+        print("usage: Benchmarks transfer [ACCOUNTS 1...1000000] [CONCURRENCY 1...64] [ROUNDS 1...20]")
+        exit(2)
+    }
+    try runTransferBenchmark(accounts: accounts, concurrency: concurrency, rounds: rounds)
+    exit(0)
+}
+
 print("siwa-upgrade benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores); rates are single-threaded")
 
 // MARK: HMAC and TOTP

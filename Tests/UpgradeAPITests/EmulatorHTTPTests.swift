@@ -304,7 +304,7 @@ struct EmulatorHTTPTests {
                 operations.append((line.trimmingCharacters(in: .whitespaces).dropLast().uppercased(), path))
             }
         }
-        #expect(operations.count == 22)
+        #expect(operations.count == 23)
 
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }
@@ -398,6 +398,48 @@ struct EmulatorHTTPTests {
             clientID: "com.example.c"
         )
         #expect(tokens.refreshToken != nil)
+    }
+
+    @Test("a batch of users who signed in to the app already, bounded in count")
+    func authorizedUserBatch() throws {
+        let world = try EmulatorHTTPWorld()
+        defer { world.stop() }
+        let port = world.server.port
+        let made = try emulatorCall(
+            port,
+            "POST",
+            "/emulator/users/batch",
+            #"{"count":3,"clientId":"\#(EmulatorHTTPWorld.app)","emailMode":"hidden"}"#
+        )
+        #expect(made.response.status == 201)
+        let users = try #require(made.json?["users"]?.arrayValue)
+        #expect(users.count == 3)
+        let first = try #require(users.first)
+        let userID = try #require(first["userId"]?.stringValue)
+        let sub = try #require(first["sub"]?.stringValue)
+        #expect(first["email"]?.stringValue?.hasSuffix("@privaterelay.appleid.com") == true)
+        let signedIn = try world.emulator.authorize(
+            userID: userID,
+            clientID: EmulatorHTTPWorld.app,
+            nonce: nil,
+            state: nil,
+            emailMode: .shared
+        )
+        #expect(signedIn.user == sub && !signedIn.isFirstAuthorization)
+
+        for (body, status, slug) in [
+            (#"{"count":0,"clientId":"com.example.app"}"#, 400, "emulator-invalid-request"),
+            (#"{"count":10001,"clientId":"com.example.app"}"#, 400, "emulator-invalid-request"),
+            (#"{"clientId":"com.example.app"}"#, 400, "emulator-invalid-request"),
+            (#"{"count":1,"clientId":"com.example.app","emailMode":"secret"}"#, 400, "emulator-invalid-request"),
+            (#"{"count":1}"#, 400, "emulator-invalid-request"),
+            (#"{"count":1,"clientId":"com.nothing"}"#, 404, "emulator-unknown-app"),
+        ] {
+            let refused = try emulatorCall(port, "POST", "/emulator/users/batch", body)
+            #expect(refused.response.status == status, "\(body)")
+            #expect(refused.response.problemSlug == slug, "\(body)")
+        }
+        #expect(try emulatorCall(port, "GET", "/emulator/users/batch").response.status == 405)
     }
 
     @Test("emulator errors are problem documents, never Apple's {\"error\"} shape")

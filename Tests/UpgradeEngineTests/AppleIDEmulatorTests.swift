@@ -513,6 +513,64 @@ struct AppleIDEmulatorTests {
         #expect(senderLate == .invalidClient)
     }
 
+    @Test(
+        "users created in a batch have signed in to the app already: subs, emails and migration as authorize leaves them"
+    )
+    func authorizedUserBatch() async throws {
+        let world = try EmulatorWorld()
+        let hidden = try world.emulator.createAuthorizedUsers(count: 3, clientID: EmulatorWorld.web, emailMode: .hidden)
+        let shared = try world.emulator.createAuthorizedUsers(count: 2, clientID: EmulatorWorld.app, emailMode: .shared)
+        #expect(hidden.count == 3 && shared.count == 2)
+        #expect(Set((hidden + shared).map(\.userID)).count == 5 && Set((hidden + shared).map(\.sub)).count == 5)
+        for user in hidden + shared {
+            #expect(Self.hasSubShape(user.sub))
+            #expect(user.sub == (try world.emulator.subject(userID: user.userID, teamID: EmulatorWorld.teamA)))
+            // Consent is per app group: the Services ID's batch authorized its primary App ID too.
+            #expect(world.emulator.credentialState(forUserID: user.sub, clientID: EmulatorWorld.app) == .authorized)
+        }
+        for user in hidden {
+            #expect(user.email == (try world.emulator.relayEmail(userID: user.userID, teamID: EmulatorWorld.teamA)))
+        }
+        #expect(shared.allSatisfy { $0.email == $0.userID + "@example.com" })
+
+        // The next sign-in is not the first and keeps the recorded email choice.
+        let again = try world.emulator.authorize(
+            userID: hidden[0].userID,
+            clientID: EmulatorWorld.app,
+            nonce: nil,
+            state: nil,
+            emailMode: .shared
+        )
+        #expect(again.user == hidden[0].sub && !again.isFirstAuthorization)
+        let claims = try world.verifier().verify(again.identityToken, expectedNonce: nil, now: world.clock.now)
+        #expect(claims.email == hidden[0].email)
+
+        // They can be migrated like any user who signed in.
+        let token = try await world.clientA.teamAccessToken(clientID: EmulatorWorld.app).accessToken
+        let transferSub = try await world.clientA.transferSub(
+            forSub: shared[1].sub,
+            target: EmulatorWorld.teamB,
+            clientID: EmulatorWorld.app,
+            accessToken: token
+        )
+        #expect(Self.hasSubShape(transferSub))
+
+        #expect(throws: AppleEmulatorError.self) {
+            try world.emulator.createAuthorizedUsers(count: 0, clientID: EmulatorWorld.app, emailMode: .shared)
+        }
+        #expect(throws: AppleEmulatorError.self) {
+            try world.emulator.createAuthorizedUsers(
+                count: AppleIDEmulator.maximumUserBatch + 1,
+                clientID: EmulatorWorld.app,
+                emailMode: .shared
+            )
+        }
+        let unknown = #expect(throws: AppleEmulatorError.self) {
+            try world.emulator.createAuthorizedUsers(count: 1, clientID: "com.nothing", emailMode: .shared)
+        }
+        #expect(unknown?.code == .unknownApp)
+    }
+
     @Test("migration request errors")
     func migrationErrors() async throws {
         let world = try EmulatorWorld()

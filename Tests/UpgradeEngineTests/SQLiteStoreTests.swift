@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import UpgradeEngine
@@ -34,6 +35,126 @@ struct SQLiteStoreTests {
         }
         #expect(mode == .text("wal"))
         #expect(foreignKeys == 1)
+    }
+
+    @Test("a write waits for the store's write in progress, not at SQLite's lock")
+    func writersTakeTurns() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-turns-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // No busy timeout: a write that met another at SQLite's lock would fail at once.
+        let store = try SQLiteStore(
+            path: directory.appendingPathComponent("turns.db").path,
+            maxConnections: 4,
+            busyTimeoutMilliseconds: 0
+        )
+        _ = try store.migrate(now: Self.now)
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let outcomes = Mutex<[String]>([])
+        Thread.detachNewThread {
+            do {
+                try store.write { tx in
+                    try tx.insertAccount(self.account("first"))
+                    outcomes.withLock { $0.append("first") }
+                    inside.signal()
+                    release.wait()
+                }
+            } catch {
+                outcomes.withLock { $0.append("first failed: \(error)") }
+            }
+            finished.signal()
+        }
+        inside.wait()
+        Thread.detachNewThread {
+            do {
+                try store.write { tx in
+                    outcomes.withLock { $0.append("second") }
+                    try tx.insertAccount(self.account("second"))
+                }
+            } catch {
+                outcomes.withLock { $0.append("second failed: \(error)") }
+            }
+            finished.signal()
+        }
+        // Give the second write the time to meet the first (it would fail at once at SQLite's lock).
+        let early = finished.wait(timeout: .now() + .milliseconds(300)) == .success
+        release.signal()
+        for _ in 0..<(early ? 1 : 2) { finished.wait() }
+        #expect(outcomes.withLock { $0 } == ["first", "second"])
+        #expect(try store.read { try $0.account(id: "acct-second") } != nil)
+    }
+
+    /// A store of its own in a temporary directory, and a write that adds about 30 pages to the log.
+    func checkpointedStore() throws -> (
+        store: SQLiteStore, wal: String, cleanup: () -> Void, write: @Sendable () throws -> Void
+    ) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-wal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("wal.db").path
+        let store = try SQLiteStore(path: path)
+        _ = try store.migrate(now: Self.now)
+        let detail = ["padding": String(repeating: "x", count: 400)]
+        let write: @Sendable () throws -> Void = {
+            try store.write { tx in
+                for index in 0..<200 {
+                    try tx.appendAudit(
+                        AuditEvent(at: Self.now, accountID: "a\(index)", upgradeID: nil, event: "bench", detail: detail)
+                    )
+                }
+            }
+        }
+        return (store, path + "-wal", { try? FileManager.default.removeItem(at: directory) }, write)
+    }
+
+    @Test("a checkpoint copies the log while the store's other writes go on")
+    func checkpointOutsideTheTurn() throws {
+        let (store, _, cleanup, write) = try checkpointedStore()
+        defer { cleanup() }
+        // At the first checkpoint, another thread writes, and the checkpoint waits to see it done.
+        let outcome = Mutex<String?>(nil)
+        store.beforeCheckpoint = {
+            guard outcome.withLock({ $0 == nil }) else { return }
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                do {
+                    try store.write { tx in
+                        try tx.appendAudit(AuditEvent(at: Self.now, accountID: nil, upgradeID: nil, event: "meanwhile"))
+                    }
+                } catch {
+                    outcome.withLock { $0 = "failed: \(error)" }
+                }
+                done.signal()
+            }
+            let finished = done.wait(timeout: .now() + 5) == .success
+            outcome.withLock { $0 = $0 ?? (finished ? "written" : "waited for the checkpoint") }
+        }
+        // Each write adds some 30 pages: the log reaches the threshold within 40 writes.
+        for _ in 0..<60 where outcome.withLock({ $0 == nil }) { try write() }
+        #expect(outcome.withLock { $0 } == "written")
+    }
+
+    @Test("the log starts again from its beginning: with writers side by side it stays near the threshold")
+    func logStaysBounded() throws {
+        let (store, wal, cleanup, write) = try checkpointedStore()
+        defer { cleanup() }
+        // Four writers, 50 writes each, some 6000 pages in all: six times the threshold.
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<50 {
+                do {
+                    try write()
+                    _ = try store.read { try $0.auditTrail(accountID: "a1", limit: 1) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int)
+        // The threshold, what the writers add while a checkpoint runs, and one write's pages.
+        #expect(size < 3 * Int(SQLiteStore.checkpointFrames) * (24 + 4096), "\(size) bytes")
     }
 
     /// WAL frames `write` adds: each committed page adds one (24 + 4096 bytes).

@@ -206,6 +206,53 @@ struct StoreConformanceTests {
     }
 
     @Test(
+        "linked accounts are listed in pages in account-id order, each with its transfer record once it has one",
+        arguments: Backend.all
+    )
+    func linkedAccountPages(_ backend: Backend) throws {
+        let db = try backend.database()
+        let accounts = (1...5).map { account("user\($0)", id: "acct-\($0)") }
+        var revoked = link("acct-3", sub: "001.user.3")
+        revoked.status = .revoked
+        let record = TransferRecord(
+            accountID: "acct-2",
+            status: "transferPrepared",
+            machine: "{}",
+            oldSub: "001.user.2",
+            transferSub: "001.transfer.2",
+            newSub: nil,
+            targetTeamID: "TEAMB12345",
+            failureReason: nil,
+            attempts: 1,
+            windowEndsAt: 1_800_000_000,
+            updatedAt: Self.now
+        )
+        var emailed = link("acct-4", sub: "001.user.4")
+        emailed.email = "x@privaterelay.appleid.com"
+        emailed.isPrivateEmail = true
+        emailed.refreshTokenCiphertext = [1, 2, 3]
+        try db.store.write { tx in
+            for account in accounts { try tx.insertAccount(account) }
+            try tx.insertAppleLink(link("acct-1", sub: "001.user.1"))
+            try tx.insertAppleLink(link("acct-2", sub: "001.user.2"))
+            try tx.insertAppleLink(revoked)
+            try tx.insertAppleLink(emailed)
+            try tx.insertAppleLink(link("acct-5", sub: "001.user.5"))
+            try tx.upsertTransferRecord(record, expectedVersion: nil)
+        }
+        let first = try db.store.read { try $0.linkedAccounts(afterAccountID: nil, limit: 2) }
+        #expect(first.map(\.link.accountID) == ["acct-1", "acct-2"])
+        #expect(first[0].record == nil && first[0].link == link("acct-1", sub: "001.user.1"))
+        var stored = record
+        stored.version = 1
+        #expect(first[1].record == stored)
+        let rest = try db.store.read { try $0.linkedAccounts(afterAccountID: "acct-2", limit: 10) }
+        #expect(rest.map(\.link.accountID) == ["acct-4", "acct-5"], "a revoked link is not listed")
+        #expect(rest[0].link == emailed && rest[0].record == nil)
+        #expect(try db.store.read { try $0.linkedAccounts(afterAccountID: "acct-5", limit: 10) }.isEmpty)
+    }
+
+    @Test(
         "inserting a transfer record another request created is a lost race; another account's old sub is refused",
         arguments: Backend.all
     )

@@ -325,3 +325,29 @@ final class InterleavingStore: UpgradeStore {
         return try base.write(body)
     }
 }
+
+/// Counts the read and write transactions made through it.
+final class CountingStore: UpgradeStore {
+    private let base: any UpgradeStore
+    private let state = Mutex((reads: 0, writes: 0))
+
+    init(_ base: any UpgradeStore) {
+        self.base = base
+    }
+
+    var counts: (reads: Int, writes: Int) { state.withLock { $0 } }
+
+    func migrate(now: Int64) throws(StorageError) -> [MigrationStatus] { try base.migrate(now: now) }
+    func migrationStatus() throws(StorageError) -> [MigrationStatus] { try base.migrationStatus() }
+    func ping() throws(StorageError) { try base.ping() }
+
+    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        state.withLock { $0.reads += 1 }
+        return try base.read(body)
+    }
+
+    func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        state.withLock { $0.writes += 1 }
+        return try base.write(body)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import UpgradeEngine
@@ -484,6 +485,59 @@ struct TransferServiceTests {
         #expect(down.stop?.code == .appleUnavailable)
         #expect(try world.record(bob) == nil, "nothing recorded for a row Apple never answered")
         #expect(try world.record(alice)?.attempts == 1)
+    }
+
+    @Test("rows that block run side by side: more of them than Swift's cooperative threads are in flight at once")
+    func rowsMayBlock() async throws {
+        let world = try TransferWorld()
+        // More rows than the cooperative pool has threads (one per core): a row that blocked one of
+        // those would keep the others from starting.
+        let rows = min(
+            ProcessInfo.processInfo.activeProcessorCount + 2,
+            TransferBatchOptions.concurrencyRange.upperBound
+        )
+        for index in 0..<rows { try world.addLinkedUser("user\(index)") }
+        let arrived = Mutex(0)
+        let everyone = DispatchSemaphore(value: 0)
+        let missed = Mutex(0)
+        // Each Apple call blocks its thread until every row is in one, or 10 s have passed.
+        world.appleA.script { call, _ in
+            guard call == .transferSub else { return nil }
+            if arrived.withLock({ count in
+                count += 1
+                return count == rows
+            }) {
+                for _ in 0..<rows { everyone.signal() }
+            }
+            if everyone.wait(timeout: .now() + 10) == .timedOut { missed.withLock { $0 += 1 } }
+            return nil
+        }
+        let summary = try await world.prepare(TransferWorld.options(concurrency: rows))
+        #expect(summary.outcomes[.succeeded] == rows, "\(summary.line)")
+        #expect(missed.withLock { $0 } == 0, "every row was in flight at once")
+    }
+
+    @Test("a page of rows is read in one query; each row then reads what it changes and commits")
+    func oneReadAndOneWritePerRow() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<5).map { try world.addLinkedUser("user\($0)") }
+        let store = CountingStore(world.store)
+        let sender = TransferService(
+            store: store,
+            apple: world.appleA,
+            configuration: TransferServiceConfiguration(teamID: TransferWorld.teamA)
+        )
+        let summary = try await sender.prepare(
+            targetTeamID: TransferWorld.teamB,
+            clientID: TransferWorld.clientID,
+            windowEndsAt: nil,
+            now: world.now,
+            options: TransferWorld.options()
+        )
+        #expect(summary.outcomes[.succeeded] == users.count, "\(summary.line)")
+        // One page of accounts with what a row decides from, then per row the read just before the
+        // write that records.
+        #expect(store.counts == (reads: 1 + users.count, writes: users.count))
     }
 
     @Test("a team token Apple no longer accepts (invalid_grant) is fetched again once")

@@ -48,6 +48,9 @@ extension AppleIDEmulatorHandler {
                 realUserStatus: Int(clamping: status)
             )
             return Self.json(.object(["userId": .string(userID)]), status: 201)
+        case (2, "users") where rest[1] == "batch":
+            try require(request, "POST")
+            return try createAuthorizedUsers(request)
         case (2, "users"):
             try require(request, "DELETE")
             try emulator.deleteAccount(userID: rest[1])
@@ -192,6 +195,30 @@ extension AppleIDEmulatorHandler {
                 "isFirstAuthorization": .bool(authorization.isFirstAuthorization),
             ])
         )
+    }
+
+    /// Many users at once who have already signed in to an app: what a load test of the transfer
+    /// batches needs in place of one `users` and one `authorize` request per user.
+    private func createAuthorizedUsers(_ request: HTTPRequest) throws -> HTTPResponse {
+        let body = try EmulatorJSONBody(request, allowed: ["count", "clientId", "emailMode"])
+        guard let count = try body.optionalInteger("count"),
+            (1...Int64(AppleIDEmulator.maximumUserBatch)).contains(count)
+        else {
+            throw EmulatorJSONBody.invalid("count must be an integer from 1 to \(AppleIDEmulator.maximumUserBatch).")
+        }
+        let modeName = try body.optionalString("emailMode") ?? AppleEmailMode.shared.rawValue
+        guard let mode = AppleEmailMode(rawValue: modeName) else {
+            throw EmulatorJSONBody.invalid("emailMode must be \"shared\" or \"hidden\".")
+        }
+        let users = try emulator.createAuthorizedUsers(
+            count: Int(count),
+            clientID: try body.string("clientId"),
+            emailMode: mode
+        )
+        let list = users.map { user in
+            JWSJSON.object(["userId": .string(user.userID), "sub": .string(user.sub), "email": .string(user.email)])
+        }
+        return Self.json(.object(["users": .array(list)]), status: 201)
     }
 
     /// The device: `getCredentialState(forUserID:)` for an app (no REST API at Apple has this).

@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// Each exchange is a blocking `curl_easy_perform` on an easy handle taken from a small pool, so
 /// connections (and TLS sessions) are kept alive between calls. Called from a thread that may
-/// block (`BlockingRunner`: the HTTP server's workers), the exchange runs inline; from Swift's
-/// cooperative pool (the CLI's batches), it runs on a new thread so no pool thread is held.
+/// block (`BlockingRunner`: the HTTP server's workers; `BlockingThreadPool`: a transfer batch's
+/// rows), the exchange runs inline; from Swift's cooperative pool, it runs on a new thread so no
+/// pool thread is held.
 final class AppleClientTransport: Sendable {
     /// What is sent: the URL is already validated (`AppleClient.BaseURL`) and the header lines
     /// checked for characters that could split them.

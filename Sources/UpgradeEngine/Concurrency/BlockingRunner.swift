@@ -39,6 +39,11 @@ public enum BlockingRunner {
     /// Whether the current thread is running `run`'s work and so may block.
     static var mayBlock: Bool { pthread_getspecific(mayBlockKey) != nil }
 
+    /// Marks the current thread as one that may block for as long as it lives (`BlockingThreadPool`).
+    static func markMayBlock() {
+        pthread_setspecific(mayBlockKey, UnsafeRawPointer(bitPattern: 1))
+    }
+
     private static let mayBlockKey: pthread_key_t = {
         var key = pthread_key_t()
         precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key is available")

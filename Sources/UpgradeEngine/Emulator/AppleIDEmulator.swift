@@ -142,6 +142,52 @@ public final class AppleIDEmulator: Sendable {
         return userID
     }
 
+    /// A user made by ``createAuthorizedUsers(count:clientID:emailMode:)``.
+    public struct AuthorizedUser: Sendable, Equatable {
+        public var userID: String
+        /// The user's `sub` for the team that owns the app now.
+        public var sub: String
+        /// The address the app was given: the real one, or the team's relay address.
+        public var email: String
+    }
+
+    /// At most this many users per ``createAuthorizedUsers(count:clientID:emailMode:)`` call, so one
+    /// request stays bounded in time and answer size.
+    public static let maximumUserBatch = 10_000
+
+    /// `count` new Apple Accounts (`<userId>@example.com`) that have each already signed in to
+    /// `clientID` with `emailMode`, as `createUser` then `authorize` would leave them, without the
+    /// codes and signed tokens, which a caller seeding many linked accounts does not use (load tests).
+    public func createAuthorizedUsers(
+        count: Int,
+        clientID: String,
+        emailMode: AppleEmailMode
+    ) throws(AppleEmulatorError) -> [AuthorizedUser] {
+        guard (1...Self.maximumUserBatch).contains(count) else {
+            throw AppleEmulatorError(.notAllowed, "count must be 1 to \(Self.maximumUserBatch)")
+        }
+        return try state.withLock { state throws(AppleEmulatorError) in
+            guard let app = state.apps[clientID] else {
+                throw AppleEmulatorError(.unknownApp, "no app with client id \(clientID)")
+            }
+            let group = state.group(of: clientID)
+            var users: [AuthorizedUser] = []
+            users.reserveCapacity(count)
+            for _ in 0..<count {
+                var userID: String
+                repeat { userID = "user-" + SecureRandom.bytes(8).hexString } while state.users[userID] != nil
+                var user = EmulatorState.User(email: userID + "@example.com", fullName: nil, realUserStatus: 2)
+                user.consents[group] = EmulatorState.Consent(emailMode: emailMode, revoked: false)
+                state.users[userID] = user
+                let sub = Self.subject(&state, userID: userID, teamID: app.teamID)
+                // The consent was just recorded, so the app has an address for the user.
+                let email = Self.email(&state, userID: userID, clientID: clientID, teamID: app.teamID)?.address ?? ""
+                users.append(AuthorizedUser(userID: userID, sub: sub, email: email))
+            }
+            return users
+        }
+    }
+
     /// The user's `sub` as `teamID` sees it (created on first use, stable afterwards).
     public func subject(userID: String, teamID: String) throws(AppleEmulatorError) -> String {
         try state.withLock { state throws(AppleEmulatorError) in

@@ -18,6 +18,9 @@ final class SQLiteConnection {
     /// before it runs. (Checked per statement rather than with `PRAGMA query_only`, because
     /// changing that pragma expires every cached statement and each would be compiled again.)
     var readOnly = false
+    /// Frames in the write-ahead log after this connection's last commit, as SQLite's WAL hook
+    /// reports them (`SQLiteStore.write` checkpoints from it).
+    var walFrames: Int32 = 0
 
     /// Process-wide settings that must precede SQLite's initialisation, which the first open does.
     /// If something else in the process opened a database first, they are simply not applied.
@@ -37,6 +40,17 @@ final class SQLiteConnection {
         }
         handle = db
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        // A WAL hook of our own turns off SQLite's checkpoint at the end of a COMMIT.
+        sqlite3_wal_hook(
+            db,
+            { context, _, _, frames in
+                if let context {
+                    Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue().walFrames = frames
+                }
+                return SQLITE_OK
+            },
+            Unmanaged.passUnretained(self).toOpaque()
+        )
         _ = csqlite_enable_defensive(db)
         try execute("PRAGMA foreign_keys = ON")
         try execute("PRAGMA journal_mode = WAL")
@@ -47,8 +61,16 @@ final class SQLiteConnection {
     }
 
     deinit {
+        sqlite3_wal_hook(handle, nil, nil)
         statementCache.removeAll()
         sqlite3_close_v2(handle)
+    }
+
+    /// Copies what it can of the write-ahead log into the database without waiting for readers or
+    /// writers (`PASSIVE`, as SQLite's own checkpoint after a commit); a checkpoint that cannot run
+    /// now leaves it to the next.
+    func checkpoint() {
+        _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
     }
 
     /// Runs one or more statements with no parameters and no results (DDL, pragmas, transaction control).

@@ -1,13 +1,13 @@
 /// Apple links: the Apple `sub` each converted account signs in with.
 extension SQLiteTransaction: AppleLinkStore {
-    private static let linkColumns =
+    static let linkColumns =
         "account_id, sub, team_id, client_id, email, is_private_email, refresh_token_ciphertext, status, linked_at, updated_at, version, email_forwarding_enabled, email_forwarding_at"
     private static let insertLink =
         "INSERT INTO apple_links (\(Self.linkColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     private static let selectLinkByAccount = "SELECT \(Self.linkColumns) FROM apple_links WHERE account_id = ?"
     private static let selectLinkBySub = "SELECT \(Self.linkColumns) FROM apple_links WHERE sub = ?"
 
-    private static func link(_ row: [SQLValue]) -> AppleLinkRecord {
+    static func link(_ row: [SQLValue]) -> AppleLinkRecord {
         AppleLinkRecord(
             accountID: row[0].string ?? "",
             sub: row[1].string ?? "",

@@ -1,6 +1,6 @@
 /// Team transfer: one record per Apple-linked account being moved to another team.
 extension SQLiteTransaction: TransferStore {
-    private static let transferColumns =
+    static let transferColumns =
         "account_id, status, machine, old_sub, transfer_sub, new_sub, target_team_id, failure_reason, attempts, window_ends_at, updated_at, version"
     /// SQLite checks an upsert's target first, so a record another request inserted meanwhile is
     /// recognised by its `account_id` before `old_sub`, which it shares, could refuse the row.
@@ -16,7 +16,7 @@ extension SQLiteTransaction: TransferStore {
         "SELECT \(Self.transferColumns) FROM transfer_records ORDER BY account_id LIMIT ?"
     private static let selectTransferByOldSub = "SELECT \(Self.transferColumns) FROM transfer_records WHERE old_sub = ?"
 
-    private static func transfer(_ row: [SQLValue]) -> TransferRecord {
+    static func transfer(_ row: [SQLValue]) -> TransferRecord {
         TransferRecord(
             accountID: row[0].string ?? "",
             status: row[1].string ?? "",
@@ -125,10 +125,24 @@ extension SQLiteTransaction: TransferStore {
         )
     }
 
-    func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String] {
-        try rows(
-            "SELECT account_id FROM apple_links WHERE status = 'linked' AND account_id > ? ORDER BY account_id LIMIT ?",
-            [.text(afterAccountID ?? ""), .integer(Int64(limit))]
-        ).compactMap { $0[0].string }
+    /// The link's columns, then the record's (all NULL for an account no step touched yet).
+    private static let selectLinkedAccounts =
+        "SELECT " + prefixed("l", linkColumns) + ", " + prefixed("t", transferColumns)
+        + " FROM apple_links AS l LEFT JOIN transfer_records AS t ON t.account_id = l.account_id"
+        + " WHERE l.status = 'linked' AND l.account_id > ? ORDER BY l.account_id LIMIT ?"
+
+    private static func prefixed(_ table: String, _ columns: String) -> String {
+        columns.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
+    }
+
+    func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer] {
+        let linkCount = Self.linkColumns.split(separator: ", ").count
+        return try rows(Self.selectLinkedAccounts, [.text(afterAccountID ?? ""), .integer(Int64(limit))]).map { row in
+            let record = Array(row[linkCount...])
+            return LinkedAccountTransfer(
+                link: Self.link(Array(row[..<linkCount])),
+                record: record[0] == .null ? nil : Self.transfer(record)
+            )
+        }
     }
 }

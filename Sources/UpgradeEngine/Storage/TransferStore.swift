@@ -13,5 +13,19 @@ public protocol TransferStore {
     /// Counts for `transfer status`.
     func transferProgress() throws(StorageError) -> TransferProgress
     func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord]
-    func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String]
+    /// The Apple-linked accounts (link status `linked`) after `afterAccountID`, in account-id order,
+    /// at most `limit`, each with its transfer record once it has one: a batch's page, in one query.
+    func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer]
+}
+
+/// An Apple-linked account as a transfer batch lists it: its link and, once a step touched it, its
+/// transfer record.
+public struct LinkedAccountTransfer: Sendable, Equatable {
+    public var link: AppleLinkRecord
+    public var record: TransferRecord?
+
+    public init(link: AppleLinkRecord, record: TransferRecord?) {
+        self.link = link
+        self.record = record
+    }
 }

@@ -110,9 +110,12 @@ extension TransferService {
             return summary
         }
 
+        // Rows block (a transaction, an exchange with Apple): they run on threads of their own.
+        let workers = BlockingThreadPool(threads: options.concurrency)
+        defer { workers.shutdown() }
         await withTaskGroup(of: TransferRowReport?.self) { group in
             var cursor: String?
-            var page: [String] = []
+            var page: [(accountID: String, snapshot: Result<Snapshot, TransferFailure>)] = []
             var listedAll = false
             var inFlight = 0
             var unavailableInARow = 0
@@ -121,20 +124,17 @@ extension TransferService {
                 while inFlight < options.concurrency, control.stop == nil, !control.limitReached, !Task.isCancelled {
                     if page.isEmpty && !listedAll {
                         do {
-                            let after = cursor
-                            page = try store.read {
-                                try $0.linkedAccountIDs(afterAccountID: after, limit: Self.pageSize)
-                            }
+                            page = try self.page(after: cursor)
                         } catch {
                             control.requestStop(.init(.storage, "the linked accounts could not be listed: \(error)"))
                             break
                         }
                         listedAll = page.count < Self.pageSize
-                        cursor = page.last
+                        cursor = page.last?.accountID
                         page.reverse()
                     }
-                    guard let accountID = page.popLast() else { break }
-                    group.addTask { await self.row(accountID, context) }
+                    guard let (accountID, snapshot) = page.popLast() else { break }
+                    group.addTask(executorPreference: workers) { await self.row(accountID, snapshot, context) }
                     inFlight += 1
                 }
                 guard inFlight > 0, let finished = await group.next() else { break }
@@ -180,9 +180,34 @@ extension TransferService {
 
     // MARK: One row
 
-    /// Processes one account and returns its report, or nil when the row limit kept it from work
-    /// (it is then not reported: the next run picks it up).
-    private func row(_ accountID: String, _ context: BatchContext) async -> TransferRowReport? {
+    /// The next page of linked accounts after `cursor`, each with its link and transfer state, read
+    /// in one query: what a row decides from before it calls Apple. A row commits what Apple
+    /// answered against what is stored by then (`commit` reads it again in its write), so a state
+    /// that changed in between is judged there. A record that cannot be read fails its row only.
+    private func page(
+        after cursor: String?
+    ) throws -> [(accountID: String, snapshot: Result<Snapshot, TransferFailure>)] {
+        try store.read { tx in
+            try tx.linkedAccounts(afterAccountID: cursor, limit: Self.pageSize).map { account in
+                do throws(TransferFailure) {
+                    let machine =
+                        try account.record.map(Self.restore) ?? TransferStateMachine(linkedTo: account.link.sub)
+                    let snapshot = Snapshot(link: account.link, record: account.record, machine: machine)
+                    return (account.link.accountID, .success(snapshot))
+                } catch {
+                    return (account.link.accountID, .failure(error))
+                }
+            }
+        }
+    }
+
+    /// Processes one account from the state its page read and returns its report, or nil when the
+    /// row limit kept it from work (it is then not reported: the next run picks it up).
+    private func row(
+        _ accountID: String,
+        _ read: Result<Snapshot, TransferFailure>,
+        _ context: BatchContext
+    ) async -> TransferRowReport? {
         let plan = context.plan
         func report(
             _ from: TransferStatus,
@@ -202,13 +227,9 @@ extension TransferService {
         }
 
         let snapshot: Snapshot
-        do {
-            guard let found = try self.snapshot(accountID: accountID) else {
-                return report(.linked, .linked, .skipped, "not-linked")
-            }
-            snapshot = found
-        } catch {
-            return report(.linked, .linked, .error, error.code.name)
+        switch read {
+        case .success(let found): snapshot = found
+        case .failure(let error): return report(.linked, .linked, .error, error.code.name)
         }
         let status = snapshot.machine.status
         if let decision = triage(snapshot, plan: plan, control: context.control) {

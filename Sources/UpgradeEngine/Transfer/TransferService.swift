@@ -42,7 +42,7 @@ public final class TransferService: Sendable {
     }
 
     /// One account's Apple link and transfer state, read together.
-    struct Snapshot {
+    struct Snapshot: Sendable {
         var link: AppleLinkRecord
         var record: TransferRecord?
         var machine: TransferStateMachine

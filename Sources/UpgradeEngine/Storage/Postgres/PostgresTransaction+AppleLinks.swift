@@ -1,13 +1,13 @@
 /// Apple links: the Apple `sub` each converted account signs in with.
 extension PostgresTransaction: AppleLinkStore {
-    private static let linkColumns =
+    static let linkColumns =
         "account_id, sub, team_id, client_id, email, is_private_email, refresh_token_ciphertext, status, linked_at, updated_at, version, email_forwarding_enabled, email_forwarding_at"
     private static let insertLink =
         "INSERT INTO apple_links (\(Self.linkColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
     private static let selectLinkByAccount = "SELECT \(Self.linkColumns) FROM apple_links WHERE account_id = $1"
     private static let selectLinkBySub = "SELECT \(Self.linkColumns) FROM apple_links WHERE sub = $1"
 
-    private static func link(_ row: [SQLValue]) -> AppleLinkRecord {
+    static func link(_ row: [SQLValue]) -> AppleLinkRecord {
         AppleLinkRecord(
             accountID: row[0].string ?? "",
             sub: row[1].string ?? "",

@@ -1,6 +1,6 @@
 /// Team transfer: one record per Apple-linked account being moved to another team.
 extension PostgresTransaction: TransferStore {
-    private static let transferColumns =
+    static let transferColumns =
         "account_id, status, machine, old_sub, transfer_sub, new_sub, target_team_id, failure_reason, attempts, window_ends_at, updated_at, version"
     /// `ON CONFLICT (account_id)` is checked before the other unique indexes, so a record another
     /// request inserted meanwhile is recognised by its `account_id` before `old_sub`, which it
@@ -18,7 +18,7 @@ extension PostgresTransaction: TransferStore {
     private static let selectTransferByOldSub =
         "SELECT \(Self.transferColumns) FROM transfer_records WHERE old_sub = $1"
 
-    private static func transfer(_ row: [SQLValue]) -> TransferRecord {
+    static func transfer(_ row: [SQLValue]) -> TransferRecord {
         TransferRecord(
             accountID: row[0].string ?? "",
             status: row[1].string ?? "",
@@ -107,10 +107,24 @@ extension PostgresTransaction: TransferStore {
         )
     }
 
-    func linkedAccountIDs(afterAccountID: String?, limit: Int) throws(StorageError) -> [String] {
-        try rows(
-            "SELECT account_id FROM apple_links WHERE status = 'linked' AND account_id > $1 ORDER BY account_id LIMIT $2",
-            [.text(afterAccountID ?? ""), .integer(Int64(limit))]
-        ).compactMap { $0[0].string }
+    /// The link's columns, then the record's (all NULL for an account no step touched yet).
+    private static let selectLinkedAccounts =
+        "SELECT " + prefixed("l", linkColumns) + ", " + prefixed("t", transferColumns)
+        + " FROM apple_links AS l LEFT JOIN transfer_records AS t ON t.account_id = l.account_id"
+        + " WHERE l.status = 'linked' AND l.account_id > $1 ORDER BY l.account_id LIMIT $2"
+
+    private static func prefixed(_ table: String, _ columns: String) -> String {
+        columns.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
+    }
+
+    func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer] {
+        let linkCount = Self.linkColumns.split(separator: ", ").count
+        return try rows(Self.selectLinkedAccounts, [.text(afterAccountID ?? ""), .integer(Int64(limit))]).map { row in
+            let record = Array(row[linkCount...])
+            return LinkedAccountTransfer(
+                link: Self.link(Array(row[..<linkCount])),
+                record: record[0] == .null ? nil : Self.transfer(record)
+            )
+        }
     }
 }
