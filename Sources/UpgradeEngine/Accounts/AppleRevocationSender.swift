@@ -78,7 +78,7 @@ public final class AppleRevocationSender: Sendable {
     public func attempt(id: String, now: Int64) async throws(StorageError) -> Outcome {
         guard let apple else { return try isDone(id) ? .done : .pending }
         let token = Self.newClaimToken()
-        let claimed = try write {
+        let claimed = try store.writeStorageErrors {
             try $0.claimAppleRevocation(id: id, now: now, token: token, claimedUntil: now + policy.claimSeconds)
         }
         guard let claimed else { return try isDone(id) ? .done : .pending }
@@ -91,7 +91,7 @@ public final class AppleRevocationSender: Sendable {
     public func sendDue(now: Int64) async throws(StorageError) -> (done: Int, deferred: Int) {
         guard let apple else { return (0, 0) }
         let token = Self.newClaimToken()
-        let claimed = try write {
+        let claimed = try store.writeStorageErrors {
             try $0.claimDueAppleRevocations(
                 now: now,
                 token: token,
@@ -112,7 +112,7 @@ public final class AppleRevocationSender: Sendable {
 
     /// Revocations not done yet, for `/metrics` and the CLI.
     public func pendingCount() throws(StorageError) -> Int {
-        try read { try $0.pendingAppleRevocationCount() }
+        try store.readStorageErrors { try $0.pendingAppleRevocationCount() }
     }
 
     private func send(
@@ -144,7 +144,7 @@ public final class AppleRevocationSender: Sendable {
     }
 
     private func finish(_ row: AppleRevocationRecord, now: Int64, note: String?) throws(StorageError) -> Outcome {
-        if try write({ try $0.finishAppleRevocation(id: row.id, now: now, note: note) }) {
+        if try store.writeStorageErrors({ try $0.finishAppleRevocation(id: row.id, now: now, note: note) }) {
             onEvent(.revoked(id: row.id, attempts: row.attempts + 1, note: note))
         }
         return .done
@@ -158,7 +158,7 @@ public final class AppleRevocationSender: Sendable {
     ) throws(StorageError) -> Outcome {
         let attempts = row.attempts + 1
         let next = now + policy.backoff(failedAttempts: attempts)
-        if try write({
+        if try store.writeStorageErrors({
             try $0.deferAppleRevocation(id: row.id, token: token, nextAttemptAt: next, error: reason)
         }) {
             onEvent(.deferred(id: row.id, attempts: attempts, reason: reason, nextAttemptAt: next))
@@ -167,7 +167,7 @@ public final class AppleRevocationSender: Sendable {
     }
 
     private func isDone(_ id: String) throws(StorageError) -> Bool {
-        try read { try $0.appleRevocation(id: id)?.doneAt != nil }
+        try store.readStorageErrors { try $0.appleRevocation(id: id)?.doneAt != nil }
     }
 
     /// A short reason for `last_error`: Apple's code, the HTTP status, and the client's message
@@ -180,24 +180,4 @@ public final class AppleRevocationSender: Sendable {
     }
 
     static func newClaimToken() -> String { SecureRandom.token(byteCount: 12) }
-
-    private func write<T>(_ body: (any StoreTransaction) throws -> T) throws(StorageError) -> T {
-        do {
-            return try store.write(body)
-        } catch let error as StorageError {
-            throw error
-        } catch {
-            throw StorageError(.io, "\(type(of: error))")
-        }
-    }
-
-    private func read<T>(_ body: (any StoreTransaction) throws -> T) throws(StorageError) -> T {
-        do {
-            return try store.read(body)
-        } catch let error as StorageError {
-            throw error
-        } catch {
-            throw StorageError(.io, "\(type(of: error))")
-        }
-    }
 }

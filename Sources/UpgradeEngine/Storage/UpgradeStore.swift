@@ -85,3 +85,26 @@ public struct MigrationStatus: Sendable, Equatable {
         self.appliedAt = appliedAt
     }
 }
+
+extension UpgradeStore {
+    /// `write` for callers that throw only `StorageError` (the outbox and revocation senders): an
+    /// error the body throws that is not one is reported as an I/O failure naming its type.
+    func writeStorageErrors<T>(_ body: (any StoreTransaction) throws -> T) throws(StorageError) -> T {
+        try Self.storageErrors { try write(body) }
+    }
+
+    /// `read`, with errors as `writeStorageErrors` reports them.
+    func readStorageErrors<T>(_ body: (any StoreTransaction) throws -> T) throws(StorageError) -> T {
+        try Self.storageErrors { try read(body) }
+    }
+
+    private static func storageErrors<T>(_ work: () throws -> T) throws(StorageError) -> T {
+        do {
+            return try work()
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.io, "\(type(of: error))")
+        }
+    }
+}

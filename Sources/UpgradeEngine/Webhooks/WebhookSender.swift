@@ -81,7 +81,7 @@ public final class WebhookSender: Sendable {
     public func sendDue(now: Int64) async throws(StorageError) -> (claimed: Int, delivered: Int, undelivered: Int) {
         guard let endpoint else { return (0, 0, 0) }
         let token = SecureRandom.token(byteCount: 12)
-        let claimed = try write {
+        let claimed = try store.writeStorageErrors {
             try $0.claimDueWebhookEvents(
                 now: now,
                 token: token,
@@ -121,7 +121,7 @@ public final class WebhookSender: Sendable {
 
     /// Counts by state, for `/metrics` and the CLI.
     public func counts() throws(StorageError) -> WebhookOutboxCounts {
-        try read { try $0.webhookOutboxCounts() }
+        try store.readStorageErrors { try $0.webhookOutboxCounts() }
     }
 
     /// The headers of one delivery of `row` at `timestamp`, as `Name: value` lines.
@@ -150,7 +150,7 @@ public final class WebhookSender: Sendable {
         let reason: String
         switch await transport.send(request, limit: 64 * 1024, timeout: endpoint.timeout) {
         case .success(let response) where (200...299).contains(response.status):
-            if try write({ try $0.finishWebhookEvent(id: row.id, token: token, now: now) }) {
+            if try store.writeStorageErrors({ try $0.finishWebhookEvent(id: row.id, token: token, now: now) }) {
                 onEvent(.delivered(id: row.id, type: row.type, attempts: row.attempts + 1))
             }
             return true
@@ -162,39 +162,19 @@ public final class WebhookSender: Sendable {
         let attempts = row.attempts + 1
         let firstAttempt = row.firstAttemptAt ?? now
         if now - firstAttempt >= policy.retryWindow {
-            if try write({
+            if try store.writeStorageErrors({
                 try $0.deferWebhookEvent(id: row.id, token: token, nextAttemptAt: now, failedAt: now, error: reason)
             }) {
                 onEvent(.failed(id: row.id, attempts: attempts, reason: reason))
             }
         } else {
             let next = now + policy.backoff.delay(failedAttempts: attempts)
-            if try write({
+            if try store.writeStorageErrors({
                 try $0.deferWebhookEvent(id: row.id, token: token, nextAttemptAt: next, failedAt: nil, error: reason)
             }) {
                 onEvent(.deferred(id: row.id, attempts: attempts, reason: reason, nextAttemptAt: next))
             }
         }
         return false
-    }
-
-    private func write<T>(_ body: (any StoreTransaction) throws -> T) throws(StorageError) -> T {
-        do {
-            return try store.write(body)
-        } catch let error as StorageError {
-            throw error
-        } catch {
-            throw StorageError(.io, "\(type(of: error))")
-        }
-    }
-
-    private func read<T>(_ body: (any StoreTransaction) throws -> T) throws(StorageError) -> T {
-        do {
-            return try store.read(body)
-        } catch let error as StorageError {
-            throw error
-        } catch {
-            throw StorageError(.io, "\(type(of: error))")
-        }
     }
 }
