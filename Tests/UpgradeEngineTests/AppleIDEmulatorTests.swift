@@ -299,6 +299,29 @@ struct AppleIDEmulatorTests {
         #expect(exchange(try world.secret()) == nil, "the code was not consumed by the failed attempts")
     }
 
+    @Test("a client secret reused across requests has its claims judged on every use")
+    func reusedClientSecret() throws {
+        let world = try EmulatorWorld()
+        func teamToken(_ secret: String, clientID: String = EmulatorWorld.app) -> AppleEndpointError.Code? {
+            endpointCode {
+                _ = try world.emulator.token(form: [
+                    ("client_id", clientID), ("client_secret", secret), ("grant_type", "client_credentials"),
+                    ("scope", "user.migration"),
+                ])
+            }
+        }
+        let secret = try world.secret(lifetime: 60)
+        #expect(teamToken(secret) == nil)
+        #expect(teamToken(secret) == nil, "the same secret serves again")
+        #expect(teamToken(secret, clientID: EmulatorWorld.web) == .invalidClient, "its sub is still another client")
+        // One character of the signature changed: not the text that verified.
+        var forged = Array(secret)
+        forged[forged.count - 2] = forged[forged.count - 2] == "A" ? "B" : "A"
+        #expect(teamToken(String(forged)) == .invalidClient, "a forged signature")
+        world.clock.advance(61)
+        #expect(teamToken(secret) == .invalidClient, "expired, though its signature verified before")
+    }
+
     @Test("token endpoint parameter errors")
     func tokenParameters() throws {
         let world = try EmulatorWorld()

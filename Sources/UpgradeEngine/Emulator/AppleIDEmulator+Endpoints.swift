@@ -296,6 +296,47 @@ extension AppleIDEmulator {
         func refuse(_ message: String) -> AppleEndpointError {
             Self.error(.invalidClient, "client_secret: \(message)")
         }
+        let claims: VerifiedClientSecret
+        if let known = verifiedSecrets.withLock({ $0[secret] }),
+            state.teams[known.teamID]?.keys[known.keyID] === known.key
+        {
+            claims = known  // the same text, verified before with the key still registered under its kid
+        } else {
+            claims = try verifySignature(state, secret: secret, refuse: refuse)
+            verifiedSecrets.withLock { known in
+                if known.count >= Self.verifiedSecretsLimit { known.removeAll() }
+                known[secret] = claims
+            }
+        }
+        let teamID = claims.teamID
+        guard claims.subject == clientID else { throw refuse("sub is not identical to client_id") }
+        guard claims.audience == ClientSecretSigner.audience else {
+            throw refuse("aud must be \(ClientSecretSigner.audience)")
+        }
+        guard let issuedAt = claims.issuedAt, let expiresAt = claims.expiresAt else {
+            throw refuse("iat and exp must be integers")
+        }
+        guard issuedAt <= now + configuration.clientSecretLeeway else { throw refuse("iat is in the future") }
+        guard now < expiresAt else { throw refuse("the client secret expired") }
+        guard expiresAt > issuedAt, expiresAt - issuedAt <= ClientSecretSigner.maximumLifetime else {
+            throw refuse("exp must be after iat and at most 15777000 seconds later")
+        }
+        guard let app = state.apps[clientID] else { throw Self.error(.invalidClient, "client_id is not registered") }
+        let previousOwnerInWindow =
+            app.transfer.map { $0.fromTeam == teamID && now < $0.completedAt + configuration.transferWindow } ?? false
+        guard app.teamID == teamID || previousOwnerInWindow else {
+            throw Self.error(.invalidClient, "client_id does not belong to team \(teamID)")
+        }
+        return teamID
+    }
+
+    /// Parses `secret` and checks its ES256 signature with the key its `iss` and `kid` name; returns
+    /// the claims the caller judges.
+    private func verifySignature(
+        _ state: EmulatorState,
+        secret: String,
+        refuse: (String) -> AppleEndpointError
+    ) throws(AppleEndpointError) -> VerifiedClientSecret {
         let jws: JWSCompact
         let header: JWSHeader
         let claims: JWSJSON
@@ -317,25 +358,15 @@ extension AppleIDEmulator {
         guard key.verifyJOSE(signature: jws.signature, message: jws.signingInput) else {
             throw refuse("the signature does not verify")
         }
-        guard claims["sub"]?.stringValue == clientID else { throw refuse("sub is not identical to client_id") }
-        guard claims["aud"]?.stringValue == ClientSecretSigner.audience else {
-            throw refuse("aud must be \(ClientSecretSigner.audience)")
-        }
-        guard let issuedAt = claims["iat"]?.int64Value, let expiresAt = claims["exp"]?.int64Value else {
-            throw refuse("iat and exp must be integers")
-        }
-        guard issuedAt <= now + configuration.clientSecretLeeway else { throw refuse("iat is in the future") }
-        guard now < expiresAt else { throw refuse("the client secret expired") }
-        guard expiresAt > issuedAt, expiresAt - issuedAt <= ClientSecretSigner.maximumLifetime else {
-            throw refuse("exp must be after iat and at most 15777000 seconds later")
-        }
-        guard let app = state.apps[clientID] else { throw Self.error(.invalidClient, "client_id is not registered") }
-        let previousOwnerInWindow =
-            app.transfer.map { $0.fromTeam == teamID && now < $0.completedAt + configuration.transferWindow } ?? false
-        guard app.teamID == teamID || previousOwnerInWindow else {
-            throw Self.error(.invalidClient, "client_id does not belong to team \(teamID)")
-        }
-        return teamID
+        return VerifiedClientSecret(
+            key: key,
+            keyID: keyID,
+            teamID: teamID,
+            subject: claims["sub"]?.stringValue,
+            audience: claims["aud"]?.stringValue,
+            issuedAt: claims["iat"]?.int64Value,
+            expiresAt: claims["exp"]?.int64Value
+        )
     }
 
     static func requireActiveUser(_ state: EmulatorState, userID: String, clientID: String) throws(AppleEndpointError) {

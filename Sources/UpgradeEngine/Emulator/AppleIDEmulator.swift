@@ -16,6 +16,14 @@ public final class AppleIDEmulator: Sendable {
     public let configuration: Configuration
     let clock: @Sendable () -> Int64
     let state: Mutex<EmulatorState>
+    /// Client secrets whose signature verified, by their text: a client reuses one secret for many
+    /// requests (docs/apple-protocol.md §2.1), and checking its ES256 signature each time would be
+    /// most of the emulator's work. Only the signature check is remembered; the claims are judged
+    /// on every request. Taken inside `state`'s lock, never the other way round.
+    let verifiedSecrets = Mutex<[String: VerifiedClientSecret]>([:])
+
+    /// At most this many verified secrets are remembered; the memory starts over when full.
+    static let verifiedSecretsLimit = 64
 
     public init(
         configuration: Configuration = Configuration(),
