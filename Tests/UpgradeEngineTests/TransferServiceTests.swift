@@ -517,8 +517,8 @@ struct TransferServiceTests {
         #expect(missed.withLock { $0 } == 0, "every row was in flight at once")
     }
 
-    @Test("a page of rows is read in one query; each row then reads what it changes and commits")
-    func oneReadAndOneWritePerRow() async throws {
+    @Test("a page of rows is read in one query; rows' outcomes are then read again and committed in groups")
+    func oneReadAndOneWritePerGroup() async throws {
         let world = try TransferWorld()
         let users = try (0..<5).map { try world.addLinkedUser("user\($0)") }
         let store = CountingStore(world.store)
@@ -535,9 +535,71 @@ struct TransferServiceTests {
             options: TransferWorld.options()
         )
         #expect(summary.outcomes[.succeeded] == users.count, "\(summary.line)")
-        // One page of accounts with what a row decides from, then per row the read just before the
-        // write that records.
-        #expect(store.counts == (reads: 1 + users.count, writes: users.count))
+        // One page of accounts with what a row decides from, then per group of rows that finished
+        // together the read just before the write that records them.
+        let counts = store.counts
+        #expect(counts.reads == 1 + counts.writes, "\(counts)")
+        #expect((1...users.count).contains(counts.writes), "\(counts)")
+        #expect(try world.auditCount(users) == users.count, "one audit row per change")
+    }
+
+    @Test("a group whose write fails is committed row by row: the conflict is that row's alone")
+    func groupFallsBackToRows() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice")
+        let bob = try world.addLinkedUser("bob")
+        _ = try await world.prepare()
+        _ = try world.transferApp()
+        let aliceB = try world.emulator.subject(userID: alice.appleUserID, teamID: TransferWorld.teamB)
+        let bobB = try world.emulator.subject(userID: bob.appleUserID, teamID: TransferWorld.teamB)
+        // Alice's new id is already linked to another account: her row cannot be written.
+        try world.store.write { tx in
+            try tx.insertAccount(
+                AccountRecord(
+                    id: "acct-other",
+                    username: "other",
+                    credentialKind: .appleOnly,
+                    createdAt: 1,
+                    updatedAt: 1
+                )
+            )
+            try tx.insertAppleLink(
+                AppleLinkRecord(
+                    accountID: "acct-other",
+                    sub: aliceB,
+                    teamID: TransferWorld.teamB,
+                    clientID: TransferWorld.clientID,
+                    email: nil,
+                    isPrivateEmail: nil,
+                    refreshTokenCiphertext: nil,
+                    status: .linked,
+                    linkedAt: 1,
+                    updatedAt: 1
+                )
+            )
+        }
+        let auditBefore = try world.auditCount([alice, bob])
+        let results = world.recipient.commitTogether(
+            [
+                (alice.accountID, TransferService.Commit(event: .newSubObtained(sub: aliceB, email: nil))),
+                (bob.accountID, TransferService.Commit(event: .newSubObtained(sub: bobB, email: nil))),
+            ],
+            now: world.now
+        )
+        #expect(results.count == 2)
+        guard case .success((_, .subConflict)) = results[0] else {
+            Issue.record("alice: \(results[0])")
+            return
+        }
+        guard case .success((.transferPrepared, .applied(_, let bobState))) = results[1] else {
+            Issue.record("bob: \(results[1])")
+            return
+        }
+        #expect(bobState.status == .transferred)
+        #expect(try world.link(alice)?.sub == alice.subA, "Alice's link is untouched")
+        #expect(try world.link(bob)?.sub == bobB)
+        #expect(try world.auditEvents(alice, named: "transfer.subConflict") == 1)
+        #expect(try world.auditCount([alice, bob]) == auditBefore + 2, "one row for each account")
     }
 
     @Test("a team token Apple no longer accepts (invalid_grant) is fetched again once")

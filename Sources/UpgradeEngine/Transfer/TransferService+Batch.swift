@@ -87,7 +87,16 @@ extension TransferService {
         var retry: AppleRetry
         var tokens: TeamAccessTokenCache
         var control: TransferBatchControl
+        /// Rows' outcomes waiting together are committed in one transaction.
+        var commits: GroupCommit<RowCommit, RowCommitResult>
     }
+
+    /// One row's outcome to commit, and what committing it gave.
+    typealias RowCommit = (accountID: String, commit: Commit)
+    typealias RowCommitResult = Result<(from: TransferStatus, result: CommitResult), TransferFailure>
+
+    /// At most this many rows' outcomes are committed in one transaction.
+    static let maxCommitGroup = 64
 
     /// Accounts are listed in pages of this many, in account-id order.
     static let pageSize = 500
@@ -100,7 +109,10 @@ extension TransferService {
             dryRun: options.dryRun,
             retry: retry,
             tokens: TeamAccessTokenCache(apple: apple, clientID: plan.clientID, retry: retry),
-            control: TransferBatchControl(limit: options.limit)
+            control: TransferBatchControl(limit: options.limit),
+            commits: GroupCommit(maxGroup: Self.maxCommitGroup) { [self] rows in
+                commitTogether(rows, now: plan.now)
+            }
         )
         // The team token first: if Apple refuses our credentials, every row would fail alike.
         do {
@@ -362,7 +374,7 @@ extension TransferService {
         if let target = context.plan.targetTeamID { commit.detail["targetTeam"] = target }
         let committed: (from: TransferStatus, result: CommitResult)
         do {
-            committed = try self.commit(accountID: accountID, commit, now: context.plan.now)
+            committed = try context.commits.submit((accountID, commit)).get()
         } catch {
             let outcome: TransferRowReport.Outcome = error.code == .conflict ? .conflict : .error
             return report(status, status, outcome, error.code == .conflict ? "link-changed" : error.code.name)
@@ -390,6 +402,47 @@ extension TransferService {
                 : report(from, state.status, .alreadyDone, nil)
         case .subConflict(let state):
             return report(from, state.status, .conflict, "sub-conflict")
+        }
+    }
+
+    /// Commits rows' outcomes together: their accounts read in one transaction, and every
+    /// transition that read allows written in one more, so a batch pays for one commit per group
+    /// instead of one per row. Each row's writes stay guarded by the versions it was decided from;
+    /// if the group's write fails (a version conflict, a `sub` already linked, a busy store), nothing
+    /// of it is kept and its rows are committed one by one, as `commit` does for a lone row.
+    func commitTogether(_ rows: [RowCommit], now: Int64) -> [RowCommitResult] {
+        var results = [RowCommitResult?](repeating: nil, count: rows.count)
+        var writes: [(index: Int, write: PlannedWrite)] = []
+        let read = try? store.read { tx in
+            try rows.map { row in
+                (try tx.appleLink(accountID: row.accountID), try tx.transferRecord(accountID: row.accountID))
+            }
+        }
+        for (index, row) in rows.enumerated() {
+            guard let (link, record) = read?[index], let link,
+                let machine = try? record.map(Self.restore) ?? TransferStateMachine(linkedTo: link.sub)
+            else { continue }
+            switch plan(Snapshot(link: link, record: record, machine: machine), row.commit, now: now) {
+            case .settled(let from, let result): results[index] = .success((from, result))
+            case .linkChanged: continue
+            case .write(let write): writes.append((index, write))
+            }
+        }
+        if !writes.isEmpty {
+            do {
+                try store.write { tx in
+                    for entry in writes { try entry.write.perform(in: tx) }
+                }
+                for entry in writes { results[entry.index] = .success(entry.write.result) }
+            } catch {
+                // Left to the one-by-one commits below, which judge each row's error on its own.
+            }
+        }
+        return rows.indices.map { index in
+            results[index]
+                ?? Result { () throws(TransferFailure) in
+                    try commit(accountID: rows[index].accountID, rows[index].commit, now: now)
+                }
         }
     }
 

@@ -118,59 +118,19 @@ public final class TransferService: Sendable {
             guard let snapshot = try snapshot(accountID: accountID) else {
                 throw TransferFailure(.notFound, "account \(accountID) has no Apple link")
             }
-            let from = snapshot.machine.status
-            var machine = snapshot.machine
-            let transition: TransferTransition
-            do {
-                transition = try machine.apply(commit.event, now: now)
-            } catch {
-                return (from, .refused(error, snapshot.machine.state))
-            }
-            guard transition.stateChanged else { return (from, .replay(machine.state)) }
-
-            let record = nextRecord(snapshot, machine, commit, now: now)
-            let link: AppleLinkRecord
-            do {
-                link = try nextLink(snapshot.link, machine, transition, commit, now: now)
-            } catch {
+            let write: PlannedWrite
+            switch plan(snapshot, commit, now: now) {
+            case .settled(let from, let result): return (from, result)
+            case .linkChanged:
                 // The link no longer has the id the machine says the account had: an upgrade or an
                 // operator re-keyed it. Re-read, so the decision is made against the current link.
                 linkMismatch = true
                 continue
+            case .write(let planned): write = planned
             }
-            var detail = commit.detail
-            if let reason = machine.state.failureReason { detail["reason"] = reason.rawValue }
-            if snapshot.link.refreshTokenCiphertext != nil && link.refreshTokenCiphertext == nil {
-                detail["refreshTokenDeleted"] = "true"
-            }
-            if snapshot.link.email != link.email { detail["emailUpdated"] = "true" }
-            let audit = AuditEvent(
-                at: now,
-                accountID: accountID,
-                upgradeID: nil,
-                event: "transfer.\(transition.event)",
-                fromStatus: transition.from.rawValue,
-                toStatus: transition.to.rawValue,
-                detail: detail
-            )
             do {
-                try store.write { tx in
-                    try tx.upsertTransferRecord(record, expectedVersion: snapshot.record?.version)
-                    if link != snapshot.link {
-                        try tx.updateAppleLink(link, expectedVersion: snapshot.link.version)
-                    }
-                    try tx.appendAudit(audit)
-                    try Self.enqueueWebhook(
-                        transition,
-                        event: commit.event,
-                        accountID: accountID,
-                        before: snapshot.link,
-                        after: link,
-                        in: tx,
-                        now: now
-                    )
-                }
-                return (from, .applied(transition, machine.state))
+                try store.write { tx in try write.perform(in: tx) }
+                return write.result
             } catch let error as StorageError where error.code == .versionConflict {
                 continue  // another request changed the record, or created it first
             } catch let error as StorageError where error.code == .uniqueViolation {
@@ -180,8 +140,8 @@ public final class TransferService: Sendable {
                         "account \(accountID): the store refused the transfer record (\(error.constraint?.description ?? "unique"))"
                     )
                 }
-                try auditSubConflict(accountID: accountID, status: from, commit: commit, now: now)
-                return (from, .subConflict(snapshot.machine.state))
+                try auditSubConflict(accountID: accountID, status: write.from, commit: commit, now: now)
+                return (write.from, .subConflict(snapshot.machine.state))
             } catch {
                 throw Self.storageFailure(error)
             }
@@ -195,6 +155,99 @@ public final class TransferService: Sendable {
         throw TransferFailure(
             .internalError,
             "account \(accountID) kept changing while its transfer was being recorded; retry"
+        )
+    }
+
+    /// What `commit.event` does to one account's snapshot.
+    enum Plan {
+        /// Nothing to write: a replay, or an event the stored state refuses.
+        case settled(from: TransferStatus, CommitResult)
+        /// The link no longer has the id the machine says the account had.
+        case linkChanged
+        case write(PlannedWrite)
+    }
+
+    /// A transition's writes, guarded by the versions they were decided from: the transfer record,
+    /// the Apple link when it changes, the audit row and the webhook event.
+    struct PlannedWrite {
+        var accountID: String
+        var snapshot: Snapshot
+        var record: TransferRecord
+        var link: AppleLinkRecord
+        var audit: AuditEvent
+        var event: TransferEvent
+        var transition: TransferTransition
+        var state: TransferState
+        var now: Int64
+
+        var from: TransferStatus { snapshot.machine.status }
+        var result: (from: TransferStatus, result: CommitResult) { (from, .applied(transition, state)) }
+
+        /// Inside the caller's write transaction; a version conflict or a unique violation throws.
+        func perform(in tx: any StoreTransaction) throws(StorageError) {
+            try tx.upsertTransferRecord(record, expectedVersion: snapshot.record?.version)
+            if link != snapshot.link {
+                try tx.updateAppleLink(link, expectedVersion: snapshot.link.version)
+            }
+            try tx.appendAudit(audit)
+            try TransferService.enqueueWebhook(
+                transition,
+                event: event,
+                accountID: accountID,
+                before: snapshot.link,
+                after: link,
+                in: tx,
+                now: now
+            )
+        }
+    }
+
+    /// Decides, without I/O, what `commit` does to the account as `snapshot` has it.
+    func plan(_ snapshot: Snapshot, _ commit: Commit, now: Int64) -> Plan {
+        let from = snapshot.machine.status
+        var machine = snapshot.machine
+        let transition: TransferTransition
+        do {
+            transition = try machine.apply(commit.event, now: now)
+        } catch {
+            return .settled(from: from, .refused(error, snapshot.machine.state))
+        }
+        guard transition.stateChanged else { return .settled(from: from, .replay(machine.state)) }
+
+        let record = nextRecord(snapshot, machine, commit, now: now)
+        let link: AppleLinkRecord
+        do {
+            link = try nextLink(snapshot.link, machine, transition, commit, now: now)
+        } catch {
+            return .linkChanged
+        }
+        var detail = commit.detail
+        if let reason = machine.state.failureReason { detail["reason"] = reason.rawValue }
+        if snapshot.link.refreshTokenCiphertext != nil && link.refreshTokenCiphertext == nil {
+            detail["refreshTokenDeleted"] = "true"
+        }
+        if snapshot.link.email != link.email { detail["emailUpdated"] = "true" }
+        let audit = AuditEvent(
+            at: now,
+            accountID: snapshot.link.accountID,
+            upgradeID: nil,
+            event: "transfer.\(transition.event)",
+            fromStatus: transition.from.rawValue,
+            toStatus: transition.to.rawValue,
+            detail: detail
+        )
+        return .write(
+            PlannedWrite(
+                accountID: snapshot.link.accountID,
+                snapshot: snapshot,
+                record: record,
+                link: link,
+                audit: audit,
+                event: commit.event,
+                transition: transition,
+                state: machine.state,
+                now: now
+            )
         )
     }
 
