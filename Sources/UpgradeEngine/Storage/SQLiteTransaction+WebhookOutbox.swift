@@ -2,11 +2,12 @@
 /// number read here is still free at the insert, and a claim is one conditional UPDATE.
 extension SQLiteTransaction: WebhookOutboxStore {
     func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError) {
-        try rows(
-            "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES \(WebhookEventRecord.insertValues { "?\($0)" })",
-            event.insertArguments
-        )
+        try rows(Self.insertWebhookEventSQL, event.insertArguments)
     }
+
+    /// Built once: the statement cache is keyed by the SQL text.
+    private static let insertWebhookEventSQL =
+        "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES \(WebhookEventRecord.insertValues { "?\($0)" })"
 
     func webhookEvent(id: String) throws(StorageError) -> WebhookEventRecord? {
         try rows("SELECT \(WebhookEventRecord.columns) FROM webhook_outbox WHERE id = ?", [.text(id)])

@@ -3,12 +3,12 @@
 /// row claimed.
 extension PostgresTransaction: WebhookOutboxStore {
     func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError) {
-        // The account id appears in `IS NULL` too, where PostgreSQL cannot infer its type.
-        try send(
-            "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES \(WebhookEventRecord.insertValues { $0 == 2 ? "$2::text" : "$\($0)" })",
-            event.insertArguments
-        )
+        try send(Self.insertWebhookEventSQL, event.insertArguments)
     }
+
+    /// Built once. The account id appears in `IS NULL` too, where PostgreSQL cannot infer its type.
+    private static let insertWebhookEventSQL =
+        "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES \(WebhookEventRecord.insertValues { $0 == 2 ? "$2::text" : "$\($0)" })"
 
     func webhookEvent(id: String) throws(StorageError) -> WebhookEventRecord? {
         try rows("SELECT \(WebhookEventRecord.columns) FROM webhook_outbox WHERE id = $1", [.text(id)])
