@@ -112,27 +112,69 @@ struct SQLiteStoreTests {
     func checkpointOutsideTheTurn() throws {
         let (store, _, cleanup, write) = try checkpointedStore()
         defer { cleanup() }
-        // At the first checkpoint, another thread writes, and the checkpoint waits to see it done.
+        // At the first checkpoint, another thread writes, and the checkpoint waits (at most 5 s) to
+        // see it committed. (That write may itself wait for the checkpoint once it has committed,
+        // when the log has grown to twice the threshold meanwhile: its commit is what counts.)
         let outcome = Mutex<String?>(nil)
         store.beforeCheckpoint = {
             guard outcome.withLock({ $0 == nil }) else { return }
-            let done = DispatchSemaphore(value: 0)
             Thread.detachNewThread {
                 do {
                     try store.write { tx in
-                        try tx.appendAudit(AuditEvent(at: Self.now, accountID: nil, upgradeID: nil, event: "meanwhile"))
+                        try tx.appendAudit(
+                            AuditEvent(at: Self.now, accountID: "meanwhile", upgradeID: nil, event: "meanwhile")
+                        )
                     }
                 } catch {
                     outcome.withLock { $0 = "failed: \(error)" }
                 }
-                done.signal()
             }
-            let finished = done.wait(timeout: .now() + 5) == .success
-            outcome.withLock { $0 = $0 ?? (finished ? "written" : "waited for the checkpoint") }
+            var committed = false
+            for _ in 0..<5000 where !committed {
+                committed = (try? store.read { try $0.auditTrail(accountID: "meanwhile", limit: 1) })?.isEmpty == false
+                if !committed { usleep(1000) }
+            }
+            outcome.withLock { $0 = $0 ?? (committed ? "written" : "waited for the checkpoint") }
         }
         // Each write adds some 30 pages: the log reaches the threshold within 40 writes.
         for _ in 0..<60 where outcome.withLock({ $0 == nil }) { try write() }
+        // The checkpoint runs on a thread of its own: wait (at most 10 s) for what it saw.
+        for _ in 0..<10_000 where outcome.withLock({ $0 == nil }) { usleep(1000) }
         #expect(outcome.withLock { $0 } == "written")
+    }
+
+    @Test("the write that fills the log returns without waiting for the checkpoint")
+    func checkpointDoesNotDelayTheWrite() throws {
+        let (store, _, cleanup, write) = try checkpointedStore()
+        defer { cleanup() }
+        let started = Mutex(false)
+        let writeReturned = DispatchSemaphore(value: 0)
+        let sawReturn = Mutex<Bool?>(nil)
+        store.beforeCheckpoint = {
+            guard
+                !started.withLock({ started in
+                    defer { started = true }
+                    return started
+                })
+            else { return }
+            let returned = writeReturned.wait(timeout: .now() + 5) == .success
+            sawReturn.withLock { $0 = returned }
+        }
+        for _ in 0..<60 {
+            try write()
+            if started.withLock({ $0 }) {
+                writeReturned.signal()
+                break
+            }
+        }
+        #expect(started.withLock { $0 }, "the log reached the threshold")
+        var answer: Bool?
+        for _ in 0..<10_000 {
+            answer = sawReturn.withLock { $0 }
+            if answer != nil { break }
+            usleep(1000)
+        }
+        #expect(answer == true, "the checkpoint began while the write that started it had already returned")
     }
 
     @Test("the log starts again from its beginning: with writers side by side it stays near the threshold")

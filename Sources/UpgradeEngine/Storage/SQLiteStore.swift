@@ -78,18 +78,63 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
 
     public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         let (result, walFrames) = try writeInTurn(body)
-        if walFrames >= Self.checkpointFrames { checkpoint() }
+        if walFrames >= 2 * Self.checkpointFrames {
+            checkpointBeforeGoingOn()
+        } else if walFrames >= Self.checkpointFrames {
+            startCheckpoint()
+        }
         return result
     }
 
     /// The log is checkpointed once it has this many frames, SQLite's default.
     static let checkpointFrames: Int32 = 1000
 
-    /// Whether a checkpoint of this store is under way: one at a time.
+    /// Whether a checkpoint of this store is under way: one at a time. `checkpointEnded` is
+    /// signalled as one ends.
     private let checkpointing = Atomic<Bool>(false)
+    private let checkpointEnded = NSCondition()
 
     /// Called as a checkpoint starts, outside the turn (tests).
     var beforeCheckpoint: (@Sendable () -> Void)?
+
+    /// Starts a checkpoint on a thread of its own, unless one is under way: the write that filled
+    /// the log returns without waiting for the copy and its fsyncs, so a writer that others wait
+    /// for (a batch's group commit, a request) never carries a checkpoint's latency.
+    private func startCheckpoint() {
+        guard checkpointing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            return
+        }
+        // A thread of its own, not a dispatch queue's: those are shared with Swift's cooperative
+        // threads and as few as the cores, so a checkpoint queued there waited for busy writers.
+        Thread.detachNewThread { [self] in
+            checkpoint()
+            endCheckpoint()
+        }
+    }
+
+    /// The log grew to twice the threshold: the checkpoint under way lags behind the writes (or
+    /// none started). This writer checkpoints itself, or waits for the one under way to end, so
+    /// that the log stays bounded however fast the writes come.
+    private func checkpointBeforeGoingOn() {
+        if checkpointing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
+            checkpoint()
+            endCheckpoint()
+            return
+        }
+        let deadline = Date(timeIntervalSinceNow: Self.writerTurnTimeout)
+        checkpointEnded.lock()
+        defer { checkpointEnded.unlock() }
+        while checkpointing.load(ordering: .acquiring) {
+            guard checkpointEnded.wait(until: deadline) else { return }
+        }
+    }
+
+    private func endCheckpoint() {
+        checkpointEnded.lock()
+        checkpointing.store(false, ordering: .releasing)
+        checkpointEnded.broadcast()
+        checkpointEnded.unlock()
+    }
 
     /// SQLite checkpoints at the end of the COMMIT that filled the log, while this store's other
     /// writes wait their turn: the copy and its two fsyncs were half of a batch's time in turns.
@@ -97,10 +142,6 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
     /// was committed meanwhile, so that the log is copied whole and the next write starts it again
     /// from its beginning (SQLite restarts the log only then; without it the log grows on).
     private func checkpoint() {
-        guard checkpointing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
-            return
-        }
-        defer { checkpointing.store(false, ordering: .releasing) }
         beforeCheckpoint?()
         try? withConnection { $0.checkpoint() }
         do {
