@@ -517,7 +517,7 @@ struct TransferServiceTests {
         #expect(missed.withLock { $0 } == 0, "every row was in flight at once")
     }
 
-    @Test("a page of rows is read in one query; rows' outcomes are then read again and committed in groups")
+    @Test("a page of rows is read in one query; rows' outcomes are then written in groups, with no other read")
     func oneReadAndOneWritePerGroup() async throws {
         let world = try TransferWorld()
         let users = try (0..<5).map { try world.addLinkedUser("user\($0)") }
@@ -535,10 +535,10 @@ struct TransferServiceTests {
             options: TransferWorld.options()
         )
         #expect(summary.outcomes[.succeeded] == users.count, "\(summary.line)")
-        // One page of accounts with what a row decides from, then per group of rows that finished
-        // together the read just before the write that records them.
+        // One page of accounts with what a row decides from, then one write per group of rows that
+        // finished together, guarded by the versions the page read.
         let counts = store.counts
-        #expect(counts.reads == 1 + counts.writes, "\(counts)")
+        #expect(counts.reads == 1, "\(counts)")
         #expect((1...users.count).contains(counts.writes), "\(counts)")
         #expect(try world.auditCount(users) == users.count, "one audit row per change")
     }
@@ -579,13 +579,16 @@ struct TransferServiceTests {
             )
         }
         let auditBefore = try world.auditCount([alice, bob])
-        let results = world.recipient.commitTogether(
-            [
-                (alice.accountID, TransferService.Commit(event: .newSubObtained(sub: aliceB, email: nil))),
-                (bob.accountID, TransferService.Commit(event: .newSubObtained(sub: bobB, email: nil))),
-            ],
-            now: world.now
-        )
+        let service = world.recipient
+        let writes = try [(alice, aliceB), (bob, bobB)].map { user, newSub in
+            let snapshot = try #require(try service.snapshot(accountID: user.accountID))
+            let commit = TransferService.Commit(event: .newSubObtained(sub: newSub, email: nil))
+            guard case .write(let write) = service.plan(snapshot, commit, now: world.now) else {
+                throw TransferFailure(.internalError, "no write planned for \(user.accountID)")
+            }
+            return write
+        }
+        let results = service.writeTogether(writes)
         #expect(results.count == 2)
         guard case .success((_, .subConflict)) = results[0] else {
             Issue.record("alice: \(results[0])")
@@ -600,6 +603,40 @@ struct TransferServiceTests {
         #expect(try world.link(bob)?.sub == bobB)
         #expect(try world.auditEvents(alice, named: "transfer.subConflict") == 1)
         #expect(try world.auditCount([alice, bob]) == auditBefore + 2, "one row for each account")
+    }
+
+    @Test("an account changed after its page was read is judged against what is stored, not overwritten")
+    func changedAfterItsPageWasRead() async throws {
+        let world = try TransferWorld()
+        let users = try [world.addLinkedUser("alice"), world.addLinkedUser("bob")]
+        // While the first row calls Apple, both users revoke the app: Apple tells us, and the
+        // notifications are recorded before either row commits what its page read.
+        let delivered = Mutex<[String]>([])
+        world.appleA.script { call, number in
+            guard call == .transferSub, number == 1 else { return nil }
+            do {
+                for user in users {
+                    try world.emulator.revokeConsent(userID: user.appleUserID, clientID: TransferWorld.clientID)
+                }
+                for event in try world.drainEvents() {
+                    _ = try world.deliver(event, to: world.sender)
+                    delivered.withLock { $0.append(event.type) }
+                }
+            } catch {
+                delivered.withLock { $0.append("failed: \(error)") }
+            }
+            return nil
+        }
+        let rows = RowCollector()
+        let summary = try await world.prepare(TransferWorld.options(concurrency: 1, onRow: rows.onRow))
+        #expect(delivered.withLock { $0 }.count == 2, "\(delivered.withLock { $0 })")
+        #expect(summary.outcomes[.skipped] == 2, "\(summary.line)")
+        for user in users {
+            #expect(rows.row(user.accountID)?.reason == "not-migratable")
+            #expect(try world.record(user)?.status == TransferStatus.revoked.rawValue)
+            #expect(try world.link(user)?.status == .revoked)
+            #expect(try world.audit(user).map(\.event) == ["transfer.consentRevoked"], "nothing of the batch's")
+        }
     }
 
     @Test("a team token Apple no longer accepts (invalid_grant) is fetched again once")

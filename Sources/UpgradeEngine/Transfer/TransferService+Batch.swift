@@ -87,12 +87,11 @@ extension TransferService {
         var retry: AppleRetry
         var tokens: TeamAccessTokenCache
         var control: TransferBatchControl
-        /// Rows' outcomes waiting together are committed in one transaction.
-        var commits: GroupCommit<RowCommit, RowCommitResult>
+        /// Rows' writes waiting together are committed in one transaction.
+        var commits: GroupCommit<PlannedWrite, RowCommitResult>
     }
 
-    /// One row's outcome to commit, and what committing it gave.
-    typealias RowCommit = (accountID: String, commit: Commit)
+    /// What committing one row's outcome gave.
     typealias RowCommitResult = Result<(from: TransferStatus, result: CommitResult), TransferFailure>
 
     /// At most this many rows' outcomes are committed in one transaction.
@@ -110,8 +109,8 @@ extension TransferService {
             retry: retry,
             tokens: TeamAccessTokenCache(apple: apple, clientID: plan.clientID, retry: retry),
             control: TransferBatchControl(limit: options.limit),
-            commits: GroupCommit(maxGroup: Self.maxCommitGroup) { [self] rows in
-                commitTogether(rows, now: plan.now)
+            commits: GroupCommit(maxGroup: Self.maxCommitGroup) { [self] writes in
+                writeTogether(writes)
             }
         )
         // The team token first: if Apple refuses our credentials, every row would fail alike.
@@ -269,7 +268,7 @@ extension TransferService {
             if context.dryRun {
                 return report(status, trial.status, .wouldFail, trial.state.failureReason?.rawValue)
             }
-            return commitRow(accountID, status, Commit(event: begin), context, report)
+            return commitRow(snapshot, Commit(event: begin), context, report)
         }
         let call: AppleCall
         switch started.effects.first {
@@ -283,9 +282,9 @@ extension TransferService {
 
         switch await callApple(call, context) {
         case .obtained(let event, let isPrivateEmail):
-            return commitRow(accountID, status, Commit(event: event, isPrivateEmail: isPrivateEmail), context, report)
+            return commitRow(snapshot, Commit(event: event, isPrivateEmail: isPrivateEmail), context, report)
         case .refused(let reason):
-            return commitRow(accountID, status, Commit(event: .stepFailed(reason: reason)), context, report)
+            return commitRow(snapshot, Commit(event: .stepFailed(reason: reason)), context, report)
         case .configuration(let error):
             context.control.requestStop(
                 .init(
@@ -357,14 +356,18 @@ extension TransferService {
         }
     }
 
-    /// Commits a row's outcome and reports it.
+    /// Commits a row's outcome and reports it. The transition is decided, on the row's own thread,
+    /// from the state its page read, and written with the rows that wait with it (`writeTogether`),
+    /// guarded by the versions that state had. An outcome that state does not make a write of (a
+    /// replay, a refusal, a link re-keyed) is judged against what is stored now, as `commit` does.
     private func commitRow(
-        _ accountID: String,
-        _ status: TransferStatus,
+        _ snapshot: Snapshot,
         _ commit: Commit,
         _ context: BatchContext,
         _ report: (TransferStatus, TransferStatus, TransferRowReport.Outcome, String?) -> TransferRowReport
     ) -> TransferRowReport {
+        let accountID = snapshot.link.accountID
+        let status = snapshot.machine.status
         var commit = commit
         commit.isStepOutcome = true
         commit.targetTeamID = context.plan.targetTeamID
@@ -374,7 +377,11 @@ extension TransferService {
         if let target = context.plan.targetTeamID { commit.detail["targetTeam"] = target }
         let committed: (from: TransferStatus, result: CommitResult)
         do {
-            committed = try context.commits.submit((accountID, commit)).get()
+            if case .write(let write) = plan(snapshot, commit, now: context.plan.now) {
+                committed = try context.commits.submit(write).get()
+            } else {
+                committed = try self.commit(accountID: accountID, commit, now: context.plan.now)
+            }
         } catch {
             let outcome: TransferRowReport.Outcome = error.code == .conflict ? .conflict : .error
             return report(status, status, outcome, error.code == .conflict ? "link-changed" : error.code.name)
@@ -405,44 +412,23 @@ extension TransferService {
         }
     }
 
-    /// Commits rows' outcomes together: their accounts read in one transaction, and every
-    /// transition that read allows written in one more, so a batch pays for one commit per group
-    /// instead of one per row. Each row's writes stay guarded by the versions it was decided from;
-    /// if the group's write fails (a version conflict, a `sub` already linked, a busy store), nothing
-    /// of it is kept and its rows are committed one by one, as `commit` does for a lone row.
-    func commitTogether(_ rows: [RowCommit], now: Int64) -> [RowCommitResult] {
-        var results = [RowCommitResult?](repeating: nil, count: rows.count)
-        var writes: [(index: Int, write: PlannedWrite)] = []
-        let read = try? store.read { tx in
-            try rows.map { row in
-                (try tx.appleLink(accountID: row.accountID), try tx.transferRecord(accountID: row.accountID))
+    /// Writes rows' planned transitions in one transaction, so a batch pays for one commit per
+    /// group instead of one per row. Each write is still guarded by the versions it was decided
+    /// from. If the transaction fails (an account changed since its page was read, a `sub` already
+    /// linked, a busy store), nothing of it is kept and its rows are committed one by one against
+    /// what is stored, as `commit` does for a lone row, so each row's outcome is its own.
+    func writeTogether(_ writes: [PlannedWrite]) -> [RowCommitResult] {
+        do {
+            try store.write { tx in
+                for write in writes { try write.perform(in: tx) }
             }
-        }
-        for (index, row) in rows.enumerated() {
-            guard let (link, record) = read?[index], let link,
-                let machine = try? record.map(Self.restore) ?? TransferStateMachine(linkedTo: link.sub)
-            else { continue }
-            switch plan(Snapshot(link: link, record: record, machine: machine), row.commit, now: now) {
-            case .settled(let from, let result): results[index] = .success((from, result))
-            case .linkChanged: continue
-            case .write(let write): writes.append((index, write))
-            }
-        }
-        if !writes.isEmpty {
-            do {
-                try store.write { tx in
-                    for entry in writes { try entry.write.perform(in: tx) }
+            return writes.map { .success($0.result) }
+        } catch {
+            return writes.map { write in
+                Result { () throws(TransferFailure) in
+                    try commit(accountID: write.accountID, write.commit, now: write.now)
                 }
-                for entry in writes { results[entry.index] = .success(entry.write.result) }
-            } catch {
-                // Left to the one-by-one commits below, which judge each row's error on its own.
             }
-        }
-        return rows.indices.map { index in
-            results[index]
-                ?? Result { () throws(TransferFailure) in
-                    try commit(accountID: rows[index].accountID, rows[index].commit, now: now)
-                }
         }
     }
 

@@ -175,7 +175,8 @@ public final class TransferService: Sendable {
         var record: TransferRecord
         var link: AppleLinkRecord
         var audit: AuditEvent
-        var event: TransferEvent
+        /// What was committed, to commit again against what is stored if this write cannot be.
+        var commit: Commit
         var transition: TransferTransition
         var state: TransferState
         var now: Int64
@@ -192,7 +193,7 @@ public final class TransferService: Sendable {
             try tx.appendAudit(audit)
             try TransferService.enqueueWebhook(
                 transition,
-                event: event,
+                event: commit.event,
                 accountID: accountID,
                 before: snapshot.link,
                 after: link,
@@ -243,7 +244,7 @@ public final class TransferService: Sendable {
                 record: record,
                 link: link,
                 audit: audit,
-                event: commit.event,
+                commit: commit,
                 transition: transition,
                 state: machine.state,
                 now: now
