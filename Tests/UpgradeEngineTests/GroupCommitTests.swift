@@ -80,11 +80,15 @@ struct GroupCommitTests {
         #expect(commit.waitingCount == 0)
     }
 
-    @Test("many callers at once: each gets its own output, every item is handled exactly once")
-    func manyCallers() {
+    @Test(
+        "many callers at once: each gets its own output, every item is handled exactly once",
+        arguments: [0, 1, 8]
+    )
+    func manyCallers(maxRounds: Int) {
         let handled = Mutex<[Int]>([])
         let largest = Mutex(0)
-        let commit = GroupCommit<Int, Int>(maxGroup: 5) { items in
+        // maxRounds 0: every leader hands the lead on as soon as its own result is in.
+        let commit = GroupCommit<Int, Int>(maxGroup: 5, maxRounds: maxRounds) { items in
             handled.withLock { $0 += items }
             largest.withLock { $0 = max($0, items.count) }
             return items.map { -$0 }
