@@ -181,10 +181,10 @@ struct SQLiteStoreTests {
     func logStaysBounded() throws {
         let (store, wal, cleanup, write) = try checkpointedStore()
         defer { cleanup() }
-        // Four writers, 50 writes each, some 6000 pages in all: six times the threshold.
+        // Four writers, 100 writes each, some 12,000 pages in all: more than twice the bound below.
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
-            for _ in 0..<50 {
+            for _ in 0..<100 {
                 do {
                     try write()
                     _ = try store.read { try $0.auditTrail(accountID: "a1", limit: 1) }
@@ -195,8 +195,9 @@ struct SQLiteStoreTests {
         }
         #expect(failures.withLock { $0 }.isEmpty)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int)
-        // The threshold, what the writers add while a checkpoint runs, and one write's pages.
-        #expect(size < 3 * Int(SQLiteStore.checkpointFrames) * (24 + 4096), "\(size) bytes")
+        // The restart length, what the writers add while a checkpoint runs, and one write's pages.
+        let bound = Int(SQLiteStore.restartFrames + 2 * SQLiteStore.checkpointFrames)
+        #expect(size < bound * (24 + 4096), "\(size) bytes")
     }
 
     /// WAL frames `write` adds: each committed page adds one (24 + 4096 bytes).

@@ -68,9 +68,13 @@ final class SQLiteConnection {
 
     /// Copies what it can of the write-ahead log into the database without waiting for readers or
     /// writers (`PASSIVE`, as SQLite's own checkpoint after a commit); a checkpoint that cannot run
-    /// now leaves it to the next.
-    func checkpoint() {
-        _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+    /// now leaves it to the next. Returns the log's length in frames.
+    @discardableResult
+    func checkpoint() -> Int32 {
+        var length: Int32 = 0
+        var copied: Int32 = 0
+        _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &length, &copied)
+        return length
     }
 
     /// Runs one or more statements with no parameters and no results (DDL, pragmas, transaction control).

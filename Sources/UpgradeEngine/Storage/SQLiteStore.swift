@@ -78,16 +78,22 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
 
     public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         let (result, walFrames) = try writeInTurn(body)
-        if walFrames >= 2 * Self.checkpointFrames {
+        if walFrames >= Self.restartFrames + Self.checkpointFrames {
             checkpointBeforeGoingOn()
-        } else if walFrames >= Self.checkpointFrames {
+        } else if walFrames >= nextCheckpoint.load(ordering: .relaxed) {
             startCheckpoint()
         }
         return result
     }
 
-    /// The log is checkpointed once it has this many frames, SQLite's default.
+    /// A checkpoint starts each time the log has grown by this many frames, SQLite's default.
     static let checkpointFrames: Int32 = 1000
+    /// Once the log has this many frames, a checkpoint also copies, in a turn of its own, what the
+    /// writes added during its copy, so that the next write starts the log again from its beginning.
+    static let restartFrames: Int32 = 3 * checkpointFrames
+
+    /// The log's length at which the next checkpoint starts.
+    private let nextCheckpoint = Atomic<Int32>(SQLiteStore.checkpointFrames)
 
     /// Whether a checkpoint of this store is under way: one at a time. `checkpointEnded` is
     /// signalled as one ends.
@@ -112,9 +118,9 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
         }
     }
 
-    /// The log grew to twice the threshold: the checkpoint under way lags behind the writes (or
-    /// none started). This writer checkpoints itself, or waits for the one under way to end, so
-    /// that the log stays bounded however fast the writes come.
+    /// The log passed the restart length by a checkpoint's worth: the checkpoints lag behind the
+    /// writes. This writer checkpoints itself, or waits for the one under way to end, so that the
+    /// log stays bounded however fast the writes come.
     private func checkpointBeforeGoingOn() {
         if checkpointing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
             checkpoint()
@@ -138,19 +144,25 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
 
     /// SQLite checkpoints at the end of the COMMIT that filled the log, while this store's other
     /// writes wait their turn: the copy and its two fsyncs were half of a batch's time in turns.
-    /// Here the bulk is copied outside the turn while writes go on; then, in a turn of its own, what
-    /// was committed meanwhile, so that the log is copied whole and the next write starts it again
-    /// from its beginning (SQLite restarts the log only then; without it the log grows on).
+    /// Here the log is copied outside the turn while writes go on. The log only starts again from
+    /// its beginning when a write finds it copied whole, which never happens while writes follow
+    /// one another; so once it reaches `restartFrames`, what was committed during the copy is
+    /// copied too, in a turn of its own (a pause of a few milliseconds for the store's writes).
     private func checkpoint() {
         beforeCheckpoint?()
-        try? withConnection { $0.checkpoint() }
+        let length = (try? withConnection { $0.checkpoint() }) ?? 0
+        guard length >= Self.restartFrames else {
+            nextCheckpoint.store(length + Self.checkpointFrames, ordering: .relaxed)
+            return
+        }
+        nextCheckpoint.store(Self.checkpointFrames, ordering: .relaxed)
         do {
             try takeWriterTurn()
         } catch {
             return
         }
         defer { releaseWriterTurn() }
-        try? withConnection { $0.checkpoint() }
+        _ = try? withConnection { $0.checkpoint() }
     }
 
     /// The write, and the frames the log has after it.
