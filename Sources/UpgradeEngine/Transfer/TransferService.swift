@@ -25,16 +25,23 @@ public final class TransferService: Sendable {
     // MARK: Machine persistence
 
     static func encode(_ machine: TransferStateMachine) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         // Persisted holds strings and integers only; encoding cannot fail.
-        let data = (try? encoder.encode(machine.state.persisted)) ?? Data("{}".utf8)
+        let data = (try? machineEncoder.encode(machine.state.persisted)) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
+    private static let machineDecoder = JSONDecoder()
+
+    /// One for every row: an encoder's options are fixed once made, and each encode is its own.
+    private static let machineEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
     static func restore(_ record: TransferRecord) throws(TransferFailure) -> TransferStateMachine {
         do {
-            let persisted = try JSONDecoder().decode(TransferState.Persisted.self, from: Data(record.machine.utf8))
+            let persisted = try machineDecoder.decode(TransferState.Persisted.self, from: Data(record.machine.utf8))
             return TransferStateMachine(state: try TransferState(persisted: persisted))
         } catch {
             throw TransferFailure(.internalError, "the stored transfer of account \(record.accountID) cannot be read")
