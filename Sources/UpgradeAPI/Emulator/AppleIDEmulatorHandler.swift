@@ -113,3 +113,16 @@ extension AppleIDEmulatorHandler {
         }
     }
 }
+
+extension AppleIDEmulatorHandler {
+    /// `POST /auth/usermigrationinfo` is answered from memory (no signing, no I/O; a client
+    /// secret's signature is checked once per secret), so it is answered on the event loop, without
+    /// a worker's thread hop: a transfer batch makes one such call per account. Every other
+    /// endpoint goes to a worker.
+    public func respondOnEventLoop(to request: HTTPRequest) -> HTTPResponse? {
+        guard request.path == Self.migrationPath else { return nil }
+        return appleEndpoint(request, path: Self.migrationPath)
+    }
+
+    static let migrationPath = "/auth/usermigrationinfo"
+}
