@@ -179,14 +179,19 @@ struct TransferServiceTests {
         _ = try await world.prepare()
         let windowEndsAt = try world.transferApp()
 
-        // Cancel the batch's own task from its report callback once three rows are in, as an
+        // Cancel the batch's task from its report callback once three rows are in, as an
         // operator's interrupt would.
         let rows = RowCollector()
+        let batch = Mutex<Task<TransferBatchSummary, any Error>?>(nil)
         let options = TransferWorld.options(concurrency: 3) { row in
             rows.onRow(row)
-            if rows.all.count == 3 { withUnsafeCurrentTask { $0?.cancel() } }
+            guard rows.all.count == 3 else { return }
+            for _ in 0..<5000 where batch.withLock({ $0 == nil }) { usleep(1000) }
+            batch.withLock { $0?.cancel() }
         }
-        let interrupted = try await Task { try await world.complete(windowEndsAt: windowEndsAt, options) }.value
+        let task = Task { try await world.complete(windowEndsAt: windowEndsAt, options) }
+        batch.withLock { $0 = task }
+        let interrupted = try await task.value
         #expect(interrupted.stop?.code == .interrupted, "\(interrupted.line)")
         let done = interrupted.outcomes[.succeeded, default: 0]
         #expect((3..<10).contains(done), "\(interrupted.line)")

@@ -121,62 +121,110 @@ extension TransferService {
             return summary
         }
 
-        // Rows block (a transaction, an exchange with Apple): they run on threads of their own.
+        // Rows block (a transaction, an exchange with Apple): they run on threads of their own, one
+        // per row in flight, each taking the next account as it finishes one. No thread hands rows
+        // out or collects them: that was two more thread hops per row.
         let workers = BlockingThreadPool(threads: options.concurrency)
         defer { workers.shutdown() }
-        await withTaskGroup(of: TransferRowReport?.self) { group in
-            var cursor: String?
-            var page: [(accountID: String, snapshot: Result<Snapshot, TransferFailure>)] = []
-            var listedAll = false
-            var inFlight = 0
-            var unavailableInARow = 0
-            let control = context.control
-            while true {
-                while inFlight < options.concurrency, control.stop == nil, !control.limitReached, !Task.isCancelled {
-                    if page.isEmpty && !listedAll {
-                        do {
-                            page = try self.page(after: cursor)
-                        } catch {
-                            control.requestStop(.init(.storage, "the linked accounts could not be listed: \(error)"))
-                            break
-                        }
-                        listedAll = page.count < Self.pageSize
-                        cursor = page.last?.accountID
-                        page.reverse()
+        let feed = RowFeed(service: self, control: context.control)
+        let results = RowResults(summary: summary, options: options, control: context.control)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<options.concurrency {
+                group.addTask(executorPreference: workers) {
+                    while let (accountID, snapshot) = feed.next() {
+                        if let report = await self.row(accountID, snapshot, context) { results.add(report) }
                     }
-                    guard let (accountID, snapshot) = page.popLast() else { break }
-                    group.addTask(executorPreference: workers) { await self.row(accountID, snapshot, context) }
-                    inFlight += 1
-                }
-                guard inFlight > 0, let finished = await group.next() else { break }
-                inFlight -= 1
-                guard let report = finished else { continue }
-                summary.add(report)
-                options.onRow?(report)
-                switch report.outcome {
-                case .unavailable:
-                    unavailableInARow += 1
-                    if unavailableInARow >= options.unavailableRowsBeforeStop {
-                        control.requestStop(
-                            .init(
-                                .appleUnavailable,
-                                "Apple was unavailable for \(unavailableInARow) rows in a row; re-run later to resume"
-                            )
-                        )
-                    }
-                case .stopped:
-                    break
-                default:
-                    unavailableInARow = 0
                 }
             }
         }
+        summary = results.summary
         if Task.isCancelled {
             context.control.requestStop(.init(.interrupted, "the batch was interrupted; re-run to resume"))
         }
         summary.stop = context.control.stop
         summary.limitReached = context.control.limitReached
         return summary
+    }
+
+    /// The accounts of a batch, handed to its rows one at a time in account-id order, a page
+    /// read whenever the last one is used up. Nothing more is handed out once the batch is to stop,
+    /// its row limit is reached or its task is cancelled.
+    final class RowFeed: @unchecked Sendable {
+        private let lock = NSLock()
+        private let service: TransferService
+        private let control: TransferBatchControl
+        private var page: [(accountID: String, snapshot: Result<Snapshot, TransferFailure>)] = []
+        private var cursor: String?
+        private var listedAll = false
+
+        init(service: TransferService, control: TransferBatchControl) {
+            self.service = service
+            self.control = control
+        }
+
+        func next() -> (accountID: String, snapshot: Result<Snapshot, TransferFailure>)? {
+            lock.lock()
+            defer { lock.unlock() }
+            guard control.stop == nil, !control.limitReached, !Task.isCancelled else { return nil }
+            if page.isEmpty && !listedAll {
+                do {
+                    page = try service.page(after: cursor)
+                } catch {
+                    control.requestStop(.init(.storage, "the linked accounts could not be listed: \(error)"))
+                    return nil
+                }
+                listedAll = page.count < TransferService.pageSize
+                cursor = page.last?.accountID
+                page.reverse()
+            }
+            return page.popLast()
+        }
+    }
+
+    /// The batch's summary, added to as rows finish (in the order they finish), each row passed
+    /// to `onRow` one at a time; stops the batch once Apple was unavailable for
+    /// `unavailableRowsBeforeStop` rows in a row.
+    final class RowResults: @unchecked Sendable {
+        private let lock = NSLock()
+        private var collected: TransferBatchSummary
+        private var unavailableInARow = 0
+        private let options: TransferBatchOptions
+        private let control: TransferBatchControl
+
+        init(summary: TransferBatchSummary, options: TransferBatchOptions, control: TransferBatchControl) {
+            collected = summary
+            self.options = options
+            self.control = control
+        }
+
+        var summary: TransferBatchSummary {
+            lock.lock()
+            defer { lock.unlock() }
+            return collected
+        }
+
+        func add(_ report: TransferRowReport) {
+            lock.lock()
+            defer { lock.unlock() }
+            collected.add(report)
+            options.onRow?(report)
+            switch report.outcome {
+            case .unavailable:
+                unavailableInARow += 1
+                if unavailableInARow >= options.unavailableRowsBeforeStop {
+                    control.requestStop(
+                        .init(
+                            .appleUnavailable,
+                            "Apple was unavailable for \(unavailableInARow) rows in a row; re-run later to resume"
+                        )
+                    )
+                }
+            case .stopped:
+                break
+            default:
+                unavailableInARow = 0
+            }
+        }
     }
 
     static func stop(forTokenError error: AppleEndpointError) -> TransferBatchSummary.Stop {
@@ -195,7 +243,7 @@ extension TransferService {
     /// in one query: what a row decides from before it calls Apple. A row commits what Apple
     /// answered against what is stored by then (`commit` reads it again in its write), so a state
     /// that changed in between is judged there. A record that cannot be read fails its row only.
-    private func page(
+    fileprivate func page(
         after cursor: String?
     ) throws -> [(accountID: String, snapshot: Result<Snapshot, TransferFailure>)] {
         try store.read { tx in
