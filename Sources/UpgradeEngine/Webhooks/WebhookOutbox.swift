@@ -55,27 +55,8 @@ public enum WebhookOutbox {
     }
 
     /// RFC 3339 in UTC, seconds.
-    /// Computed from the calendar's arithmetic (days to civil dates), without a formatter: a batch
-    /// writes one per event.
     static func timestamp(_ seconds: Int64) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let second = seconds - days * 86_400
-        // Days since 1970-01-01 to a proleptic Gregorian date, in eras of 400 years from 0000-03-01.
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func digits(_ value: Int64, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return digits(year, 4) + "-" + digits(month, 2) + "-" + digits(day, 2) + "T" + digits(second / 3600, 2) + ":"
-            + digits(second / 60 % 60, 2) + ":" + digits(second % 60, 2) + "Z"
+        RFC3339.utc(seconds: seconds)
     }
 
     /// `msg_`, then `now` (5 bytes) and this process's event counter (3 bytes) big-endian in

@@ -2,8 +2,8 @@
 /// and log line carries one, so the digits are computed here (proleptic Gregorian calendar, days
 /// since the epoch to a civil date as in Howard Hinnant's `civil_from_days`) and written into one
 /// buffer, with no calendar library call and no intermediate strings.
-enum RFC3339 {
-    static func utc(seconds: Int64, milliseconds: Int? = nil) -> String {
+public enum RFC3339 {
+    public static func utc(seconds: Int64, milliseconds: Int? = nil) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(24)
         append(seconds: seconds, milliseconds: milliseconds, to: &bytes)
@@ -12,7 +12,7 @@ enum RFC3339 {
 
     /// Appends the timestamp's ASCII bytes to `out`. Years outside 0...9999 are not representable in
     /// RFC 3339; they are clamped to its first or last second.
-    static func append(seconds: Int64, milliseconds: Int? = nil, to out: inout [UInt8]) {
+    public static func append(seconds: Int64, milliseconds: Int? = nil, to out: inout [UInt8]) {
         let seconds = min(max(seconds, -62_167_219_200), 253_402_300_799)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
