@@ -114,6 +114,36 @@ final class TransferWorld: Sendable {
         return now + TransferStateMachine.windowLength
     }
 
+    /// Another account, `acct-other`, already linked to `sub` with team B's id: as if the user had
+    /// also upgraded a second password account during the window.
+    func addOtherAccount(linkedTo sub: String) throws {
+        try store.write { tx in
+            try tx.insertAccount(
+                AccountRecord(
+                    id: "acct-other",
+                    username: "other",
+                    credentialKind: .appleOnly,
+                    createdAt: 1,
+                    updatedAt: 1
+                )
+            )
+            try tx.insertAppleLink(
+                AppleLinkRecord(
+                    accountID: "acct-other",
+                    sub: sub,
+                    teamID: Self.teamB,
+                    clientID: Self.clientID,
+                    email: nil,
+                    isPrivateEmail: nil,
+                    refreshTokenCiphertext: nil,
+                    status: .linked,
+                    linkedAt: 1,
+                    updatedAt: 1
+                )
+            )
+        }
+    }
+
     /// Batch options for tests: no real waiting between retries.
     static func options(
         dryRun: Bool = false,

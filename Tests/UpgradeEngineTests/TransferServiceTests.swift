@@ -370,31 +370,7 @@ struct TransferServiceTests {
 
         // During the window Alice also upgraded another password account with team B's id.
         let aliceB = try world.emulator.subject(userID: alice.appleUserID, teamID: TransferWorld.teamB)
-        try world.store.write { tx in
-            try tx.insertAccount(
-                AccountRecord(
-                    id: "acct-other",
-                    username: "other",
-                    credentialKind: .appleOnly,
-                    createdAt: 1,
-                    updatedAt: 1
-                )
-            )
-            try tx.insertAppleLink(
-                AppleLinkRecord(
-                    accountID: "acct-other",
-                    sub: aliceB,
-                    teamID: TransferWorld.teamB,
-                    clientID: TransferWorld.clientID,
-                    email: nil,
-                    isPrivateEmail: nil,
-                    refreshTokenCiphertext: nil,
-                    status: .linked,
-                    linkedAt: 1,
-                    updatedAt: 1
-                )
-            )
-        }
+        try world.addOtherAccount(linkedTo: aliceB)
         let rows = RowCollector()
         let summary = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(onRow: rows.onRow))
         #expect(summary.outcomes[.conflict] == 1 && summary.outcomes[.succeeded] == 1, "\(summary.line)")
@@ -558,31 +534,7 @@ struct TransferServiceTests {
         let aliceB = try world.emulator.subject(userID: alice.appleUserID, teamID: TransferWorld.teamB)
         let bobB = try world.emulator.subject(userID: bob.appleUserID, teamID: TransferWorld.teamB)
         // Alice's new id is already linked to another account: her row cannot be written.
-        try world.store.write { tx in
-            try tx.insertAccount(
-                AccountRecord(
-                    id: "acct-other",
-                    username: "other",
-                    credentialKind: .appleOnly,
-                    createdAt: 1,
-                    updatedAt: 1
-                )
-            )
-            try tx.insertAppleLink(
-                AppleLinkRecord(
-                    accountID: "acct-other",
-                    sub: aliceB,
-                    teamID: TransferWorld.teamB,
-                    clientID: TransferWorld.clientID,
-                    email: nil,
-                    isPrivateEmail: nil,
-                    refreshTokenCiphertext: nil,
-                    status: .linked,
-                    linkedAt: 1,
-                    updatedAt: 1
-                )
-            )
-        }
+        try world.addOtherAccount(linkedTo: aliceB)
         let auditBefore = try world.auditCount([alice, bob])
         let service = world.recipient
         let writes = try [(alice, aliceB), (bob, bobB)].map { user, newSub in
