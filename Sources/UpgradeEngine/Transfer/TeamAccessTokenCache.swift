@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One team access token (`client_credentials`, `scope=user.migration`) shared by every row of a
 /// batch (docs/apple-protocol.md §2.2: valid 3600 s). Fetched once, again shortly before it expires, and again when
 /// Apple answers a row with `invalid_grant` (consumed or expired). Concurrent rows that all find
@@ -5,7 +7,7 @@
 ///
 /// The token is a secret: it lives here only, and nothing here prints it.
 actor TeamAccessTokenCache {
-    private struct Current {
+    private struct Current: Sendable {
         var token: String
         var generation: Int
         var expiresAt: ContinuousClock.Instant
@@ -17,6 +19,9 @@ actor TeamAccessTokenCache {
     private var current: Current?
     private var fetching: Task<Current, any Error>?
     private var generation = 0
+    /// `current`, readable without a hop to the actor: rows ask for the token once each, from
+    /// threads of their own, and a hop there and back was two thread hand-offs per row.
+    private nonisolated let published = Mutex<Current?>(nil)
 
     /// A token is refreshed this long before Apple's `expires_in` runs out, so that a row never
     /// starts with a token that dies on the way.
@@ -26,6 +31,15 @@ actor TeamAccessTokenCache {
         self.apple = apple
         self.clientID = clientID
         self.retry = retry
+    }
+
+    /// The current token and its generation, if one is held and not about to expire; nil means
+    /// ask ``token()``.
+    nonisolated func cachedToken() -> (token: String, generation: Int)? {
+        published.withLock { current in
+            guard let current, ContinuousClock.now < current.expiresAt else { return nil }
+            return (current.token, current.generation)
+        }
     }
 
     /// The current token and its generation (pass the generation to ``invalidate(generation:)``).
@@ -61,6 +75,7 @@ actor TeamAccessTokenCache {
             let fetched = try await task.value
             if fetching == task { fetching = nil }
             current = fetched
+            published.withLock { $0 = fetched }
             return (fetched.token, fetched.generation)
         } catch let error as AppleEndpointError {
             if fetching == task { fetching = nil }
@@ -75,5 +90,8 @@ actor TeamAccessTokenCache {
     /// rows refused with the same old token cause one refetch, not many.
     func invalidate(generation: Int) {
         if current?.generation == generation { current = nil }
+        published.withLock { published in
+            if published?.generation == generation { published = nil }
+        }
     }
 }

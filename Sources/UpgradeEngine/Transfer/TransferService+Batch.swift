@@ -508,7 +508,11 @@ extension TransferService {
             if Task.isCancelled { return .interrupted }
             let token: (token: String, generation: Int)
             do {
-                token = try await context.tokens.token()
+                if let cached = context.tokens.cachedToken() {
+                    token = cached
+                } else {
+                    token = try await context.tokens.token()
+                }
             } catch {
                 return error.code == .unavailable ? .unavailable(error) : .configuration(error)
             }
