@@ -182,6 +182,8 @@ public final class TransferService: Sendable {
         var record: TransferRecord
         var link: AppleLinkRecord
         var audit: AuditEvent
+        /// The webhook event the transition tells of, built with its payload before the write.
+        var webhook: WebhookEventRecord?
         /// What was committed, to commit again against what is stored if this write cannot be.
         var commit: Commit
         var transition: TransferTransition
@@ -198,19 +200,12 @@ public final class TransferService: Sendable {
                 try tx.updateAppleLink(link, expectedVersion: snapshot.link.version)
             }
             try tx.appendAudit(audit)
-            try TransferService.enqueueWebhook(
-                transition,
-                event: commit.event,
-                accountID: accountID,
-                before: snapshot.link,
-                after: link,
-                in: tx,
-                now: now
-            )
+            if let webhook { try tx.insertWebhookEvent(webhook) }
         }
     }
 
-    /// Decides, without I/O, what `commit` does to the account as `snapshot` has it.
+    /// Decides, without touching the store, what `commit` does to the account as `snapshot` has it,
+    /// and builds the rows to write (the webhook event with its id and payload too).
     func plan(_ snapshot: Snapshot, _ commit: Commit, now: Int64) -> Plan {
         let from = snapshot.machine.status
         var machine = snapshot.machine
@@ -251,6 +246,14 @@ public final class TransferService: Sendable {
                 record: record,
                 link: link,
                 audit: audit,
+                webhook: Self.webhookEvent(
+                    transition,
+                    event: commit.event,
+                    accountID: snapshot.link.accountID,
+                    before: snapshot.link,
+                    after: link,
+                    now: now
+                ),
                 commit: commit,
                 transition: transition,
                 state: machine.state,

@@ -1,16 +1,15 @@
 extension TransferService {
-    /// Inside the transition's write transaction: the webhook event a transfer transition tells
-    /// of, if any. `before` and `after` are the account's Apple link around the transition.
-    static func enqueueWebhook(
+    /// The webhook event a transfer transition tells of, if any, to insert in the transition's
+    /// write transaction. `before` and `after` are the account's Apple link around the transition.
+    static func webhookEvent(
         _ transition: TransferTransition,
         event: TransferEvent,
         accountID: String,
         before: AppleLinkRecord,
         after: AppleLinkRecord,
-        in tx: any StoreTransaction,
         now: Int64
-    ) throws(StorageError) {
-        guard transition.stateChanged, transition.from != transition.to else { return }
+    ) -> WebhookEventRecord? {
+        guard transition.stateChanged, transition.from != transition.to else { return nil }
         let type: WebhookEventType
         var data: [(String, JWSJSON)] = [("accountId", .string(accountID))]
         switch (event, transition.to) {
@@ -30,8 +29,8 @@ extension TransferService {
             type = .appleAccountDeleted
             data.append(("sub", .string(after.sub)))
         default:
-            return
+            return nil
         }
-        try WebhookOutbox.enqueue(type, accountID: accountID, data: data, in: tx, now: now)
+        return WebhookOutbox.event(type, accountID: accountID, data: data, now: now)
     }
 }

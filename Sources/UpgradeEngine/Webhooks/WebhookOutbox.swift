@@ -33,18 +33,28 @@ public enum WebhookOutbox {
         in tx: any StoreTransaction,
         now: Int64
     ) throws(StorageError) -> String {
-        let id = newID(now: now)
-        try tx.insertWebhookEvent(
-            WebhookEventRecord(
-                id: id,
-                accountID: accountID,
-                type: type.rawValue,
-                payload: body(type: type, data: data, now: now),
-                createdAt: now,
-                nextAttemptAt: now
-            )
+        let record = event(type, accountID: accountID, data: data, now: now)
+        try tx.insertWebhookEvent(record)
+        return record.id
+    }
+
+    /// The outbox row of one event, with its id and complete payload, to insert later in the
+    /// transaction of its change (a transfer batch builds it on the row's thread, outside the
+    /// group's transaction).
+    static func event(
+        _ type: WebhookEventType,
+        accountID: String?,
+        data: [(String, JWSJSON)],
+        now: Int64
+    ) -> WebhookEventRecord {
+        WebhookEventRecord(
+            id: newID(now: now),
+            accountID: accountID,
+            type: type.rawValue,
+            payload: body(type: type, data: data, now: now),
+            createdAt: now,
+            nextAttemptAt: now
         )
-        return id
     }
 
     static func body(type: WebhookEventType, data: [(String, JWSJSON)], now: Int64) -> String {
