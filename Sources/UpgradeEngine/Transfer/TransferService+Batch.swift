@@ -240,9 +240,10 @@ extension TransferService {
     // MARK: One row
 
     /// The next page of linked accounts after `cursor`, each with its link and transfer state, read
-    /// in one query: what a row decides from before it calls Apple. A row commits what Apple
-    /// answered against what is stored by then (`commit` reads it again in its write), so a state
-    /// that changed in between is judged there. A record that cannot be read fails its row only.
+    /// in one query: what a row decides from, before it calls Apple and when it commits. Its write
+    /// is guarded by the versions read here, so a state that changed in between fails the write,
+    /// and `commit` then judges Apple's answer against what is stored. A record that cannot be read
+    /// fails its row only.
     fileprivate func page(
         after cursor: String?
     ) throws -> [(accountID: String, snapshot: Result<Snapshot, TransferFailure>)] {

@@ -177,7 +177,6 @@ public final class TransferService: Sendable {
     /// A transition's writes, guarded by the versions they were decided from: the transfer record,
     /// the Apple link when it changes, the audit row and the webhook event.
     struct PlannedWrite {
-        var accountID: String
         var snapshot: Snapshot
         var record: TransferRecord
         var link: AppleLinkRecord
@@ -190,6 +189,7 @@ public final class TransferService: Sendable {
         var state: TransferState
         var now: Int64
 
+        var accountID: String { snapshot.link.accountID }
         var from: TransferStatus { snapshot.machine.status }
         var result: (from: TransferStatus, result: CommitResult) { (from, .applied(transition, state)) }
 
@@ -241,7 +241,6 @@ public final class TransferService: Sendable {
         )
         return .write(
             PlannedWrite(
-                accountID: snapshot.link.accountID,
                 snapshot: snapshot,
                 record: record,
                 link: link,
