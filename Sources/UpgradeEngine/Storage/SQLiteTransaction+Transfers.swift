@@ -125,23 +125,19 @@ extension SQLiteTransaction: TransferStore {
         )
     }
 
-    /// The link's columns, then the record's (all NULL for an account no step touched yet).
-    private static let selectLinkedAccounts =
-        "SELECT " + prefixed("l", linkColumns) + ", " + prefixed("t", transferColumns)
-        + " FROM apple_links AS l LEFT JOIN transfer_records AS t ON t.account_id = l.account_id"
-        + " WHERE l.status = 'linked' AND l.account_id > ? ORDER BY l.account_id LIMIT ?"
-
-    private static func prefixed(_ table: String, _ columns: String) -> String {
-        columns.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
-    }
+    private static let selectLinkedAccounts = LinkedAccountTransfer.selection(
+        linkColumns: linkColumns,
+        transferColumns: transferColumns
+    ) { _ in "?" }
+    private static let linkColumnCount = linkColumns.split(separator: ", ").count
 
     func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer] {
-        let linkCount = Self.linkColumns.split(separator: ", ").count
-        return try rows(Self.selectLinkedAccounts, [.text(afterAccountID ?? ""), .integer(Int64(limit))]).map { row in
-            let record = Array(row[linkCount...])
-            return LinkedAccountTransfer(
-                link: Self.link(Array(row[..<linkCount])),
-                record: record[0] == .null ? nil : Self.transfer(record)
+        try rows(Self.selectLinkedAccounts, [.text(afterAccountID ?? ""), .integer(Int64(limit))]).map { row in
+            LinkedAccountTransfer(
+                row: row,
+                linkColumnCount: Self.linkColumnCount,
+                link: Self.link,
+                record: Self.transfer
             )
         }
     }
