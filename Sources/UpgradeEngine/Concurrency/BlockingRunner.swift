@@ -52,56 +52,32 @@ public enum BlockingRunner {
 }
 
 /// A task executor whose jobs run on the thread that called `runUntilFinished`.
-///
-/// `@unchecked Sendable`: every stored property is either immutable or a `Mutex`; the semaphore
-/// only wakes the draining thread.
-private final class CallingThreadExecutor: TaskExecutor, @unchecked Sendable {
-    private struct State {
-        var jobs: [UnownedJob] = []
-        var outcome: (any Sendable)?
-        /// Set once the draining thread has left; later jobs go to the global executor.
-        var closed = false
-    }
-
-    private let state = Mutex(State())
-    private let wake = DispatchSemaphore(value: 0)
+private final class CallingThreadExecutor: TaskExecutor, Sendable {
+    private let queue = ExecutorJobQueue()
+    private let outcome = Mutex<(any Sendable)?>(nil)
 
     func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let accepted = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
-            state.jobs.append(job)
-            return true
-        }
-        if accepted {
-            wake.signal()
-        } else {
-            // Only a job of work that outlived the call (nothing of ours does) can arrive here;
-            // running it elsewhere is better than losing it.
-            globalConcurrentExecutor.enqueue(ExecutorJob(job))
-        }
+        queue.enqueue(job)
     }
 
     func finish(_ outcome: some Sendable) {
-        state.withLock { $0.outcome = outcome }
-        wake.signal()
+        self.outcome.withLock { $0 = outcome }
+        queue.wake.signal()
     }
 
+    /// Runs jobs until the work has finished and no job is left; later jobs go to the global
+    /// executor.
     func runUntilFinished<Outcome: Sendable>(as type: Outcome.Type) -> Outcome {
         let executor = asUnownedTaskExecutor()
         while true {
-            let (jobs, outcome) = state.withLock { state -> ([UnownedJob], (any Sendable)?) in
-                let jobs = state.jobs
-                state.jobs.removeAll(keepingCapacity: true)
-                if jobs.isEmpty, state.outcome != nil { state.closed = true }
-                return (jobs, state.outcome)
-            }
+            let outcome = self.outcome.withLock { $0 }
+            let jobs = queue.takeAll(closingIfEmpty: outcome != nil)
             if jobs.isEmpty {
                 if let outcome {
                     // `finish` is only ever called with an `Outcome`.
                     return outcome as! Outcome
                 }
-                wake.wait()
+                queue.wake.wait()
                 continue
             }
             for job in jobs { job.runSynchronously(on: executor) }
