@@ -79,7 +79,14 @@ struct UpgradeTicketEndToEndTests {
             server.clock.advance(300)
             answer = try await harness.upgrade("plain", ticket: ticket)
         case .reused:
-            #expect(try await harness.upgrade("plain", ticket: ticket).status == 201)
+            // Spent on an upgrade the user cancelled: never again.
+            let first = try await harness.upgrade("plain", ticket: ticket)
+            #expect(first.status == 201)
+            let cancelled = try await server.post(
+                "/v1/upgrades/\(try #require(first["id"]))/cancel",
+                ["reason": "userCanceled"]
+            )
+            #expect(cancelled["status"] == "cancelled")
             answer = try await harness.upgrade("plain", ticket: ticket)
         case .otherAccount:
             answer = try await harness.upgrade(DevelopmentEnvironment.demoUsername, ticket: ticket)
@@ -141,4 +148,162 @@ struct UpgradeTicketEndToEndTests {
         #expect(scope.status == 403 && scope.problem == "insufficient-scope")
         harness.expectNoSecrets([], bodies: [unknown, bad, missing, wrong, scope])
     }
+
+    enum SilentEnd: String, CaseIterable, Sendable {
+        /// The silent call's upgrade is left as it is (waiting for the step-up).
+        case leftOpen
+        /// The extension cancelled it with `userInteractionRequired` before the system called the UI.
+        case userInteractionRequired
+    }
+
+    @Test(
+        "TOTP in-app upgrade: the silent call, then the interactive call with the same ticket, completes",
+        arguments: Backend.all,
+        SilentEnd.allCases
+    )
+    func silentThenInteractive(_ backend: Backend, _ silentEnd: SilentEnd) async throws {
+        let harness = try Harness(backend)
+        let server = harness.server
+        let demo = DevelopmentEnvironment.demoUsername
+        let ticket = try await harness.ticket(demo)
+        // The extension's first, silent call: a second factor is needed.
+        let silent = try await harness.upgrade(demo, ticket: ticket)
+        #expect(silent.status == 201 && silent["result"] == "twoFactorAuthRequired")
+        let silentID = try #require(silent["id"])
+        if silentEnd == .userInteractionRequired {
+            let cancelled = try await server.post(
+                "/v1/upgrades/\(silentID)/cancel",
+                ["reason": "userInteractionRequired"]
+            )
+            #expect(cancelled["status"] == "cancelled")
+        }
+        // The system calls the UI path, which sends the same ticket again.
+        let interactive = try await harness.upgrade(demo, ticket: ticket)
+        #expect(interactive.status == 201, "\(String(decoding: interactive.body, as: UTF8.self))")
+        #expect(interactive["status"] == "stepUpRequired" && interactive["result"] == "twoFactorAuthRequired")
+        let id = try #require(interactive["id"])
+        #expect(id != silentID)
+        // The silent call's upgrade cannot be used beside it.
+        let old = try await server.post("/v1/upgrades/\(silentID)/step-up", ["code": server.totpCode()])
+        #expect(old.status == 409)
+        let stepped = try await server.post("/v1/upgrades/\(id)/step-up", ["code": server.totpCode()])
+        #expect(stepped["status"] == "awaitingAppleCredential")
+        let completed = try await server.post(
+            "/v1/upgrades/\(id)/apple-credential",
+            try server.appleCredential(for: stepped)
+        )
+        #expect(completed["status"] == "completed")
+        // Never a second conversion: the ticket is void once its upgrade completed.
+        let again = try await harness.upgrade(demo, ticket: ticket)
+        #expect(again.status == 401 && again.problem == "invalid-ticket")
+        harness.expectNoSecrets([ticket], bodies: [silent, interactive, old, stepped, completed, again])
+    }
+
+    enum Presentation: String, CaseIterable, Sendable {
+        /// After the upgrade it was spent on was cancelled by the user.
+        case afterUserCanceled
+        /// After its upgrade failed (too many wrong codes).
+        case afterFailure
+        /// After its five minutes, with its upgrade still open.
+        case afterExpiry
+        /// For a password change, when it was spent on an upgrade.
+        case forAnotherKindOfFlow
+        /// Two interactive calls at once: one upgrade stays open.
+        case twiceAtOnce
+    }
+
+    @Test(
+        "a ticket presented again is refused once its upgrade ended otherwise, after 5 minutes, or for another flow",
+        arguments: Backend.all,
+        Presentation.allCases
+    )
+    func presentedAgain(_ backend: Backend, _ presentation: Presentation) async throws {
+        let harness = try Harness(backend)
+        let server = harness.server
+        let demo = DevelopmentEnvironment.demoUsername
+        let ticket = try await harness.ticket(demo)
+        let silent = try await harness.upgrade(demo, ticket: ticket)
+        let silentID = try #require(silent["id"])
+        var answers: [DevServer.Response] = []
+        switch presentation {
+        case .afterUserCanceled:
+            _ = try await server.post("/v1/upgrades/\(silentID)/cancel", ["reason": "userCanceled"])
+            answers = [try await harness.upgrade(demo, ticket: ticket)]
+        case .afterFailure:
+            for _ in 0..<5 {
+                _ = try await server.post("/v1/upgrades/\(silentID)/step-up", ["code": "000000"])
+                server.clock.advance(31)
+            }
+            #expect(try await server.get("/v1/upgrades/\(silentID)")["status"] == "failed")
+            answers = [try await harness.upgrade(demo, ticket: ticket)]
+        case .afterExpiry:
+            server.clock.advance(300)
+            answers = [try await harness.upgrade(demo, ticket: ticket)]
+        case .forAnotherKindOfFlow:
+            answers = [
+                try await server.post(
+                    "/v1/password-changes",
+                    [
+                        "username": demo, "password": "", "ticket": ticket, "newPassword": "abcdEf-ghijK1-lmnoPq",
+                        "serviceIdentifier": "s",
+                    ]
+                )
+            ]
+        case .twiceAtOnce:
+            async let first = harness.upgrade(demo, ticket: ticket)
+            async let second = harness.upgrade(demo, ticket: ticket)
+            let both = try await [first, second]
+            // Each either took the ticket over (the later superseding the earlier) or lost the race
+            // for it: never two open upgrades.
+            #expect(both.allSatisfy { $0.status == 201 || ($0.status == 401 && $0.problem == "invalid-ticket") })
+            let store = server.application.store
+            let account = try #require(try store.read { try $0.account(username: Username(demo)) })
+            #expect(try store.read { try $0.openUpgradeSessions(accountID: account.id, limit: 10) }.count == 1)
+            harness.expectNoSecrets([ticket], bodies: both)
+            return
+        }
+        for answer in answers {
+            #expect(answer.status == 401 && answer.problem == "invalid-ticket")
+            #expect(answer["result"] == "failure")
+        }
+        harness.expectNoSecrets([ticket], bodies: answers)
+    }
+
+    @Test(
+        "TOTP in-app password change: the silent call, then the interactive call with the same ticket, completes",
+        arguments: Backend.all
+    )
+    func passwordChangeSilentThenInteractive(_ backend: Backend) async throws {
+        let harness = try Harness(backend)
+        let server = harness.server
+        let demo = DevelopmentEnvironment.demoUsername
+        let ticket = try await harness.ticket(demo)
+        func change() async throws -> DevServer.Response {
+            try await server.post(
+                "/v1/password-changes",
+                [
+                    "username": demo, "password": "", "ticket": ticket, "newPassword": "abcdEf-ghijK1-lmnoPq",
+                    "serviceIdentifier": "s",
+                ]
+            )
+        }
+        let silent = try await change()
+        #expect(silent.status == 201 && silent["status"] == "stepUpRequired")
+        let interactive = try await change()
+        #expect(interactive.status == 201 && interactive["status"] == "stepUpRequired")
+        let old = try await server.post(
+            "/v1/password-changes/\(try #require(silent["id"]))/step-up",
+            ["code": server.totpCode()]
+        )
+        #expect(old.status == 409 && old["changeStatus"] == "failed", "superseded by the interactive call")
+        let stepped = try await server.post(
+            "/v1/password-changes/\(try #require(interactive["id"]))/step-up",
+            ["code": server.totpCode()]
+        )
+        #expect(stepped["status"] == "completed")
+        let again = try await change()
+        #expect(again.status == 401 && again.problem == "invalid-ticket")
+        harness.expectNoSecrets([ticket], bodies: [silent, interactive, old, stepped, again])
+    }
+
 }

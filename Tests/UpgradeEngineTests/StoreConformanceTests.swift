@@ -646,13 +646,16 @@ struct StoreConformanceTests {
             try tx.insertUpgradeTicket(ticket("t-old", alice, expiresAt: Self.now + 10), now: Self.now)
         }
         func consume(_ hash: String, _ owner: AccountRecord, at now: Int64 = Self.now) throws -> UpgradeTicketRecord? {
-            try db.store.write { try $0.consumeUpgradeTicket(hash: hash, accountID: owner.id, now: now) }
+            try db.store.write {
+                try $0.consumeUpgradeTicket(hash: hash, accountID: owner.id, usedBy: "upg_1", now: now)
+            }
         }
         // Another account's ticket is refused and stays unspent for its owner.
         #expect(try consume("t1", bob) == nil)
         #expect(try consume("t1", alice) == ticket("t1", alice))
         #expect(try consume("t1", alice) == nil, "spent once")
         #expect(try db.store.read { try $0.upgradeTicket(hash: "t1") }?.usedAt == Self.now)
+        #expect(try db.store.read { try $0.upgradeTicket(hash: "t1") }?.usedBy == "upg_1")
         #expect(try consume("t-2fa", alice)?.secondFactorVerified == true)
         #expect(try consume("t-old", alice, at: Self.now + 10) == nil, "expired at its expiresAt")
         #expect(try consume("unknown", alice) == nil)
@@ -672,11 +675,122 @@ struct StoreConformanceTests {
         let bobID = bob.id
         DispatchQueue.concurrentPerform(iterations: 8) { index in
             let spent = try? store.write {
-                try $0.consumeUpgradeTicket(hash: "t-race", accountID: bobID, now: Self.now)
+                try $0.consumeUpgradeTicket(hash: "t-race", accountID: bobID, usedBy: "upg_0", now: Self.now)
             }
             results.set(index, spent != nil)
         }
         #expect(results.values.filter { $0 }.count == 1)
+
+        // Racing re-presentations of one spent ticket: exactly one moves it.
+        let moved = DispatchQueue.ConcurrentResults(count: 8)
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            let done = try? store.write {
+                try $0.rebindUpgradeTicket(
+                    hash: "t-race",
+                    accountID: bobID,
+                    from: "upg_0",
+                    to: "upg_\(index + 1)",
+                    now: Self.now
+                )
+            }
+            moved.set(index, done == true)
+        }
+        #expect(moved.values.filter { $0 }.count == 1)
+    }
+
+    @Test(
+        "a spent ticket moves only from the flow it is spent on, for its account, before it expires",
+        arguments: Backend.all
+    )
+    func upgradeTicketsRebind(_ backend: Backend) throws {
+        let db = try backend.database()
+        let alice = account("alice")
+        let bob = account("bob")
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.insertAccount(bob)
+            for hash in ["t1", "t2", "t3"] {
+                try tx.insertUpgradeTicket(
+                    UpgradeTicketRecord(
+                        ticketHash: hash,
+                        accountID: alice.id,
+                        secondFactorVerified: false,
+                        createdAt: Self.now,
+                        expiresAt: Self.now + 300
+                    ),
+                    now: Self.now
+                )
+            }
+            _ = try tx.consumeUpgradeTicket(hash: "t1", accountID: alice.id, usedBy: "upg_a", now: Self.now)
+        }
+        func rebind(_ from: String, _ to: String, _ owner: AccountRecord, at now: Int64 = Self.now) throws -> Bool {
+            try db.store.write {
+                try $0.rebindUpgradeTicket(hash: "t1", accountID: owner.id, from: from, to: to, now: now)
+            }
+        }
+        #expect(try !rebind("upg_other", "upg_b", alice), "not from a flow it is not spent on")
+        #expect(try !rebind("upg_a", "upg_b", bob), "not for another account")
+        #expect(try !rebind("upg_a", "upg_b", alice, at: Self.now + 300), "not once expired")
+        #expect(try rebind("upg_a", "upg_b", alice))
+        #expect(try db.store.read { try $0.upgradeTicket(hash: "t1") }?.usedBy == "upg_b")
+        #expect(try db.store.read { try $0.upgradeTicket(hash: "t1") }?.usedAt == Self.now)
+        #expect(try !rebind("upg_a", "upg_c", alice), "moved once")
+        // An unspent ticket is not moved: it is spent.
+        #expect(
+            try !db.store.write {
+                try $0.rebindUpgradeTicket(hash: "t2", accountID: alice.id, from: "", to: "upg_x", now: Self.now)
+            }
+        )
+        // A credential change deletes all of the account's tickets, spent or not.
+        try db.store.write { tx in
+            try tx.insertUpgradeTicket(
+                UpgradeTicketRecord(
+                    ticketHash: "t-bob",
+                    accountID: bob.id,
+                    secondFactorVerified: false,
+                    createdAt: Self.now,
+                    expiresAt: Self.now + 300
+                ),
+                now: Self.now
+            )
+            try tx.deleteUpgradeTickets(accountID: alice.id)
+        }
+        for hash in ["t1", "t2", "t3"] { #expect(try db.store.read { try $0.upgradeTicket(hash: hash) } == nil) }
+        #expect(try db.store.read { try $0.upgradeTicket(hash: "t-bob") } != nil, "another account's stays")
+    }
+
+    @Test("open password changes: the account's started and stepUpRequired ones, oldest first", arguments: Backend.all)
+    func openPasswordChanges(_ backend: Backend) throws {
+        let db = try backend.database()
+        let alice = account("alice")
+        let bob = account("bob")
+        func change(_ id: String, _ owner: AccountRecord, _ status: String, at time: Int64) -> PasswordChangeRecord {
+            PasswordChangeRecord(
+                id: id,
+                accountID: owner.id,
+                usernameKey: owner.username,
+                serviceIdentifier: "example.com",
+                status: status,
+                machine: "{}",
+                newPasswordHash: nil,
+                createdAt: time,
+                expiresAt: time + 600,
+                updatedAt: time
+            )
+        }
+        try db.store.write { tx in
+            try tx.insertAccount(alice)
+            try tx.insertAccount(bob)
+            try tx.insertPasswordChange(change("pwc_3", alice, "stepUpRequired", at: Self.now + 2))
+            try tx.insertPasswordChange(change("pwc_1", alice, "started", at: Self.now))
+            try tx.insertPasswordChange(change("pwc_2", alice, "completed", at: Self.now + 1))
+            try tx.insertPasswordChange(change("pwc_4", alice, "failed", at: Self.now + 3))
+            try tx.insertPasswordChange(change("pwc_5", alice, "expired", at: Self.now + 4))
+            try tx.insertPasswordChange(change("pwc_6", bob, "stepUpRequired", at: Self.now))
+        }
+        let open = try db.store.read { try $0.openPasswordChanges(accountID: alice.id, limit: 10) }
+        #expect(open.map(\.id) == ["pwc_1", "pwc_3"])
+        #expect(try db.store.read { try $0.openPasswordChanges(accountID: alice.id, limit: 1) }.map(\.id) == ["pwc_1"])
     }
 
     @Test("deleting an account's password leaves a database with no hash for it", arguments: Backend.all)

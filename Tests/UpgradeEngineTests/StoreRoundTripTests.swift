@@ -107,7 +107,7 @@ struct StoreRoundTripTests {
     /// travel with the first executions, so they add statements, not round trips. The five
     /// transactions (two reads, three writes) are listed in Benchmarks/README.md.
     @Test(
-        "a completed upgrade without step-up costs PostgreSQL 3 commits, 10 round trips and 27 statements",
+        "a completed upgrade without step-up costs PostgreSQL 3 commits, 13 round trips and 30 statements",
         .enabled(if: TestPostgres.isAvailable, "UPGRADE_TEST_POSTGRES is not set")
     )
     func upgradeCost() async throws {
@@ -125,8 +125,11 @@ struct StoreRoundTripTests {
         let warm = store.traffic - beforeWarm
 
         #expect(warm.commits == 3, "\(warm)")
-        #expect(warm.roundTrips == 10, "\(warm)")
-        #expect(warm.statements == 27, "\(warm)")
+        // Three of them re-read the account's password inside a write: `start`'s (a change committed
+        // since the check ends what the old password opens), the claim's and the conversion's (a
+        // change committed between them wins; docs/architecture.md §4.4).
+        #expect(warm.roundTrips == 13, "\(warm)")
+        #expect(warm.statements == 30, "\(warm)")
         #expect(warm.prepares == 0, "\(warm)")
         #expect(
             cold.roundTrips == warm.roundTrips && cold.commits == 3 && cold.statements == warm.statements,

@@ -302,7 +302,7 @@ struct UpgradeStateMachineScenarioTests {
                 "invalid-credentials", "invalid-ticket", "locked", "not-eligible", "invalid-code", "too-many-attempts",
                 "state-mismatch",
                 "nonce-mismatch", "invalid-identity-token", "sub-conflict", "apple-exchange-failed",
-                "invalid-authorization-code", "conversion-interrupted", "upgrade-expired",
+                "invalid-authorization-code", "conversion-interrupted", "upgrade-expired", "credentials-changed",
             ]
         )
         #expect(UpgradeFailureReason.allCases.filter { !$0.endsUpgrade } == [.invalidCode, .upgradeExpired])

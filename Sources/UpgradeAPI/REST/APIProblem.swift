@@ -124,6 +124,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "not-found": "Not found",
         "upgrade-in-progress": "Upgrade in progress",
         "conversion-interrupted": "Conversion interrupted",
+        "credentials-changed": "Credentials changed",
         "invalid-authorization-code": "Invalid authorization code",
         "apple-unavailable": "Apple unavailable",
         "validation": "Invalid request body",

@@ -34,6 +34,7 @@ enum UpgradeProblems {
         .databaseUnavailable: (503, "database-unavailable"),
         .internalError: (500, "internal"),
         .passwordPolicy: (422, "password-policy"),
+        .credentialsChanged: (409, "credentials-changed"),
     ]
 
     /// The HTTP status and problem slug of a sign-in or notification failure kind.
@@ -72,6 +73,7 @@ enum UpgradeProblems {
         case .invalidAuthorizationCode: "invalid-authorization-code"
         case .conversionInterrupted: "conversion-interrupted"
         case .upgradeExpired: "upgrade-expired"
+        case .credentialsChanged: "credentials-changed"
         }
     }
 }

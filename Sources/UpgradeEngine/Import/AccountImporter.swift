@@ -167,7 +167,7 @@ public final class AccountImporter: Sendable {
                     }
                     reports.append(report)
                 }
-                try writes.write(in: tx)
+                try writes.write(in: tx, now: at)
                 try tx.upsertImportRun(counts)
                 return (reports, counts)
             }
@@ -426,6 +426,11 @@ public final class AccountImporter: Sendable {
             writes.recoveryCodes.append((accountID, row.recoveryCodeHashes, replacing))
             detail["recoveryCodes"] = String(row.recoveryCodeHashes.count)
         }
+        if replacing,
+            row.passwordHash != nil || (row.totp != nil && options.secrets != nil) || !row.recoveryCodeHashes.isEmpty
+        {
+            writes.credentialChanges.append(accountID)
+        }
     }
 }
 
@@ -448,6 +453,8 @@ private struct BatchWrites {
     var appleLinks: [AppleLinkRecord] = []
     var profiles: [AccountProfileRecord] = []
     var audit: [AuditEvent] = []
+    /// Existing accounts whose password, TOTP or recovery codes this batch replaces.
+    var credentialChanges: [String] = []
 
     init(_ pending: [AccountImporter.Pending], in tx: any StoreTransaction, reference: (any UpgradeStore)?) throws {
         let usernames = pending.compactMap { try? $0.row.get().username }
@@ -468,8 +475,9 @@ private struct BatchWrites {
         audit.reserveCapacity(pending.count)
     }
 
-    /// Accounts first: the rest refer to them.
-    func write(in tx: any StoreTransaction) throws {
+    /// Accounts first: the rest refer to them. Then, for each account whose credentials were
+    /// replaced, the flows its earlier credentials opened end (docs/architecture.md §4.4).
+    func write(in tx: any StoreTransaction, now: Int64) throws {
         try tx.insertAccountRows(accounts)
         try tx.upsertPasswordCredentials(passwords)
         for enrollment in totp { try tx.upsertTOTPEnrollment(enrollment) }
@@ -480,6 +488,16 @@ private struct BatchWrites {
         for link in appleLinks { try tx.insertAppleLink(link) }
         try tx.upsertAccountProfiles(profiles)
         try tx.appendAudit(audit)
+        for accountID in credentialChanges {
+            // Only ending flows: the policy's lifetimes play no part.
+            try UpgradeService.endFlowsAuthorizedByEarlierCredentials(
+                accountID: accountID,
+                cause: .imported,
+                policy: .default,
+                in: tx,
+                now: now
+            )
+        }
     }
 }
 

@@ -15,12 +15,20 @@ public enum PasswordChangeEvent: Sendable, Hashable {
     /// The account's password or kind changed since this change started (another change completed,
     /// or the account was upgraded to Apple): the change cannot complete.
     case accountChanged
+    /// The account's credentials changed while this change was open (another change completed, an
+    /// import replaced the password or TOTP, a new second factor): applied by the transaction that
+    /// changes them, so a change opened with the old password cannot complete afterwards.
+    case credentialsChanged
+    /// A newer change of the same account was accepted, or the same ticket was presented again for a
+    /// new change (an in-app change's interactive call after its silent one): an account has at most
+    /// one open password change.
+    case superseded
     /// A sweeper found the state's deadline behind it; any other late event expires it as well.
     case deadlinePassed
 
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case passwordEvaluated, ticketAccepted, ticketRejected, stepUpEvaluated, newPasswordRefused, accountChanged
-        case deadlinePassed
+        case credentialsChanged, superseded, deadlinePassed
     }
 
     public var kind: Kind {
@@ -31,6 +39,8 @@ public enum PasswordChangeEvent: Sendable, Hashable {
         case .stepUpEvaluated: .stepUpEvaluated
         case .newPasswordRefused: .newPasswordRefused
         case .accountChanged: .accountChanged
+        case .credentialsChanged: .credentialsChanged
+        case .superseded: .superseded
         case .deadlinePassed: .deadlinePassed
         }
     }

@@ -17,6 +17,10 @@ public enum PasswordChangeFailureReason: String, Sendable, Hashable, CaseIterabl
     case passwordPolicy = "password-policy"
     /// The change's deadline passed.
     case expired = "expired"
+    /// The account's credentials changed after this change was opened: it ended, nothing stored.
+    case credentialsChanged = "credentials-changed"
+    /// A newer change of the account was accepted (or its ticket presented again): this one ended.
+    case superseded = "superseded"
 
     /// Whether a `failed` state can carry this reason.
     public var endsChange: Bool {

@@ -8,6 +8,8 @@
 /// stepUpRequired --wrong code--------------> stepUpRequired, then failed(too-many-attempts) at the limit
 /// open --new password breaks a rule--------> the same state (password-policy), nothing stored
 /// open --account changed meanwhile---------> failed(not-eligible)
+/// open --credentials changed---------------> failed(credentials-changed)
+/// open --superseded by a newer change------> failed(superseded)
 /// open, deadline passed --any event--------> expired
 /// ```
 ///
@@ -61,7 +63,8 @@ public struct PasswordChangeStateMachine: Sendable, Hashable {
         case (_, .deadlinePassed):
             return .refused(deadlineNotReached(kind.rawValue, now: now))
         case (.started, .passwordEvaluated), (.started, .ticketAccepted), (.started, .ticketRejected),
-            (.stepUpRequired, .stepUpEvaluated), (_, .newPasswordRefused), (_, .accountChanged):
+            (.stepUpRequired, .stepUpEvaluated), (_, .newPasswordRefused), (_, .accountChanged),
+            (_, .credentialsChanged), (_, .superseded):
             return .proceed
         default:
             return .refused(.notAllowed(state: status.rawValue, event: kind.rawValue))
@@ -132,6 +135,12 @@ public struct PasswordChangeStateMachine: Sendable, Hashable {
         case (_, .accountChanged):
             return move(to: .failed(.init(reason: .notEligible)), on: event)
 
+        case (_, .credentialsChanged):
+            return move(to: .failed(.init(reason: .credentialsChanged)), on: event)
+
+        case (_, .superseded):
+            return move(to: .failed(.init(reason: .superseded)), on: event)
+
         default:
             throw TransitionError.notAllowed(state: status.rawValue, event: event.name)
         }
@@ -142,6 +151,7 @@ public struct PasswordChangeStateMachine: Sendable, Hashable {
         case .invalidCredentials: .invalidCredentials
         case .locked: .locked
         case .notEligible: .notEligible
+        case .credentialsChanged: .credentialsChanged
         }
     }
 

@@ -27,6 +27,10 @@ public enum UpgradeEvent: Sendable, Hashable {
     /// The same account started a newer upgrade: an account has at most one open upgrade, so the
     /// older ones are cancelled (with the `failed` code) in the transaction that starts the new one.
     case superseded
+    /// The account's credentials changed while this upgrade was open: the password or second factor
+    /// that authorized it no longer holds (docs/architecture.md §4.4). Applied by the transaction that
+    /// changes them, so an upgrade opened with the old password can never finish after the change.
+    case credentialsChanged
     /// A sweeper found the state's deadline behind it. Any other event arriving late expires the
     /// upgrade just the same; this one exists so that abandoned upgrades expire without a client.
     case deadlinePassed
@@ -41,6 +45,9 @@ public enum UpgradeEvent: Sendable, Hashable {
         case invalidCredentials
         case locked
         case notEligible
+        /// The password was right when checked, but the account's credentials changed before the
+        /// answer committed (the check runs outside the transaction).
+        case credentialsChanged
     }
 
     public enum TicketRejection: String, Sendable, Hashable, CaseIterable {
@@ -83,13 +90,15 @@ public enum UpgradeEvent: Sendable, Hashable {
         case notEligible
         /// The `id_token` of the exchange names another user or client than the identity token.
         case codeMismatch
+        /// The account's password changed after the conversion was claimed and before it committed.
+        case credentialsChanged
     }
 
     /// An event without its outcome: what a driver asks the machine about before it does the work
     /// that produces the outcome (``UpgradeStateMachine/admission(of:now:)``).
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case passwordEvaluated, ticketAccepted, ticketRejected, stepUpEvaluated, appleCredentialEvaluated
-        case authorizationCodeExchanged, conversionFailed, cancel, superseded, deadlinePassed
+        case authorizationCodeExchanged, conversionFailed, cancel, superseded, credentialsChanged, deadlinePassed
     }
 
     public var kind: Kind {
@@ -103,6 +112,7 @@ public enum UpgradeEvent: Sendable, Hashable {
         case .conversionFailed: .conversionFailed
         case .cancel: .cancel
         case .superseded: .superseded
+        case .credentialsChanged: .credentialsChanged
         case .deadlinePassed: .deadlinePassed
         }
     }
@@ -117,6 +127,7 @@ extension UpgradeEvent.PasswordRejection {
         case .invalidCredentials: .invalidCredentials
         case .locked: .locked
         case .notEligible: .notEligible
+        case .credentialsChanged: .credentialsChanged
         }
     }
 }
@@ -151,6 +162,7 @@ extension UpgradeEvent.ConversionFailure {
         case .subConflict: .subConflict
         case .notEligible: .notEligible
         case .codeMismatch: .invalidAuthorizationCode
+        case .credentialsChanged: .credentialsChanged
         }
     }
 }

@@ -31,6 +31,10 @@ public enum UpgradeFailureReason: String, Sendable, Hashable, CaseIterable, Coda
     case conversionInterrupted = "conversion-interrupted"
     /// The upgrade's deadline passed.
     case upgradeExpired = "upgrade-expired"
+    /// The account's credentials changed (a password change completed, an import replaced the
+    /// password or TOTP, a new second factor) while this upgrade was open, or before its conversion
+    /// committed: what authorized it no longer holds. Nothing was linked; the client starts anew.
+    case credentialsChanged = "credentials-changed"
 
     /// Whether a `failed` state can carry this reason.
     public var endsUpgrade: Bool {

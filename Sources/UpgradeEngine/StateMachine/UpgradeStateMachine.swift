@@ -10,6 +10,7 @@
 /// converting --code exchanged----> completed                 [convertAccount(sub:)]
 /// converting, its claim lapsed --any event--> failed(conversion-interrupted)
 /// rejections and conversion failures -> failed(reason); cancel, superseded -> cancelled; late -> expired
+/// open, not converting --credentials changed--> failed(credentials-changed)
 /// ```
 ///
 /// Pure: time comes in as `now` (Unix seconds), cryptography is done by the driver and reported
@@ -95,7 +96,9 @@ public struct UpgradeStateMachine: Sendable, Hashable {
             (.converting, .conversionFailed):
             return .proceed
         case (.started, .cancel), (.stepUpRequired, .cancel), (.awaitingAppleCredential, .cancel),
-            (.started, .superseded), (.stepUpRequired, .superseded), (.awaitingAppleCredential, .superseded):
+            (.started, .superseded), (.stepUpRequired, .superseded), (.awaitingAppleCredential, .superseded),
+            (.started, .credentialsChanged), (.stepUpRequired, .credentialsChanged),
+            (.awaitingAppleCredential, .credentialsChanged):
             return .proceed
         case (.converting, .appleCredentialEvaluated):
             return .inProgress
@@ -218,6 +221,12 @@ public struct UpgradeStateMachine: Sendable, Hashable {
 
         case (.started, .superseded), (.stepUpRequired, .superseded), (.awaitingAppleCredential, .superseded):
             return move(to: .cancelled(.init(reason: .failed)), on: event)
+
+        // What authorized the upgrade no longer holds. A conversion already claimed is not ended here:
+        // its own commit checks the password it claimed with (docs/architecture.md §4.4).
+        case (.started, .credentialsChanged), (.stepUpRequired, .credentialsChanged),
+            (.awaitingAppleCredential, .credentialsChanged):
+            return move(to: .failed(.init(reason: .credentialsChanged)), on: event)
 
         default:
             throw notAllowed(event)

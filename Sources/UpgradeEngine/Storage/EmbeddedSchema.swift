@@ -410,6 +410,17 @@ enum EmbeddedSchema {
                 CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at);
                 """
         ),
+        SchemaMigration(
+            version: 16,
+            name: "ticket_flows",
+            sql: """
+                -- A spent ticket remembers the upgrade or password change it was spent on (used_by), so that an
+                -- in-app upgrade's interactive call may present it again after the silent one asked for a second
+                -- factor, while that flow is still open or was cancelled for user interaction, and never once it
+                -- converted, completed, failed or was cancelled by the user (docs/architecture.md §5).
+                ALTER TABLE upgrade_tickets ADD COLUMN used_by TEXT COLLATE "C";
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -831,6 +842,17 @@ enum EmbeddedSchema {
                 CREATE INDEX webhook_outbox_account_pending ON webhook_outbox (account_id, account_seq)
                     WHERE delivered_at IS NULL AND failed_at IS NULL;
                 CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at);
+                """
+        ),
+        SchemaMigration(
+            version: 16,
+            name: "ticket_flows",
+            sql: """
+                -- A spent ticket remembers the upgrade or password change it was spent on (used_by), so that an
+                -- in-app upgrade's interactive call may present it again after the silent one asked for a second
+                -- factor, while that flow is still open or was cancelled for user interaction, and never once it
+                -- converted, completed, failed or was cancelled by the user (docs/architecture.md §5).
+                ALTER TABLE upgrade_tickets ADD COLUMN used_by TEXT;
                 """
         ),
     ]

@@ -8,6 +8,9 @@ public protocol PasswordChangeStore {
     /// change has ended), expiry, update time. The id, account, username key, service identifier and
     /// creation time are fixed by the insert.
     func updatePasswordChange(_ change: PasswordChangeRecord, expectedVersion: Int64) throws(StorageError)
+    /// The account's changes whose status is not terminal (`started`, `stepUpRequired`), oldest
+    /// first, at most `limit`.
+    func openPasswordChanges(accountID: String, limit: Int) throws(StorageError) -> [PasswordChangeRecord]
 }
 
 /// A row of `password_changes`. `machine` is the state machine's persisted state (JSON);

@@ -24,4 +24,14 @@ extension SQLiteTransaction: PasswordChangeStore {
             what: "password change"
         )
     }
+
+    func openPasswordChanges(accountID: String, limit: Int) throws(StorageError) -> [PasswordChangeRecord] {
+        try rows(
+            """
+            SELECT \(PasswordChangeRecord.columns) FROM password_changes
+            WHERE account_id = ? AND status IN ('started', 'stepUpRequired') ORDER BY created_at, id LIMIT ?
+            """,
+            [.text(accountID), .integer(Int64(limit))]
+        ).map(PasswordChangeRecord.init(row:))
+    }
 }

@@ -12,7 +12,7 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
                 stateMismatch, nonceMismatch
             case invalidIdentityToken, subConflict, upgradeExpired, notAllowedInState, notFound, inProgress
             case conversionInterrupted, invalidAuthorizationCode, appleUnavailable, validation, rateLimited
-            case databaseUnavailable, internalError, passwordPolicy
+            case databaseUnavailable, internalError, passwordPolicy, credentialsChanged
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -65,6 +65,9 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
         /// A password change's new password breaks a rule of `UPGRADE_PASSWORD_RULES` (or equals the
         /// current one); the failure's `rule` names it. Nothing was checked, counted or stored.
         public static let passwordPolicy = Kind(Base.passwordPolicy)
+        /// The account's credentials changed after this upgrade or password change was opened with the
+        /// earlier ones: it ended and cannot go on; start a new one with the current credentials.
+        public static let credentialsChanged = Kind(Base.credentialsChanged)
         /// The server could not complete the call (storage failed, stored data unreadable); the
         /// failure's `cause` says why, for the log only.
         public static let internalError = Kind(Base.internalError)
@@ -86,6 +89,7 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
             case .invalidAuthorizationCode: self = .invalidAuthorizationCode
             case .conversionInterrupted: self = .conversionInterrupted
             case .upgradeExpired: self = .upgradeExpired
+            case .credentialsChanged: self = .credentialsChanged
             }
         }
     }

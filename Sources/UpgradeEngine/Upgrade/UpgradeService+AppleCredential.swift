@@ -88,6 +88,9 @@ extension UpgradeService {
         // transaction that checks the account may still convert and the `sub` is not another
         // account's (so nothing can change between the check and the claim). A concurrent request
         // with the same credential loses here and waits for this one's result instead of reaching Apple.
+        // The password the claim was made with: the conversion commits only if it is still the
+        // account's (a password change committed meanwhile wins; docs/architecture.md §4.4).
+        var claimedCredential: PasswordCredentialRecord?
         let claim: (record: UpgradeSessionRecord, transition: UpgradeTransition)
         do {
             claim = try commit(
@@ -96,7 +99,11 @@ extension UpgradeService {
                 record: record,
                 machine: &machine,
                 now: now,
-                unless: { tx in try Self.claimRefusal(of: record, for: claims.subject, in: tx) }
+                unless: { tx in
+                    if let refusal = try Self.claimRefusal(of: record, for: claims.subject, in: tx) { return refusal }
+                    claimedCredential = try record.accountID.flatMap { try tx.passwordCredential(accountID: $0) }
+                    return nil
+                }
             )
         } catch let failure where failure.kind == .inProgress {
             return try await awaitConversion(id: id, state: credential.state)
@@ -104,7 +111,7 @@ extension UpgradeService {
 
         // The claim's effects, in the machine's order: the code exchange, whose outcome is the next
         // event; that event's own effects (the conversion) commit with it.
-        var inputs = EffectInputs(claims: claims)
+        var inputs = EffectInputs(claims: claims, claimedCredential: claimedCredential)
         for effect in claim.transition.effects {
             guard case .exchangeAuthorizationCode = effect else { continue }
             configuration.onEffect(effect, id)
@@ -253,6 +260,8 @@ extension UpgradeService {
                 reason = .subConflict
             } else if let failure = error as? UpgradeFailure, failure.kind == .notEligible {
                 reason = .notEligible
+            } else if let failure = error as? UpgradeFailure, failure.kind == .credentialsChanged {
+                reason = .credentialsChanged
             } else {
                 throw Self.storageFailure(error)
             }
@@ -354,6 +363,18 @@ extension UpgradeService {
     /// version) with the transition's audit row, and returns the record as stored. A state that ends
     /// the upgrade forgets the nonce's hash.
     func persist(
+        _ transition: UpgradeTransition,
+        of machine: UpgradeStateMachine,
+        to record: UpgradeSessionRecord,
+        detail: [String: String],
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws -> UpgradeSessionRecord {
+        try Self.persist(transition, of: machine, to: record, detail: detail, in: tx, now: now)
+    }
+
+    /// `persist`, for callers without a service (a credential change made by an import).
+    static func persist(
         _ transition: UpgradeTransition,
         of machine: UpgradeStateMachine,
         to record: UpgradeSessionRecord,

@@ -4,6 +4,8 @@ extension UpgradeService {
     struct EffectInputs {
         var claims: AppleIdentityClaims?
         var tokens: AppleTokenResponse?
+        /// The account's password when the conversion was claimed.
+        var claimedCredential: PasswordCredentialRecord?
     }
 
     /// What performed effects hand back for the answer.
@@ -60,6 +62,11 @@ extension UpgradeService {
         }
         guard let account = try tx.account(id: accountID), account.credentialKind == .password else {
             throw UpgradeFailure(.notEligible, Self.message(for: .notEligible))
+        }
+        // A credential change that committed after the claim wins: the owner's new password is not
+        // deleted by a conversion the old one authorized (docs/architecture.md §4.4).
+        guard let claimed = inputs.claimedCredential, try tx.passwordCredential(accountID: accountID) == claimed else {
+            throw UpgradeFailure(.credentialsChanged, Self.message(for: .credentialsChanged))
         }
         let refreshCiphertext = inputs.tokens?.refreshToken.map {
             secrets.seal(Array($0.utf8), context: Self.refreshTokenContext(accountID: accountID))

@@ -62,6 +62,7 @@ extension UpgradeService {
             eligible = false
         }
 
+        let id = Self.newPasswordChangeID()
         var known: PasswordChangeEvent?
         var retryAfter: Int64?
         var auditDetail = ["serviceIdentifier": serviceIdentifier]
@@ -75,7 +76,7 @@ extension UpgradeService {
             if let ticket {
                 auditDetail["credential"] = "ticket"
                 if eligible, let account = snapshot.account, let credential = snapshot.credential,
-                    try ticketIsValid(ticket, accountID: account.id, now: now)
+                    try ticketIsValid(ticket, accountID: account.id, for: id, now: now)
                 {
                     // Only the ticket's holder learns this, and before the ticket is spent.
                     if (try? passwords.verify(password: newPassword, encodedHash: credential.hash)) == true {
@@ -106,7 +107,6 @@ extension UpgradeService {
             }
         }
 
-        let id = Self.newPasswordChangeID()
         let accountID = snapshot.account?.id
         let ticketHash = ticket.map(Self.hashOneTimeValue)
         let transition: PasswordChangeTransition
@@ -116,12 +116,9 @@ extension UpgradeService {
                 if let known {
                     event = known
                 } else {
-                    // As in an upgrade: spent only if it is this account's, unused and unexpired.
-                    let spent = try tx.consumeUpgradeTicket(
-                        hash: ticketHash ?? "",
-                        accountID: accountID ?? "",
-                        now: now
-                    )
+                    // As in an upgrade: spent only if it is this account's and unexpired, and unused or
+                    // still held by an open change (the silent call before this interactive one).
+                    let spent = try spendTicket(hash: ticketHash ?? "", accountID: accountID, for: id, in: tx, now: now)
                     if let spent, snapshot.account != nil {
                         event =
                             eligible && newHash != nil
@@ -165,6 +162,9 @@ extension UpgradeService {
                 )
                 if accepted {
                     if snapshot.throttle != nil { try tx.clearFailures(usernameKey: usernameKey) }
+                    if let accountID, event != .accountChanged {
+                        try supersedeOpenPasswordChanges(of: accountID, by: id, in: tx, now: now)
+                    }
                 } else if case .passwordEvaluated(.rejected(reason: .invalidCredentials)) = event {
                     _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
                 } else if case .ticketRejected(reason: .invalidTicket) = event {
@@ -303,16 +303,38 @@ extension UpgradeService {
         throw failure
     }
 
-    /// Whether `ticket` would be spent for `accountID` at `now`, read without spending it.
-    private func ticketIsValid(_ ticket: String, accountID: String, now: Int64) throws(UpgradeFailure) -> Bool {
-        let record: UpgradeTicketRecord?
+    /// Whether `ticket` would be spent for `accountID` on the change `id` at `now`, read without
+    /// spending it.
+    private func ticketIsValid(
+        _ ticket: String,
+        accountID: String,
+        for id: String,
+        now: Int64
+    ) throws(UpgradeFailure) -> Bool {
         do {
-            record = try store.read { tx in try tx.upgradeTicket(hash: Self.hashOneTimeValue(ticket)) }
+            return try store.read { tx in
+                try usableTicket(hash: Self.hashOneTimeValue(ticket), accountID: accountID, for: id, in: tx, now: now)
+            } != nil
         } catch {
             throw Self.storageFailure(error)
         }
-        guard let record else { return false }
-        return record.accountID == accountID && record.usedAt == nil && record.expiresAt > now
+    }
+
+    /// An account has at most one open password change: a newer one whose current password or ticket
+    /// was accepted ends the older open ones (`superseded`, audited with the new change's id) in the
+    /// transaction that stores it.
+    private func supersedeOpenPasswordChanges(
+        of accountID: String,
+        by newID: String,
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws {
+        for older in try tx.openPasswordChanges(accountID: accountID, limit: 1000) where older.id != newID {
+            var machine = try restore(older)
+            let event: PasswordChangeEvent = machine.hasExpired(now: now) ? .deadlinePassed : .superseded
+            let transition = try machine.apply(event, now: now)
+            try Self.persist(transition, of: machine, to: older, detail: ["supersededBy": newID], in: tx, now: now)
+        }
     }
 
     private func hashNewPassword(_ newPassword: String) throws(UpgradeFailure) -> String {
@@ -323,14 +345,15 @@ extension UpgradeService {
         }
     }
 
-    /// The account still has the password the change was started with: a password account whose
-    /// password has not been replaced since.
+    /// The account is still a password account. That its password is still the one the change was
+    /// started with needs no clock: every credential change ends the open changes of the account in
+    /// its own transaction (`endFlowsAuthorizedByEarlierCredentials`), so a change still open here was
+    /// opened with the current password; two changes are ordered by their transactions, not by time.
     private func passwordStillCurrent(_ record: PasswordChangeRecord, _ tx: any StoreTransaction) throws -> Bool {
         guard let accountID = record.accountID, record.newPasswordHash != nil,
-            try tx.account(id: accountID)?.credentialKind == .password,
-            let credential = try tx.passwordCredential(accountID: accountID)
+            try tx.account(id: accountID)?.credentialKind == .password
         else { return false }
-        return credential.updatedAt <= record.createdAt
+        return try tx.passwordCredential(accountID: accountID) != nil
     }
 
     /// `storeNewPassword`, inside the transaction that persists `completed`: the new hash replaces the
@@ -354,6 +377,15 @@ extension UpgradeService {
                 }
                 try tx.upsertPasswordCredential(
                     PasswordCredentialRecord(accountID: accountID, hash: newHash, format: "argon2id", updatedAt: now)
+                )
+                // What the old password opened ends with it, in this transaction.
+                try Self.endFlowsAuthorizedByEarlierCredentials(
+                    accountID: accountID,
+                    cause: .passwordChanged,
+                    except: change.id,
+                    policy: configuration.policy,
+                    in: tx,
+                    now: now
                 )
                 try tx.appendAudit(
                     AuditEvent(
@@ -408,6 +440,16 @@ extension UpgradeService {
     }
 
     func restore(_ record: PasswordChangeRecord) throws(UpgradeFailure) -> PasswordChangeStateMachine {
+        try Self.restore(record, policy: configuration.policy)
+    }
+
+    /// The machine stored in `record`, under `policy`; an unreadable column is an internal failure.
+    static func restore(
+        _ record: PasswordChangeRecord,
+        policy: UpgradePolicy
+    ) throws(UpgradeFailure)
+        -> PasswordChangeStateMachine
+    {
         let unreadable = UpgradeFailure(
             .internalError,
             "the stored password change could not be read",
@@ -425,7 +467,7 @@ extension UpgradeService {
         do {
             return PasswordChangeStateMachine(
                 state: try PasswordChangeState(persisted: persisted),
-                policy: configuration.policy
+                policy: policy
             )
         } catch {
             throw unreadable
@@ -492,6 +534,8 @@ extension UpgradeService {
         case .invalidCode: .invalidCode
         case .passwordPolicy: .passwordPolicy
         case .expired: .upgradeExpired
+        case .credentialsChanged: .credentialsChanged
+        case .superseded: .notAllowedInState
         }
     }
 
@@ -506,6 +550,9 @@ extension UpgradeService {
         case .invalidCode: "the code is not correct or was already used"
         case .passwordPolicy: "the new password does not meet the password rules"
         case .expired: "the password change expired; start a new one"
+        case .credentialsChanged:
+            "the account's password or second factor changed after this password change began; nothing was stored, start a new one"
+        case .superseded: "a newer password change of this account replaced this one; nothing was stored"
         }
     }
 }

@@ -108,13 +108,10 @@ extension UpgradeService {
                 if let known {
                     event = known
                 } else {
-                    // Spent only if it is this account's, unused and unexpired; an unknown username
-                    // matches no ticket, at the cost of the same statement.
-                    let spent = try tx.consumeUpgradeTicket(
-                        hash: ticketHash ?? "",
-                        accountID: accountID ?? "",
-                        now: now
-                    )
+                    // Spent only if it is this account's and unexpired, and unused or still held by an
+                    // upgrade that never got past needing the user (the silent call before this
+                    // interactive one); an unknown username matches no ticket.
+                    let spent = try spendTicket(hash: ticketHash ?? "", accountID: accountID, for: id, in: tx, now: now)
                     if let spent, let account = snapshot.account {
                         // Only a valid ticket learns that the account cannot be upgraded.
                         event =
@@ -124,6 +121,14 @@ extension UpgradeService {
                     } else {
                         event = .ticketRejected(reason: .invalidTicket)
                     }
+                }
+                // The password checked before this transaction must still be the account's: a
+                // credential change committed meanwhile ends what the earlier password opens.
+                // (A conversion deletes the password, so this read sees that too.)
+                if case .passwordEvaluated(.accepted) = event, let accountID,
+                    try tx.passwordCredential(accountID: accountID) != snapshot.credential
+                {
+                    event = .passwordEvaluated(.rejected(reason: .credentialsChanged))
                 }
                 var machine = UpgradeStateMachine.start(now: now, policy: configuration.policy)
                 let transition: UpgradeTransition

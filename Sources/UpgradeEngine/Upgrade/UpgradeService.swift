@@ -71,6 +71,16 @@ public final class UpgradeService: Sendable {
     }
 
     func restore(_ record: UpgradeSessionRecord) throws(UpgradeFailure) -> UpgradeStateMachine {
+        try Self.restore(record, policy: configuration.policy)
+    }
+
+    /// The machine stored in `record`, under `policy`; an unreadable column is an internal failure.
+    static func restore(
+        _ record: UpgradeSessionRecord,
+        policy: UpgradePolicy
+    ) throws(UpgradeFailure)
+        -> UpgradeStateMachine
+    {
         let unreadable = UpgradeFailure(
             .internalError,
             "the stored upgrade could not be read",
@@ -89,7 +99,7 @@ public final class UpgradeService: Sendable {
             cancelCode: json["cancelCode"]?.int64Value.map { Int($0) }
         )
         do {
-            return UpgradeStateMachine(state: try UpgradeState(persisted: persisted), policy: configuration.policy)
+            return UpgradeStateMachine(state: try UpgradeState(persisted: persisted), policy: policy)
         } catch {
             throw unreadable
         }
@@ -156,6 +166,16 @@ public final class UpgradeService: Sendable {
 
     /// Copies the machine's new state into the record for an update.
     func updated(_ record: UpgradeSessionRecord, _ machine: UpgradeStateMachine, now: Int64) -> UpgradeSessionRecord {
+        Self.updated(record, machine, now: now)
+    }
+
+    static func updated(
+        _ record: UpgradeSessionRecord,
+        _ machine: UpgradeStateMachine,
+        now: Int64
+    )
+        -> UpgradeSessionRecord
+    {
         var next = record
         next.status = machine.status.rawValue
         next.machine = Self.encode(machine)
@@ -199,6 +219,8 @@ public final class UpgradeService: Sendable {
         case .conversionInterrupted:
             "the server was interrupted while converting this upgrade; the account is unchanged, start a new upgrade"
         case .upgradeExpired: "the upgrade expired; start a new one"
+        case .credentialsChanged:
+            "the account's password or second factor changed after this upgrade began; nothing was linked, start a new upgrade"
         }
     }
 

@@ -24,4 +24,14 @@ extension PostgresTransaction: PasswordChangeStore {
             what: "password change"
         )
     }
+
+    func openPasswordChanges(accountID: String, limit: Int) throws(StorageError) -> [PasswordChangeRecord] {
+        try rows(
+            """
+            SELECT \(PasswordChangeRecord.columns) FROM password_changes
+            WHERE account_id = $1 AND status IN ('started', 'stepUpRequired') ORDER BY created_at, id LIMIT $2
+            """,
+            [.text(accountID), .integer(Int64(limit))]
+        ).map(PasswordChangeRecord.init(row:))
+    }
 }
