@@ -8,6 +8,9 @@ public protocol PasswordChangeStore {
     /// change has ended), expiry, update time. The id, account, username key, service identifier and
     /// creation time are fixed by the insert.
     func updatePasswordChange(_ change: PasswordChangeRecord, expectedVersion: Int64) throws(StorageError)
+    /// Deletes the changes asked for `usernameKey` while no account had it (no account id), as
+    /// `deleteAccountlessUpgradeSessions` does for upgrades.
+    func deleteAccountlessPasswordChanges(usernameKey: String) throws(StorageError)
 }
 
 /// A row of `password_changes`. `machine` is the state machine's persisted state (JSON);

@@ -24,4 +24,9 @@ extension SQLiteTransaction: PasswordChangeStore {
             what: "password change"
         )
     }
+
+    /// Reads the partial index `password_changes_accountless` (migration 16).
+    func deleteAccountlessPasswordChanges(usernameKey: String) throws(StorageError) {
+        try rows("DELETE FROM password_changes WHERE account_id IS NULL AND username_key = ?", [.text(usernameKey)])
+    }
 }
