@@ -291,6 +291,27 @@ struct SQLiteStoreTests {
         #expect(sql.first?.first.flatMap(\.string)?.contains("AUTOINCREMENT") == false)
     }
 
+    @Test("a deletion finds what to erase through indexes, never by reading the audit trail or every upgrade")
+    func erasureReadsIndexes() throws {
+        let db = try Backend.sqlite.database()
+        let plans = try db.store.read { tx in
+            try [
+                (SQLiteTransaction.selectAuditNamingPersonalData, [SQLValue.text("a"), .text(#"["001.a"]"#)]),
+                ("SELECT id FROM upgrade_sessions WHERE account_id IS NULL AND username_key = ?", [.text("a")]),
+                ("SELECT id FROM password_changes WHERE account_id IS NULL AND username_key = ?", [.text("a")]),
+            ].map { sql, arguments in
+                try TestDatabase.raw(tx, "EXPLAIN QUERY PLAN " + sql, arguments).compactMap { $0.last?.string }
+                    .joined(separator: "\n")
+            }
+        }
+        #expect(
+            plans[0].contains("USING INDEX audit_events_account") && plans[0].contains("USING INDEX audit_events_sub")
+        )
+        #expect(!plans[0].contains("SCAN audit_events"), "\(plans[0])")
+        #expect(plans[1].contains("USING INDEX upgrade_sessions_accountless"), "\(plans[1])")
+        #expect(plans[2].contains("USING INDEX password_changes_accountless"), "\(plans[2])")
+    }
+
     @Test("every UNIQUE and PRIMARY KEY constraint of the schema has exactly one typed value, and a collision above")
     func everyUniqueConstraintIsMapped() throws {
         let db = try Backend.sqlite.database()

@@ -1,8 +1,9 @@
 /// Deletes accounts (`DELETE /v1/admin/accounts/{username}`, `upgrade-cli accounts delete`), as
 /// Apple asks of apps that create accounts (TN3194), in one transaction: the account row and, by the
-/// schema's cascades, its password, TOTP, recovery codes, upgrade sessions and tickets, transfer
-/// record and Apple link; a tombstone audit row `account.deleted` naming the account id only; and,
-/// when the link holds a refresh token, a row in the revocation queue with the token still sealed
+/// schema's cascades, its password, TOTP, recovery codes, profile, upgrade sessions and tickets,
+/// password changes, transfer record and Apple link; what names the person elsewhere, erased
+/// (`eraseTraces`); a tombstone audit row `account.deleted` naming the account id only; and, when the
+/// link holds a refresh token, a row in the revocation queue with the token still sealed
 /// (docs/architecture.md §7.1). Nothing here calls Apple: `AppleRevocationSender` sends the queue.
 public struct AccountDeletionService: Sendable {
     let store: any UpgradeStore
@@ -31,9 +32,9 @@ public struct AccountDeletionService: Sendable {
                     throw UpgradeFailure(.accountNotFound, "no account has this username")
                 }
                 var queued: String?
-                if let link = try tx.appleLink(accountID: account.id), let sealed = link.refreshTokenCiphertext,
-                    !sealed.isEmpty
-                {
+                let link = try tx.appleLink(accountID: account.id)
+                let transfer = try tx.transferRecord(accountID: account.id)
+                if let link, let sealed = link.refreshTokenCiphertext, !sealed.isEmpty {
                     try tx.insertAppleRevocation(
                         AppleRevocationRecord(
                             id: revocationID,
@@ -49,6 +50,7 @@ public struct AccountDeletionService: Sendable {
                 guard try tx.deleteAccount(id: account.id) else {
                     throw UpgradeFailure(.accountNotFound, "no account has this username")
                 }
+                try Self.eraseTraces(of: account, appleIDs: Self.appleIDs(link, transfer), in: tx)
                 // The account id only: the username, email and sub went with the account.
                 try tx.appendAudit(
                     AuditEvent(

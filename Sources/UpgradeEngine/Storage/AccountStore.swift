@@ -52,8 +52,10 @@ public protocol AccountStore {
     func clearFailures(usernameKey: String) throws(StorageError)
 
     /// Deletes the account and, by the schema's cascades, everything of it: password, TOTP, recovery
-    /// codes, upgrade sessions and tickets, transfer record, Apple link, profile. The audit trail and the
-    /// username's throttle row stay. Returns whether the account existed.
+    /// codes, upgrade sessions and tickets, password changes, transfer record, Apple link, profile.
+    /// Rows that outlive it (audit trail, webhook outbox, the username's throttle row) are left to the
+    /// caller (`AccountDeletionService` erases what names the person in them). Returns whether the
+    /// account existed.
     func deleteAccount(id: String) throws(StorageError) -> Bool
 }
 

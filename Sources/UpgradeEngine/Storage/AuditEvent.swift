@@ -34,7 +34,9 @@ public struct AuditEvent: Sendable, Equatable {
 extension AuditEvent {
     /// `detail` as the audit trail stores it: a JSON object of strings, keys in order, so equal
     /// details are equal text. The format is the engine's; a backend keeps the text it is given.
-    var detailJSON: String {
+    var detailJSON: String { Self.json(detail: detail) }
+
+    static func json(detail: [String: String]) -> String {
         JWSJSON.object(detail.sorted { $0.key < $1.key }.map { JWSJSON.Member($0.key, .string($0.value)) })
             .serializedString
     }

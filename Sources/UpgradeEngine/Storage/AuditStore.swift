@@ -1,4 +1,5 @@
-/// The audit trail inside a transaction: appended to, never changed.
+/// The audit trail inside a transaction: appended to, never changed, except that deleting an account
+/// redacts the values that name a person (`PersonalData`; docs/architecture.md §7.1).
 public protocol AuditStore {
     func appendAudit(_ event: AuditEvent) throws(StorageError)
     /// Appends the events in order (their ids increase in it), in a few statements.
@@ -7,6 +8,33 @@ public protocol AuditStore {
     func auditTrail(upgradeID: String, limit: Int) throws(StorageError) -> [AuditEvent]
     /// The events `search` selects, newest (highest id) first, at most `search.limit` of them.
     func auditEvents(_ search: AuditSearch) throws(StorageError) -> [AuditEvent]
+    /// What a deletion may have to redact, in id order: the rows of `accountID` in whose detail one of
+    /// `PersonalData.keys` appears, and the rows (of any account) whose detail's `sub` is one of
+    /// `subs`. Found through indexes (`account_id`; the detail's `sub`), never by reading the trail.
+    func auditEventsNamingPersonalData(accountID: String, subs: [String]) throws(StorageError) -> [AuditEvent]
+    /// Stores `detail` as row `id`'s: the one change the trail admits, and only when it replaces
+    /// values of `PersonalData.keys` with `PersonalData.redactedMarker` and changes nothing else; the
+    /// schema refuses any other (`.constraint`), as it refuses every other UPDATE and every DELETE.
+    func replaceAuditDetail(id: Int64, detail: [String: String]) throws(StorageError)
+}
+
+extension AuditStore {
+    /// Redacts what names the account being deleted: in its own rows every value of
+    /// `PersonalData.keys`, in other rows the values equal to one of its Apple ids `subs`. The ids,
+    /// times, events and statuses stay. Returns how many rows changed.
+    @discardableResult
+    public func redactAudit(accountID: String, subs: [String]) throws(StorageError) -> Int {
+        let values = Set(subs)
+        var changed = 0
+        for event in try auditEventsNamingPersonalData(accountID: accountID, subs: subs) {
+            guard let id = event.id else { continue }
+            let redacted = PersonalData.redact(event.detail, everyValue: event.accountID == accountID, values: values)
+            guard redacted != event.detail else { continue }
+            try replaceAuditDetail(id: id, detail: redacted)
+            changed += 1
+        }
+        return changed
+    }
 }
 
 extension AuditSearch {

@@ -11,6 +11,9 @@ public protocol PasswordChangeStore {
     /// The account's changes whose status is not terminal (`started`, `stepUpRequired`), oldest
     /// first, at most `limit`.
     func openPasswordChanges(accountID: String, limit: Int) throws(StorageError) -> [PasswordChangeRecord]
+    /// Deletes the changes asked for `usernameKey` while no account had it (no account id), as
+    /// `deleteAccountlessUpgradeSessions` does for upgrades.
+    func deleteAccountlessPasswordChanges(usernameKey: String) throws(StorageError)
 }
 
 /// A row of `password_changes`. `machine` is the state machine's persisted state (JSON);

@@ -51,3 +51,33 @@ extension SQLiteTransaction: AuditStore {
         ).map(Self.audit)
     }
 }
+
+/// Redaction (docs/architecture.md §7.1): the schema's trigger admits an UPDATE of a row only when
+/// it replaces values that name a person with the marker.
+extension SQLiteTransaction {
+    /// The second half reads the partial expression index `audit_events_sub` (migration 17), whose
+    /// WHERE it repeats so that SQLite picks it.
+    static let selectAuditNamingPersonalData = """
+        SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events
+        WHERE account_id = ?1 AND \(PersonalData.mentionsKey(column: "detail"))
+        UNION
+        SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events
+        WHERE instr(detail, '"sub":') > 0 AND json_valid(detail)
+            AND json_extract(detail, '$.sub') IN (SELECT value FROM json_each(?2))
+        ORDER BY id
+        """
+
+    func auditEventsNamingPersonalData(accountID: String, subs: [String]) throws(StorageError) -> [AuditEvent] {
+        try rows(
+            Self.selectAuditNamingPersonalData,
+            [.text(accountID), .text(JWSJSON.array(subs.map(JWSJSON.string)).serializedString)]
+        ).map(Self.audit)
+    }
+
+    func replaceAuditDetail(id: Int64, detail: [String: String]) throws(StorageError) {
+        try rows(
+            "UPDATE audit_events SET detail = ? WHERE id = ?",
+            [.text(AuditEvent.json(detail: detail)), .integer(id)]
+        )
+    }
+}

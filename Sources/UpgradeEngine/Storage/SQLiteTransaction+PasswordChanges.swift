@@ -34,4 +34,9 @@ extension SQLiteTransaction: PasswordChangeStore {
             [.text(accountID), .integer(Int64(limit))]
         ).map(PasswordChangeRecord.init(row:))
     }
+
+    /// Reads the partial index `password_changes_accountless` (migration 17).
+    func deleteAccountlessPasswordChanges(usernameKey: String) throws(StorageError) {
+        try rows("DELETE FROM password_changes WHERE account_id IS NULL AND username_key = ?", [.text(usernameKey)])
+    }
 }

@@ -98,6 +98,20 @@ extension SQLiteTransaction: WebhookOutboxStore {
             [.integer(Int64(max(0, limit)))]
         ).map(WebhookEventRecord.init(row:))
     }
+
+    private static let selectWebhooksNamingPersonalData = """
+        SELECT \(WebhookEventRecord.columns) FROM webhook_outbox
+        WHERE account_id = ? AND \(PersonalData.mentionsKey(column: "payload"))
+        ORDER BY account_seq
+        """
+
+    func webhookEventsNamingPersonalData(accountID: String) throws(StorageError) -> [WebhookEventRecord] {
+        try rows(Self.selectWebhooksNamingPersonalData, [.text(accountID)]).map(WebhookEventRecord.init(row:))
+    }
+
+    func replaceWebhookPayload(id: String, payload: String) throws(StorageError) {
+        try rows("UPDATE webhook_outbox SET payload = ? WHERE id = ?", [.text(payload), .text(id)])
+    }
 }
 
 extension WebhookOutboxCounts {

@@ -11,4 +11,7 @@ public protocol UpgradeSessionStore {
     func openUpgradeSessions(accountID: String, limit: Int) throws(StorageError) -> [UpgradeSessionRecord]
     /// Upgrades in `converting` whose claim ends at or before `time`, earliest first, at most `limit`.
     func conversions(expiringBy time: Int64, limit: Int) throws(StorageError) -> [UpgradeSessionRecord]
+    /// Deletes the upgrades started for `usernameKey` while no account had it (no account id): all
+    /// that is left of them names the username. An account's own upgrades go with it (a cascade).
+    func deleteAccountlessUpgradeSessions(usernameKey: String) throws(StorageError)
 }

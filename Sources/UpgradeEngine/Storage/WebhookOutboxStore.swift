@@ -37,6 +37,28 @@ public protocol WebhookOutboxStore {
     func webhookOutboxCounts() throws(StorageError) -> WebhookOutboxCounts
     /// Failed events, most recently failed first, at most `limit`.
     func failedWebhookEvents(limit: Int) throws(StorageError) -> [WebhookEventRecord]
+    /// The events of `accountID` in whose payload one of `PersonalData.keys` appears, in sequence
+    /// order: what deleting the account has to redact.
+    func webhookEventsNamingPersonalData(accountID: String) throws(StorageError) -> [WebhookEventRecord]
+    /// Stores `payload` as event `id`'s, leaving its id, state and everything else as they are: only
+    /// a deletion's redaction changes a payload (docs/architecture.md §7.1).
+    func replaceWebhookPayload(id: String, payload: String) throws(StorageError)
+}
+
+extension WebhookOutboxStore {
+    /// Makes `null`, in every earlier event of the account being deleted, the members of `data` that
+    /// name a person (`PersonalData.redactPayload`), whether the event is pending, delivered or
+    /// failed: one still pending is sent so, and a replay sends them so. Returns how many changed.
+    @discardableResult
+    public func redactWebhookEvents(accountID: String) throws(StorageError) -> Int {
+        var changed = 0
+        for event in try webhookEventsNamingPersonalData(accountID: accountID) {
+            guard let payload = PersonalData.redactPayload(event.payload) else { continue }
+            try replaceWebhookPayload(id: event.id, payload: payload)
+            changed += 1
+        }
+        return changed
+    }
 }
 
 /// How the outbox stands.

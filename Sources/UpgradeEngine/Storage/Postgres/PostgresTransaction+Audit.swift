@@ -49,3 +49,33 @@ extension PostgresTransaction: AuditStore {
         ).map(Self.audit)
     }
 }
+
+/// Redaction (docs/architecture.md §7.1): the schema's trigger admits an UPDATE of a row only when
+/// it replaces values that name a person with the marker.
+extension PostgresTransaction {
+    /// The second half reads the partial expression index `audit_events_sub` (migration 17), whose
+    /// predicate it repeats so that the planner may use it.
+    private static let selectAuditNamingPersonalData = """
+        SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events
+        WHERE account_id = $1 AND \(PersonalData.mentionsKey(column: "detail"))
+        UNION
+        SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events
+        WHERE strpos(detail, '"sub":') > 0
+            AND ((detail::jsonb) ->> 'sub') = ANY (ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))
+        ORDER BY id
+        """
+
+    func auditEventsNamingPersonalData(accountID: String, subs: [String]) throws(StorageError) -> [AuditEvent] {
+        try rows(
+            Self.selectAuditNamingPersonalData,
+            [.text(accountID), .text(JWSJSON.array(subs.map(JWSJSON.string)).serializedString)]
+        ).map(Self.audit)
+    }
+
+    func replaceAuditDetail(id: Int64, detail: [String: String]) throws(StorageError) {
+        try send(
+            "UPDATE audit_events SET detail = $1 WHERE id = $2",
+            [.text(AuditEvent.json(detail: detail)), .integer(id)]
+        )
+    }
+}

@@ -43,6 +43,11 @@ extension PostgresTransaction: UpgradeSessionStore {
         try rows(Self.selectConversionsExpiring, [.integer(time), .integer(Int64(limit))]).map(Self.session)
     }
 
+    /// Reads the partial index `upgrade_sessions_accountless` (migration 17).
+    func deleteAccountlessUpgradeSessions(usernameKey: String) throws(StorageError) {
+        try send("DELETE FROM upgrade_sessions WHERE account_id IS NULL AND username_key = $1", [.text(usernameKey)])
+    }
+
     private static func session(_ row: [SQLValue]) -> UpgradeSessionRecord {
         UpgradeSessionRecord(
             id: row[0].string ?? "",

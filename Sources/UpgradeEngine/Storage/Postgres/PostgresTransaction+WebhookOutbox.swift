@@ -99,4 +99,18 @@ extension PostgresTransaction: WebhookOutboxStore {
             [.integer(Int64(max(0, limit)))]
         ).map(WebhookEventRecord.init(row:))
     }
+
+    private static let selectWebhooksNamingPersonalData = """
+        SELECT \(WebhookEventRecord.columns) FROM webhook_outbox
+        WHERE account_id = $1 AND \(PersonalData.mentionsKey(column: "payload"))
+        ORDER BY account_seq
+        """
+
+    func webhookEventsNamingPersonalData(accountID: String) throws(StorageError) -> [WebhookEventRecord] {
+        try rows(Self.selectWebhooksNamingPersonalData, [.text(accountID)]).map(WebhookEventRecord.init(row:))
+    }
+
+    func replaceWebhookPayload(id: String, payload: String) throws(StorageError) {
+        try send("UPDATE webhook_outbox SET payload = $1 WHERE id = $2", [.text(payload), .text(id)])
+    }
 }

@@ -1,0 +1,33 @@
+/// What a deletion erases besides the account's own rows (docs/architecture.md §7.1): the rows that
+/// outlive it, because the audit trail is kept, the outbox is replayed and some rows are keyed by the
+/// name rather than the account, still name its person. Each is erased or redacted in the deletion's
+/// transaction, so no committed state has the account gone and its name, email or Apple id left.
+extension AccountDeletionService {
+    /// Every Apple id the account was known by: the link's `sub`, and a team transfer's old id, its
+    /// transfer id and its new id.
+    static func appleIDs(_ link: AppleLinkRecord?, _ transfer: TransferRecord?) -> [String] {
+        var ids: [String] = []
+        for id in [link?.sub, transfer?.oldSub, transfer?.transferSub, transfer?.newSub] {
+            if let id, !id.isEmpty, !ids.contains(id) { ids.append(id) }
+        }
+        return ids
+    }
+
+    /// - The audit trail: in the account's rows every value that names a person (`PersonalData.keys`:
+    ///   Apple ids, the username before a re-keying...) becomes `[redacted]`, and so does any of its
+    ///   Apple ids in other accounts' rows. Ids, times, events and statuses stay: the trail still
+    ///   says what happened to account id X, not to whom.
+    /// - The webhook outbox: those members of its earlier events' `data` become `null`, so neither a
+    ///   pending event nor a replay sends them (Schema/webhooks.md).
+    /// - Upgrades and password changes asked for its username while no account had it, which keep the
+    ///   name as typed.
+    /// - The username's row in the failed-login throttle, keyed by the name: with no account behind
+    ///   it, a count of wrong passwords for that name protects nothing.
+    static func eraseTraces(of account: AccountRecord, appleIDs: [String], in tx: any StoreTransaction) throws {
+        try tx.redactAudit(accountID: account.id, subs: appleIDs)
+        try tx.redactWebhookEvents(accountID: account.id)
+        try tx.deleteAccountlessUpgradeSessions(usernameKey: account.username)
+        try tx.deleteAccountlessPasswordChanges(usernameKey: account.username)
+        try tx.clearFailures(usernameKey: account.username)
+    }
+}
