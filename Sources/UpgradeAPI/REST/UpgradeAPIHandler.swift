@@ -50,6 +50,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
         clientThrottle: ClientThrottle.Policy? = .default,
+        adminThrottle: ClientThrottle.Policy? = .default,
         trustedProxies: TrustedProxies = .none,
         adminTokens: AdminTokenSet? = nil,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
@@ -67,7 +68,10 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.log = log
         self.clientThrottle = clientThrottle.map { ClientThrottle(policy: $0, store: store) }
         self.trustedProxies = trustedProxies
-        self.admin = AdminAuthenticator(tokens: adminTokens, throttle: self.clientThrottle)
+        self.admin = AdminAuthenticator(
+            tokens: adminTokens,
+            throttle: adminThrottle.map { ClientThrottle(policy: $0, store: store, namespace: .adminTokens) }
+        )
         self.statistics = statistics
         // A username in a path is typed text, not an identifier we issued.
         var router = Router<Operation>(textCaptures: ["username"])
@@ -234,7 +238,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
             if let clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
                 gauges.append(
                     (
-                        "client_throttle_clients", "Clients whose failed credential checks still count against them.",
+                        "client_throttle_clients",
+                        "Clients whose failed credential checks or wrong admin tokens still count against them.",
                         Double(clients)
                     )
                 )

@@ -206,6 +206,7 @@ public final class UpgradeApplication: Sendable {
             metrics: metrics,
             log: log,
             clientThrottle: settings.clientThrottle,
+            adminThrottle: settings.adminThrottle,
             trustedProxies: settings.trustedProxies,
             adminTokens: settings.adminTokens,
             statistics: { statistics.server?.statistics }
