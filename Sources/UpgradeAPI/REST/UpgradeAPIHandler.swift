@@ -20,6 +20,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let notifications: AppleNotificationService
     /// `GET /v1/admin/audit` and `GET /v1/admin/accounts/{username}`.
     let adminQueries: AdminQueryService
+    /// The audit search's `nextCursor`s, tamper-evident under `UPGRADE_SECRET_KEY_FILE`.
+    let auditCursors: AuditCursors
     /// `DELETE /v1/admin/accounts/{username}`: the deletion, then one attempt at its revocation.
     let deletions: AccountDeletionService
     let revocations: AppleRevocationSender?
@@ -45,6 +47,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         signIns: SignInService,
         notifications: AppleNotificationService,
         store: any UpgradeStore,
+        auditCursors: AuditCursors,
         revocations: AppleRevocationSender? = nil,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
@@ -61,6 +64,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.notifications = notifications
         self.store = store
         self.adminQueries = AdminQueryService(store: store)
+        self.auditCursors = auditCursors
         self.deletions = AccountDeletionService(store: store)
         self.revocations = revocations
         self.clock = clock

@@ -201,6 +201,7 @@ public final class UpgradeApplication: Sendable {
             signIns: signIns,
             notifications: notifications,
             store: store,
+            auditCursors: AuditCursors(secrets: secrets),
             revocations: revocations,
             clock: clock,
             metrics: metrics,
