@@ -5,7 +5,7 @@ import UpgradeEngine
 @testable import UpgradeAPI
 
 /// Bearer tokens for the admin routes, asked before any admin work: 401 for a missing or wrong
-/// token, 403 without the scope, wrong tokens counted against the client like wrong passwords.
+/// token, 403 without the scope, wrong tokens counted per client on a count of their own.
 @Suite("Admin bearer tokens")
 struct AdminAuthenticatorTests {
     static let client = HTTPClientAddress(bytes: [192, 0, 2, 7])!
@@ -113,40 +113,45 @@ struct AdminAuthenticatorTests {
         #expect(problem?.status == 401)
     }
 
-    @Test("wrong tokens spend the client's allowance in the database; then even the right token waits")
+    @Test("wrong tokens spend an allowance of their own; the right token is never refused by a throttle")
     func throttled() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
-        let throttled = try ClientThrottleTests.Throttled(ClientThrottle.Policy(failures: 3, window: 60)!)
+        let credentials = try ClientThrottleTests.Throttled(ClientThrottle.Policy(failures: 3, window: 60)!)
+        let adminTokens = ClientThrottle(
+            policy: credentials.throttle.policy,
+            store: credentials.store,
+            namespace: .adminTokens
+        )
         let authenticator = AdminAuthenticator(
             tokens: try AdminTokenFile.load(path: fixture.path),
-            throttle: throttled.throttle
+            throttle: adminTokens
         )
+        let clientKey = Self.client.throttleKey.description
+        func authorize(_ token: String, _ scope: AdminScope = .tickets, now: Int64 = Self.now) throws -> AdminToken {
+            try authenticator.authorize(Self.request(authorization: ["Bearer \(token)"]), scope: scope, now: now)
+        }
+        // The client's end-user count is spent; the admin tokens' count is another.
+        for _ in 0..<3 { try credentials.recordFailure(Self.client, now: Self.now) }
+        #expect(try authorize(fixture.tickets).name == "backend")
+        #expect(try adminTokens.retryAfter(clientKey: clientKey, now: Self.now) == nil)
+
         for _ in 0..<3 {
-            let problem = #expect(throws: APIProblem.self) {
-                try authenticator.authorize(
-                    Self.request(authorization: ["Bearer \(AdminToken.generate())"]),
-                    scope: .tickets,
-                    now: Self.now
-                )
-            }
+            let problem = #expect(throws: APIProblem.self) { try authorize(AdminToken.generate()) }
             #expect(problem?.status == 401)
         }
-        let limited = #expect(throws: UpgradeFailure.self) {
-            try authenticator.authorize(
-                Self.request(authorization: ["Bearer \(fixture.tickets)"]),
-                scope: .tickets,
-                now: Self.now
-            )
-        }
+        let limited = #expect(throws: UpgradeFailure.self) { try authorize(AdminToken.generate()) }
         #expect(limited?.kind == .rateLimited && limited?.retryAfter == 20)
-        #expect(
-            try authenticator.authorize(
-                Self.request(authorization: ["Bearer \(fixture.tickets)"]),
-                scope: .tickets,
-                now: Self.now + 20
-            ).name == "backend"
-        )
+        // Refusals are not counted: the wait does not grow.
+        #expect(try adminTokens.retryAfter(clientKey: clientKey, now: Self.now) == 20)
+        // The valid token passes, and its scope is still checked.
+        #expect(try authorize(fixture.tickets).name == "backend")
+        let scope = #expect(throws: APIProblem.self) { try authorize(fixture.tickets, .audit) }
+        #expect(scope?.status == 403)
+        // Wrong tokens did not add to the end-user count: it is paid by the wrong passwords' wait.
+        #expect(try credentials.retryAfter(Self.client, now: Self.now + 20) == nil)
+        let later = #expect(throws: APIProblem.self) { try authorize(AdminToken.generate(), now: Self.now + 20) }
+        #expect(later?.status == 401)
     }
 
     @Test("the file holds names, scopes and hashes only; a file group or others can read is refused")

@@ -107,6 +107,8 @@ struct AdminQueriesEndToEndTests {
             ("since=yesterday", "since"), ("until=2026-11-24", "until"), ("limit=0", "limit"),
             ("limit=1001", "limit"), ("limit=ten", "limit"), ("cursor=AAAAAAAAAAA", "cursor"),
             ("cursor=zz", "cursor"), ("bogus=1", "bogus"), ("type=a&type=b", "type"),
+            // The base64url of an existing event's id (2): well formed, but not a cursor we issued.
+            ("cursor=AAAAAAAAAAI", "cursor"),
             ("account=%E2%80%8B", "account"), ("account=%FF", "account"),
         ] {
             let answer = try await get(harness, "/v1/admin/audit?\(query)")

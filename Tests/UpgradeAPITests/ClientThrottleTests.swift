@@ -113,6 +113,26 @@ struct ClientThrottleTests {
         }
     }
 
+    @Test("UPGRADE_ADMIN_THROTTLE: a count of its own, default on, `off`, one clear line for a bad value")
+    func adminSettings() throws {
+        let base = ["UPGRADE_DB": "sqlite:unused.db"]
+        let defaults = try ServerSettings.load(base, development: true)
+        #expect(defaults.adminThrottle == .default)
+        let custom = try ServerSettings.load(
+            base.merging(["UPGRADE_ADMIN_THROTTLE": "5/60", "UPGRADE_CLIENT_THROTTLE": "off"]) { $1 },
+            development: true
+        )
+        #expect(custom.adminThrottle == ClientThrottle.Policy(failures: 5, window: 60) && custom.clientThrottle == nil)
+        let off = try ServerSettings.load(base.merging(["UPGRADE_ADMIN_THROTTLE": "off"]) { $1 }, development: true)
+        #expect(off.adminThrottle == nil && off.clientThrottle == .default)
+        #expect {
+            try ServerSettings.load(base.merging(["UPGRADE_ADMIN_THROTTLE": "20"]) { $1 }, development: true)
+        } throws: { error in
+            let problems = (error as? ServerSettingsError)?.problems ?? []
+            return problems.count == 1 && problems[0].hasPrefix("UPGRADE_ADMIN_THROTTLE: expected FAILURES/SECONDS")
+        }
+    }
+
     /// One `POST /v1/upgrades` over a fresh connection from `source` (a loopback address).
     static func startUpgrade(
         _ server: DevServer,

@@ -204,6 +204,37 @@ struct PasswordChangeEndToEndTests {
     }
 
     @Test(
+        "allowed: unicode: spaces, controls or zero-width characters only are password-policy; length counts UTF-16",
+        arguments: Backend.all
+    )
+    func unicodeRules(_ backend: Backend) async throws {
+        let harness = try Harness(backend, environment: ["UPGRADE_PASSWORD_RULES": "minlength: 8; allowed: unicode"])
+        var bodies: [DevServer.Response] = []
+        for (blank, rule) in [
+            (String(repeating: " ", count: 8), "not-only-white-space"),
+            (String(repeating: "\u{3000}", count: 8), "not-only-white-space"),
+            (String(repeating: "\u{200B}", count: 8), "visible-characters"),
+            (String(repeating: "\u{7}", count: 8), "visible-characters"),
+            ("\u{202E}drowssap", "visible-characters"),
+        ] {
+            let refused = try await harness.change(newPassword: blank)
+            #expect(
+                refused.status == 422 && refused.problem == "password-policy",
+                "\(blank.unicodeScalars.map(\.value))"
+            )
+            #expect(refused["rule"] == rule)
+            #expect(refused["id"] == nil, "nothing was created")
+            bodies.append(refused)
+        }
+        #expect(try harness.failures("plain") == 0, "no failure counted")
+        // Four emoji are eight UTF-16 code units: long enough, as Apple's tools count.
+        let emoji = try await harness.change(newPassword: "😀😀😀😀")
+        #expect(emoji.status == 201 && emoji["status"] == "completed")
+        #expect(try await harness.upgrade(password: "😀😀😀😀").status == 201)
+        try harness.expectNoSecrets([Self.oldPassword, "😀😀😀😀"], bodies: bodies + [emoji])
+    }
+
+    @Test(
         "equal to the current one is password-policy, on the password and the ticket path; the ticket stays unspent",
         arguments: Backend.all
     )

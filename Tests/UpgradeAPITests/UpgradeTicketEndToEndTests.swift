@@ -125,6 +125,63 @@ struct UpgradeTicketEndToEndTests {
         #expect(limited.status == 429 && limited.problem == "rate-limited")
     }
 
+    @Test(
+        "over HTTP: wrong passwords or wrong admin tokens from the backend's address never lock out its valid token",
+        arguments: Backend.all
+    )
+    func validAdminTokenIsNeverThrottled(_ backend: Backend) async throws {
+        let harness = try Harness(
+            backend,
+            environment: ["UPGRADE_CLIENT_THROTTLE": "3/600", "UPGRADE_ADMIN_THROTTLE": "3/600"]
+        )
+        let server = harness.server
+        // A neighbour behind the same address spends the end-user allowance...
+        for index in 0..<3 {
+            let wrong = try await server.post(
+                "/v1/upgrades",
+                ["username": "stranger\(index)", "password": "guess", "serviceIdentifier": "s"]
+            )
+            #expect(wrong.problem == "invalid-credentials")
+        }
+        let spent = try await server.post(
+            "/v1/upgrades",
+            ["username": "plain", "password": "pw-plain", "serviceIdentifier": "s"]
+        )
+        #expect(spent.status == 429 && spent.problem == "rate-limited")
+        // ... which is not the admin tokens' count.
+        #expect(try await harness.mint("plain").status == 201)
+
+        // Wrong admin tokens are limited on their own count...
+        for _ in 0..<3 {
+            let wrong = try await harness.mint("plain", token: AdminToken.generate())
+            #expect(wrong.status == 401 && wrong.problem == "unauthorized")
+        }
+        let limited = try await harness.mint("plain", token: AdminToken.generate())
+        #expect(limited.status == 429 && limited.problem == "rate-limited")
+        #expect(limited.headers["retry-after"] == "200")
+        // ... while the valid tokens still pass, and an insufficient scope is still 403, not 429.
+        for _ in 0..<5 { #expect(try await harness.mint("plain").status == 201) }
+        let scope = try await harness.mint("plain", token: harness.supportToken)
+        #expect(scope.status == 403 && scope.problem == "insufficient-scope")
+        let audit = try await server.send(
+            "GET",
+            "/v1/admin/audit?limit=1",
+            body: nil,
+            contentType: nil,
+            headers: ["Authorization": "Bearer \(harness.supportToken)"]
+        )
+        #expect(audit.status == 200)
+        // Wrong tokens did not spend the end-user count: after the wait for the three wrong
+        // passwords, the owner's password is checked again.
+        server.clock.advance(200)
+        let owner = try await server.post(
+            "/v1/upgrades",
+            ["username": "plain", "password": "pw-plain", "serviceIdentifier": "s"]
+        )
+        #expect(owner.status == 201)
+        harness.expectNoSecrets([], bodies: [limited, scope])
+    }
+
     @Test("minting: unknown username 404, a bad body 422; admin 401 missing, 401 wrong, 403 without the scope")
     func minting() async throws {
         let harness = try Harness(.sqlite)

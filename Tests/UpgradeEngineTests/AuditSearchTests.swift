@@ -2,21 +2,34 @@ import Testing
 
 @testable import UpgradeEngine
 
-@Suite("Audit search: cursors and time bounds")
+@Suite("Audit search: tamper-evident cursors and time bounds")
 struct AuditSearchTests {
-    @Test("a cursor round-trips its id; anything else is refused")
-    func cursors() {
+    static let cursors = AuditCursors(secrets: try! SecretBox(key: [UInt8](repeating: 7, count: 32)))
+
+    @Test("a cursor round-trips its id; anything else, the bare base64url of an id included, is refused")
+    func cursors() throws {
         for id: Int64 in [1, 255, 256, 1_000_000_007, .max] {
-            let cursor = AuditSearch.cursor(afterID: id)
-            #expect(cursor.utf8.count == 11)
-            #expect(AuditSearch.id(cursor: cursor) == id)
+            let cursor = Self.cursors.cursor(afterID: id)
+            #expect(cursor.utf8.count == AuditCursors.encodedLength && cursor.utf8.count <= 64)
+            #expect(Self.cursors.id(cursor: cursor) == id)
         }
-        let good = AuditSearch.cursor(afterID: 42)
+        let good = Self.cursors.cursor(afterID: 42)
+        // What the cursor was before it carried a tag: the base64url of an id's 8 bytes.
+        let bare = Base64URL.encode([0, 0, 0, 0, 0, 0, 0, 42])
+        var forgedID = try #require(Base64URL.decode(good))
+        forgedID[8] = 41
+        var forgedTag = try #require(Base64URL.decode(good))
+        forgedTag[forgedTag.count - 1] ^= 1
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let otherKey = AuditCursors(secrets: try SecretBox(key: [UInt8](repeating: 8, count: 32)))
         let refused = [
-            "", "AAAAAAAAAAA", good + "A", String(good.dropLast()), good + "=", "AAAAAAAAAC9",  // stray low bits
-            "AAAAAAAAAC+", "AAAAAAAA AC", "42", "gAAAAAAAAAA",  // negative
+            "", bare, "AAAAAAAAAC9", good + "A", String(good.dropLast()), good + "=", "42",
+            Base64URL.encode(forgedID), Base64URL.encode(forgedTag), otherKey.cursor(afterID: 42),
+            Self.cursors.cursor(afterID: 0), Self.cursors.cursor(afterID: -1),
+            // Another spelling of the same bytes: a stray low bit in the last symbol.
+            String(good.dropLast()) + String(alphabet[alphabet.firstIndex(of: good.last!)! + 1]),
         ]
-        for text in refused { #expect(AuditSearch.id(cursor: text) == nil, "\(text)") }
+        for text in refused { #expect(Self.cursors.id(cursor: text) == nil, "\(text)") }
     }
 
     @Test("times: Unix seconds or RFC 3339 with an offset")

@@ -91,7 +91,7 @@ struct PasswordRulesTests {
         #expect(unicode.violation(of: "pässwörd✓") == nil)
         #expect(
             try PasswordRules("minlength: 3; allowed: unicode").violation(of: "äöü") == nil,
-            "length counts characters"
+            "length counts UTF-16 code units: three precomposed letters are three"
         )
         #expect(try PasswordRules("allowed: ascii-printable").violation(of: "ä")?.rule == "allowed: ascii-printable")
 
@@ -101,6 +101,75 @@ struct PasswordRulesTests {
 
         #expect(try PasswordRules("required: ascii-printable").violation(of: "") != nil)
         #expect(try PasswordRules("required: unicode").violation(of: "x") == nil)
+    }
+
+    @Test("allowed: unicode still refuses controls, invisible characters and passwords of only white space")
+    func unicodeHoles() throws {
+        let unicode = try PasswordRules("minlength: 8; allowed: unicode")
+        let invisible = [
+            String(repeating: "\u{200B}", count: 8),  // zero-width space
+            String(repeating: "\u{200D}", count: 8),  // zero-width joiner
+            String(repeating: "\u{2060}", count: 8),  // word joiner
+            String(repeating: "\u{FEFF}", count: 8),  // zero-width no-break space
+            String(repeating: "\u{3164}", count: 8),  // Hangul filler
+            "password\u{202E}",  // right-to-left override
+            "pass\u{07}word",  // a control character (bell)
+            "pass\u{0}word",
+            "pass\u{AD}word",  // soft hyphen
+            "pass\u{E0001}word",  // language tag
+            "\u{FE0F}password",  // a variation selector with nothing to select
+            "pass\u{09}word",  // a tab
+            "pass\u{2028}word",  // line separator
+            "pass\u{FFFF}word",  // noncharacter
+            "pass\u{0378}word",  // unassigned
+        ]
+        for password in invisible {
+            #expect(unicode.violation(of: password) == .invisibleCharacter, "\(password.unicodeScalars.map(\.value))")
+        }
+        for blank in [
+            String(repeating: " ", count: 8), String(repeating: "\u{3000}", count: 8), " \u{A0} \u{2003}    ",
+        ] {
+            #expect(unicode.violation(of: blank) == .onlyWhiteSpace, "\(blank.unicodeScalars.map(\.value))")
+        }
+        // Visible characters of any script, with spaces among them, stay valid.
+        // A joiner or variation selector inside an emoji, or a combining mark, shows with its character.
+        let valid = ["pässwörd", "пароль-пароль", "パスワードですよ", "correct horse", "👨‍👩‍👧‍👦 family", "a\u{301}bcdefgh", "❤️❤️❤️❤️"]
+        for valid in valid {
+            #expect(unicode.violation(of: valid) == nil, "\(valid)")
+        }
+        // The same holds whatever the rules: ascii-printable admits the space, never only it.
+        #expect(try PasswordRules("minlength: 4; allowed: special").violation(of: "    ") == .onlyWhiteSpace)
+        #expect(PasswordRules.default.violation(of: String(repeating: " ", count: 12)) == .onlyWhiteSpace)
+        #expect(
+            PasswordRules.default.violation(of: "abcD1fghijk\u{200B}")?.rule == "allowed: ascii-printable",
+            "outside ascii-printable, the allowed rule answers first"
+        )
+    }
+
+    @Test("rules that only a password of spaces could meet are refused")
+    func onlySpaceAllowed() throws {
+        for text in ["allowed: [ ]", "required: [ ]; allowed: [ ]", "minlength: 4; allowed: [ ]; required: [ ]"] {
+            let error = #expect(throws: PasswordRulesError.self) { try PasswordRules(text) }
+            #expect(error?.message.contains("only the space") == true, "\(text)")
+        }
+        #expect(try PasswordRules("allowed: [ ], lower").violation(of: "a b") == nil)
+        #expect(try PasswordRules("required: [ ]").violation(of: "a b") == nil)
+    }
+
+    @Test("length counts UTF-16 code units, as Apple's tools and HTML's minlength do")
+    func lengthInUTF16() throws {
+        let rules = try PasswordRules("minlength: 8; maxlength: 10; allowed: unicode")
+        // Four emoji outside the Basic Multilingual Plane are eight UTF-16 code units.
+        #expect(rules.violation(of: "😀😀😀😀") == nil)
+        #expect(rules.violation(of: "😀😀😀")?.rule == "minlength: 8")
+        #expect(rules.violation(of: "😀😀😀😀😀a")?.rule == "maxlength: 10")
+        // A family emoji is one grapheme, seven scalars and eleven code units.
+        #expect(rules.violation(of: "👨‍👩‍👧‍👦")?.rule == "maxlength: 10")
+        // Precomposed and decomposed letters count what they are made of.
+        #expect(rules.violation(of: "ääää") != nil)
+        #expect(rules.violation(of: "a\u{308}a\u{308}a\u{308}a\u{308}") == nil)
+        // Printable ASCII, what iOS generates, counts the same in every unit.
+        #expect(PasswordRules.default.violation(of: "abcdEf-ghijK1-lmnoPq") == nil)
     }
 
     @Test("names and classes are case-insensitive; the canonical form is lowercase and ordered")

@@ -21,6 +21,32 @@ struct SQLiteStoreTests {
         )
     }
 
+    @Test("the database, its -wal and its -shm are created 0600 under a umask of 022; an existing file keeps its mode")
+    func privateFiles() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-mode-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func mode(_ path: String) throws -> Int? {
+            try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        }
+        let path = directory.appendingPathComponent("private.db").path
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let store = try SQLiteStore(path: path)
+        _ = try store.migrate(now: Self.now)
+        try store.write { try $0.insertAccount(account("mode")) }
+        for file in [path, path + "-wal", path + "-shm"] {
+            #expect(FileManager.default.fileExists(atPath: file), "\(file) exists while the store is open")
+            #expect(try mode(file) == 0o600, "\(file)")
+        }
+
+        // An operator's choice for an existing file stands (README, Operations).
+        let shared = directory.appendingPathComponent("shared.db").path
+        #expect(FileManager.default.createFile(atPath: shared, contents: nil, attributes: [.posixPermissions: 0o640]))
+        _ = try SQLiteStore(path: shared)
+        #expect(try mode(shared) == 0o640)
+    }
+
     @Test("WAL mode and foreign keys are on")
     func pragmas() throws {
         let db = try Backend.sqlite.database()

@@ -3,27 +3,27 @@ import UpgradeEngine
 /// Bearer-token authentication for the admin routes (RFC 6750): the REST layer asks it before it
 /// reads an admin request's body. A missing or wrong token is `401 unauthorized` with a
 /// `WWW-Authenticate: Bearer` challenge, a token without the route's scope `403 insufficient-scope`.
-/// A wrong token counts against the per-client throttle like a wrong password, and a client over
-/// its limit is refused before the token is even hashed. The token is never logged or echoed; the
-/// log line names the token that was used (`admin`), which is not a secret.
+/// A valid token is never refused by a throttle: it is recognised first (one SHA-256 and a
+/// constant-time comparison with each stored hash, cheaper than the database read a throttle
+/// costs), so nobody sharing the backend's address can lock it out, neither with wrong passwords
+/// (which count on `UPGRADE_CLIENT_THROTTLE`, not here) nor with wrong tokens. Wrong tokens count
+/// on a throttle of their own (`UPGRADE_ADMIN_THROTTLE`); a client over it has its wrong tokens
+/// answered `rate-limited` without being counted. A token holds 256 random bits, so that limit
+/// protects against nothing a guess could find; it bounds the database writes and log lines a
+/// client can cause with bad tokens. The token is never logged or echoed; the log line names the
+/// token that was used (`admin`), which is not a secret.
 struct AdminAuthenticator: Sendable {
     /// Read once at start-up; nil when `UPGRADE_ADMIN_TOKENS_FILE` is unset (every request is refused).
     let tokens: AdminTokenSet?
+    /// Wrong tokens per client (`ClientThrottle.Namespace.adminTokens`); nil when turned off.
     let throttle: ClientThrottle?
 
     static let realm = "siwa-upgrade admin"
 
     /// Throws an `APIProblem` for a missing, wrong or under-scoped token, and an `UpgradeFailure`
-    /// for a client over its limit (`rate-limited`) or a database that cannot count the failure.
+    /// for a wrong token from a client over its limit (`rate-limited`) or a database that cannot
+    /// count the failure.
     func authorize(_ request: HTTPRequest, scope: AdminScope, now: Int64) throws -> AdminToken {
-        let clientKey = request.client.map { $0.throttleKey.description }
-        if let throttle, let clientKey, let wait = try throttle.retryAfter(clientKey: clientKey, now: now) {
-            throw UpgradeFailure(
-                .rateLimited,
-                "too many failed attempts from this client; retry in \(wait) s",
-                retryAfter: wait
-            )
-        }
         let values = request.headers.values(for: "Authorization")
         guard !values.isEmpty else {
             throw Self.unauthorized(
@@ -38,7 +38,16 @@ struct AdminAuthenticator: Sendable {
             )
         }
         guard let token = tokens?.authenticate(presented) else {
-            if let throttle, let clientKey { try throttle.recordFailure(clientKey: clientKey, now: now) }
+            if let throttle, let clientKey = request.client.map({ $0.throttleKey.description }) {
+                if let wait = try throttle.retryAfter(clientKey: clientKey, now: now) {
+                    throw UpgradeFailure(
+                        .rateLimited,
+                        "too many wrong admin tokens from this client; retry in \(wait) s",
+                        retryAfter: wait
+                    )
+                }
+                try throttle.recordFailure(clientKey: clientKey, now: now)
+            }
             var problem = Self.unauthorized(
                 "the admin token is not valid",
                 challenge: "Bearer realm=\"\(Self.realm)\", error=\"invalid_token\""

@@ -17,10 +17,10 @@ public enum AdminJSON {
         ])
     }
 
-    public static func page(_ page: AdminQueryService.AuditPage) -> JWSJSON {
+    public static func page(_ page: AdminQueryService.AuditPage, cursors: AuditCursors) -> JWSJSON {
         JWSJSON.object([
             "events": .array(page.events.map(event)),
-            "nextCursor": page.nextBeforeID.map { .string(AuditSearch.cursor(afterID: $0)) },
+            "nextCursor": page.nextBeforeID.map { .string(cursors.cursor(afterID: $0)) },
         ])
     }
 

@@ -27,13 +27,13 @@ extension UpgradeAPIHandler {
             search.limit = value
         }
         if let cursor = query["cursor"] {
-            guard let id = AuditSearch.id(cursor: cursor) else {
+            guard let id = auditCursors.id(cursor: cursor) else {
                 throw APIProblem.validation("cursor is not one this server handed out; pass nextCursor unchanged")
             }
             search.beforeID = id
         }
         let page = try adminQueries.searchAudit(username: query["account"], search)
-        return Self.noStoreJSON(AdminJSON.page(page))
+        return Self.noStoreJSON(AdminJSON.page(page, cursors: auditCursors))
     }
 
     /// `GET /v1/admin/accounts/{username}`: `username` is the path segment, percent-encoded.

@@ -20,6 +20,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let notifications: AppleNotificationService
     /// `GET /v1/admin/audit` and `GET /v1/admin/accounts/{username}`.
     let adminQueries: AdminQueryService
+    /// The audit search's `nextCursor`s, tamper-evident under `UPGRADE_SECRET_KEY_FILE`.
+    let auditCursors: AuditCursors
     /// `DELETE /v1/admin/accounts/{username}`: the deletion, then one attempt at its revocation.
     let deletions: AccountDeletionService
     let revocations: AppleRevocationSender?
@@ -45,11 +47,13 @@ public final class UpgradeAPIHandler: HTTPHandler {
         signIns: SignInService,
         notifications: AppleNotificationService,
         store: any UpgradeStore,
+        auditCursors: AuditCursors,
         revocations: AppleRevocationSender? = nil,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
         clientThrottle: ClientThrottle.Policy? = .default,
+        adminThrottle: ClientThrottle.Policy? = .default,
         trustedProxies: TrustedProxies = .none,
         adminTokens: AdminTokenSet? = nil,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
@@ -60,6 +64,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.notifications = notifications
         self.store = store
         self.adminQueries = AdminQueryService(store: store)
+        self.auditCursors = auditCursors
         self.deletions = AccountDeletionService(store: store)
         self.revocations = revocations
         self.clock = clock
@@ -67,7 +72,10 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.log = log
         self.clientThrottle = clientThrottle.map { ClientThrottle(policy: $0, store: store) }
         self.trustedProxies = trustedProxies
-        self.admin = AdminAuthenticator(tokens: adminTokens, throttle: self.clientThrottle)
+        self.admin = AdminAuthenticator(
+            tokens: adminTokens,
+            throttle: adminThrottle.map { ClientThrottle(policy: $0, store: store, namespace: .adminTokens) }
+        )
         self.statistics = statistics
         // A username in a path is typed text, not an identifier we issued.
         var router = Router<Operation>(textCaptures: ["username"])
@@ -234,7 +242,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
             if let clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
                 gauges.append(
                     (
-                        "client_throttle_clients", "Clients whose failed credential checks still count against them.",
+                        "client_throttle_clients",
+                        "Clients whose failed credential checks or wrong admin tokens still count against them.",
                         Double(clients)
                     )
                 )

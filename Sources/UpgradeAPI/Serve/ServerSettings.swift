@@ -21,6 +21,9 @@ public struct ServerSettings: Sendable {
     public var development: Bool
     /// Failed credential checks allowed per client (`UPGRADE_CLIENT_THROTTLE`); nil when `off`.
     public var clientThrottle: ClientThrottle.Policy?
+    /// Wrong admin tokens allowed per client (`UPGRADE_ADMIN_THROTTLE`), a count of their own; nil
+    /// when `off`. A valid token is never throttled.
+    public var adminThrottle: ClientThrottle.Policy? = .default
     /// Reverse proxies whose `X-Forwarded-For` is believed (`UPGRADE_TRUSTED_PROXIES`); they are also
     /// exempt from `maxConnectionsPerClient`.
     public var trustedProxies: TrustedProxies
@@ -50,7 +53,8 @@ public struct ServerSettings: Sendable {
         ("APPLE_CLIENT_IDS", "--client-ids"), ("APPLE_TEAM_ID", "--team-id"), ("APPLE_KEY_ID", "--key-id"),
         ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
         ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
-        ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"), ("UPGRADE_TRUSTED_PROXIES", "--trusted-proxies"),
+        ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"), ("UPGRADE_ADMIN_THROTTLE", "--admin-throttle"),
+        ("UPGRADE_TRUSTED_PROXIES", "--trusted-proxies"),
         ("UPGRADE_MAX_CONNECTIONS_PER_CLIENT", "--max-connections-per-client"),
         ("UPGRADE_HEALTH_LISTEN", "--health-listen"),
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
@@ -170,18 +174,17 @@ public struct ServerSettings: Sendable {
             problems.append("\(variable): \(reason)")
         }
 
-        var clientThrottle: ClientThrottle.Policy? = .default
-        if let text = value("UPGRADE_CLIENT_THROTTLE") {
-            if text == "off" {
-                clientThrottle = nil
-            } else if let policy = ClientThrottle.Policy(text) {
-                clientThrottle = policy
-            } else {
-                problems.append(
-                    "UPGRADE_CLIENT_THROTTLE: expected FAILURES/SECONDS (1 to 100000 failures over 1 to 604800 s), e.g. 20/600, or off"
-                )
-            }
+        func throttlePolicy(_ variable: String) -> ClientThrottle.Policy? {
+            guard let text = value(variable) else { return .default }
+            if text == "off" { return nil }
+            if let policy = ClientThrottle.Policy(text) { return policy }
+            problems.append(
+                "\(variable): expected FAILURES/SECONDS (1 to 100000 failures over 1 to 604800 s), e.g. 20/600, or off"
+            )
+            return nil
         }
+        let clientThrottle = throttlePolicy("UPGRADE_CLIENT_THROTTLE")
+        let adminThrottle = throttlePolicy("UPGRADE_ADMIN_THROTTLE")
 
         var trustedProxies = TrustedProxies.none
         if let text = value("UPGRADE_TRUSTED_PROXIES") {
@@ -296,6 +299,7 @@ public struct ServerSettings: Sendable {
             secrets: secrets,
             development: development,
             clientThrottle: clientThrottle,
+            adminThrottle: adminThrottle,
             trustedProxies: trustedProxies,
             maxConnectionsPerClient: maxConnectionsPerClient,
             healthListen: healthListen,

@@ -201,11 +201,13 @@ public final class UpgradeApplication: Sendable {
             signIns: signIns,
             notifications: notifications,
             store: store,
+            auditCursors: AuditCursors(secrets: secrets),
             revocations: revocations,
             clock: clock,
             metrics: metrics,
             log: log,
             clientThrottle: settings.clientThrottle,
+            adminThrottle: settings.adminThrottle,
             trustedProxies: settings.trustedProxies,
             adminTokens: settings.adminTokens,
             statistics: { statistics.server?.statistics }

@@ -5,7 +5,9 @@
 ///
 /// The syntax: rules separated by `;`, each `name: value`, names and
 /// class names case-insensitive, white space around tokens ignored.
-/// - `minlength: N`, `maxlength: N`: length in characters (Unicode scalars), 1...1024;
+/// - `minlength: N`, `maxlength: N`: length in UTF-16 code units, 1...1024, as Apple's tools and
+///   HTML's `minlength` count it (docs/architecture.md §4.7): a character outside the Basic
+///   Multilingual Plane counts 2;
 /// - `required: C, ...`: the password contains a character of at least one listed class; each
 ///   `required` rule is checked on its own;
 /// - `allowed: C, ...`: characters outside the union of every `allowed` and `required` class are
@@ -16,9 +18,17 @@
 /// letter or digit, space included), `ascii-printable` (U+0020...U+007E), `unicode` (any character),
 /// and custom sets `[...]` of printable ASCII characters (a `]` only as the set's first character).
 ///
+/// Two rules of the server's own hold whatever the string says, so that `allowed: unicode` cannot
+/// admit a password nobody can see: no control character (line and paragraph separators
+/// included), no character (grapheme cluster) that shows nothing (a zero-width space, a bidi
+/// override, a soft hyphen, a filler, an unassigned code point or a noncharacter; a zero-width
+/// joiner or a variation selector inside an emoji or a word shows with it and stays), and not only
+/// white space.
+///
 /// Parsing is strict and bounded: an unknown name or class, a missing value, a number out of bounds,
-/// a repeated `minlength`, `maxlength` or `max-consecutive`, `minlength` above `maxlength`, or a
-/// string over 1024 bytes is refused with a message naming the problem.
+/// a repeated `minlength`, `maxlength` or `max-consecutive`, `minlength` above `maxlength`, rules
+/// that allow nothing but the space, or a string over 1024 bytes is refused with a message naming
+/// the problem.
 public struct PasswordRules: Sendable, Hashable, CustomStringConvertible {
     public enum CharacterClass: Sendable, Hashable {
         case upper, lower, digit, special, asciiPrintable, unicode
@@ -130,6 +140,14 @@ public struct PasswordRules: Sendable, Hashable, CustomStringConvertible {
         if let minLength, let maxLength, minLength > maxLength {
             throw PasswordRulesError("minlength (\(minLength)) is greater than maxlength (\(maxLength))")
         }
+        // Only white space could meet such rules, and the server refuses a password of only that.
+        let permitted = (allowed.isEmpty ? [.asciiPrintable] : allowed) + required.joined()
+        if permitted.allSatisfy({ item in
+            guard case .custom(let members) = item else { return false }
+            return members == [" "]
+        }) {
+            throw PasswordRulesError("the rules allow only the space; a password of only white space is always refused")
+        }
         self.minLength = minLength
         self.maxLength = maxLength
         self.required = required
@@ -154,13 +172,14 @@ public struct PasswordRules: Sendable, Hashable, CustomStringConvertible {
     /// never quotes the password or any of its characters.
     public func violation(of password: String) -> PasswordRuleViolation? {
         let scalars = Array(password.unicodeScalars)
-        if let minLength, scalars.count < minLength {
+        let length = password.utf16.count
+        if let minLength, length < minLength {
             return PasswordRuleViolation(
                 rule: "minlength: \(minLength)",
                 message: "the new password must be at least \(minLength) characters long"
             )
         }
-        if let maxLength, scalars.count > maxLength {
+        if let maxLength, length > maxLength {
             return PasswordRuleViolation(
                 rule: "maxlength: \(maxLength)",
                 message: "the new password must be at most \(maxLength) characters long"
@@ -175,6 +194,10 @@ public struct PasswordRules: Sendable, Hashable, CustomStringConvertible {
                 message: "the new password contains a character the rules do not allow"
             )
         }
+        if scalars.contains(where: Self.isControl) || password.contains(where: Self.showsNothing) {
+            return .invisibleCharacter
+        }
+        if scalars.allSatisfy(\.properties.isWhitespace) { return .onlyWhiteSpace }
         for classes in required where !scalars.contains(where: { scalar in classes.contains { $0.contains(scalar) } }) {
             return PasswordRuleViolation(
                 rule: "required: " + classes.map(\.name).joined(separator: ", "),
@@ -197,6 +220,35 @@ public struct PasswordRules: Sendable, Hashable, CustomStringConvertible {
             }
         }
         return nil
+    }
+
+    /// Controls text rather than shows: C0 and C1 controls (tab and line feed among them) and the
+    /// line and paragraph separators.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: true
+        default: false
+        }
+    }
+
+    /// A character with nothing to show: no code point in it is visible, and it is not white space.
+    /// A joiner or variation selector extends the character before it, which then shows.
+    static func showsNothing(_ character: Character) -> Bool {
+        let scalars = character.unicodeScalars
+        return !scalars.contains(where: isVisible) && !scalars.allSatisfy(\.properties.isWhitespace)
+    }
+
+    /// Shows a glyph of its own: not white space, not default-ignorable (zero-width characters,
+    /// joiners, bidi controls, variation selectors, fillers), not a format or control character,
+    /// and assigned.
+    static func isVisible(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        guard !properties.isWhitespace, !properties.isDefaultIgnorableCodePoint, !properties.isNoncharacterCodePoint
+        else { return false }
+        switch properties.generalCategory {
+        case .control, .format, .unassigned, .surrogate, .lineSeparator, .paragraphSeparator: return false
+        default: return true
+        }
     }
 
     // MARK: Parsing
@@ -318,6 +370,19 @@ public struct PasswordRuleViolation: Sendable, Hashable, CustomStringConvertible
 
     /// `the new password must contain a digit (required: digit)`.
     public var description: String { "\(message) (\(rule))" }
+
+    /// Not one of Apple's rules: the server's own, for a control, zero-width or other invisible
+    /// character (which `allowed: unicode` would otherwise admit).
+    public static let invisibleCharacter = PasswordRuleViolation(
+        rule: "visible-characters",
+        message: "the new password contains a control character or one that shows nothing (zero-width, formatting)"
+    )
+
+    /// Not one of Apple's rules: the server's own, for a password of only spaces or other white space.
+    public static let onlyWhiteSpace = PasswordRuleViolation(
+        rule: "not-only-white-space",
+        message: "the new password must contain a character other than white space"
+    )
 
     /// Not one of Apple's rules: the server's own, for a new password equal to the current one.
     public static let sameAsCurrent = PasswordRuleViolation(

@@ -35,20 +35,6 @@ public struct AuditSearch: Sendable, Equatable {
 }
 
 extension AuditSearch {
-    /// The opaque cursor the REST API hands out for "the page after this one": the base64url of
-    /// the last event id (8 bytes, big-endian). Opaque so that its form may change; strict so that a
-    /// tampered one is refused rather than read as some other position.
-    public static func cursor(afterID id: Int64) -> String {
-        Base64URL.encode(withUnsafeBytes(of: id.bigEndian) { Array($0) })
-    }
-
-    /// The id a cursor stands for, or nil when `text` is not one this server handed out.
-    public static func id(cursor text: String) -> Int64? {
-        guard text.utf8.count == 11, let bytes = Base64URL.decode(text), bytes.count == 8 else { return nil }
-        let id = bytes.reduce(Int64(0)) { $0 << 8 | Int64($1) }
-        return id > 0 ? id : nil
-    }
-
     /// A time as a search bound: Unix seconds (`1795514400`) or an RFC 3339 date-time
     /// (`2026-11-24T10:00:00Z`, `2026-11-24T11:00:00+01:00`; a fraction of a second is dropped). Nil
     /// for anything else, including a date without a time or a time without an offset, which would

@@ -30,6 +30,7 @@ final class SQLiteConnection {
 
     init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws(StorageError) {
         Self.processSettings
+        try Self.createPrivately(path)
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -57,6 +58,24 @@ final class SQLiteConnection {
         try execute("PRAGMA synchronous = NORMAL")
         guard try scalarInt("PRAGMA foreign_keys") == 1 else {
             throw StorageError(.configuration, "SQLite refused to enable foreign keys")
+        }
+    }
+
+    /// Creates a missing database file empty (a valid empty database) with mode 0600 whatever the
+    /// umask, before SQLite would create it 0644: it holds password hashes and sealed secrets.
+    /// SQLite's Unix VFS gives the `-wal`, `-shm` and `-journal` files it creates the database
+    /// file's mode, so they are 0600 too. An existing file keeps its mode.
+    static func createPrivately(_ path: String) throws(StorageError) {
+        guard path != ":memory:", !path.hasPrefix("file:") else { return }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            // Another process created it first, or it exists: SQLite opens it as it is.
+            if errno == EEXIST { return }
+            throw StorageError(.io, "cannot create SQLite database at \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else {
+            throw StorageError(.io, "cannot make \(path) private (mode 0600): \(String(cString: strerror(errno)))")
         }
     }
 

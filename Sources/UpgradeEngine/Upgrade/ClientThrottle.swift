@@ -21,7 +21,22 @@ import Synchronization
 /// The check comes before the credential and the count after it, so requests already in flight when
 /// a client reaches its limit still finish and count: the overshoot is at most the requests one
 /// client has queued or running at that moment, across the instances it reaches.
+///
+/// Wrong admin tokens are counted by a second throttle on the same table under keys of their own
+/// (`Namespace.adminTokens`), so neither count can spend the other's allowance.
 public final class ClientThrottle: Sendable {
+    /// What a throttle counts; it prefixes the client key in the store, so two throttles on one
+    /// database keep separate rows for one client.
+    public struct Namespace: Sendable, Hashable {
+        let keyPrefix: String
+
+        /// Wrong passwords, tickets and step-up codes (`UPGRADE_CLIENT_THROTTLE`).
+        public static let credentials = Namespace(keyPrefix: "")
+        /// Wrong admin bearer tokens (`UPGRADE_ADMIN_THROTTLE`). No client key (an address) starts
+        /// with a letter followed by a space.
+        public static let adminTokens = Namespace(keyPrefix: "admin ")
+    }
+
     public struct Policy: Sendable, Hashable, CustomStringConvertible {
         /// Failures allowed in a burst.
         public let failures: Int
@@ -75,22 +90,25 @@ public final class ClientThrottle: Sendable {
     }
 
     public let policy: Policy
+    public let namespace: Namespace
     private let store: any UpgradeStore
     /// The last sweep of paid-off rows by this process, in Unix seconds: at most one a second, so a
     /// flood of failures costs one range delete a second, not one per failure.
     private let sweptAt = Mutex<Int64>(.min)
 
-    public init(policy: Policy = .default, store: any UpgradeStore) {
+    public init(policy: Policy = .default, store: any UpgradeStore, namespace: Namespace = .credentials) {
         self.policy = policy
         self.store = store
+        self.namespace = namespace
     }
 
     /// Seconds the client with `clientKey` must wait before its next credential check, or nil if it
     /// may go on.
     public func retryAfter(clientKey: String, now: Int64) throws(UpgradeFailure) -> Int64? {
         let paidOffAt: Int64?
+        let key = namespace.keyPrefix + clientKey
         do {
-            paidOffAt = try store.read { try $0.clientThrottlePaidOffAt(clientKey: clientKey) }
+            paidOffAt = try store.read { try $0.clientThrottlePaidOffAt(clientKey: key) }
         } catch {
             throw UpgradeService.storageFailure(error)
         }
@@ -105,12 +123,13 @@ public final class ClientThrottle: Sendable {
             return true
         }
         let policy = self.policy
+        let key = namespace.keyPrefix + clientKey
         do {
             try store.write { tx in
                 if sweep { try tx.deletePaidClientThrottles(now: now * 1000) }
-                let paidOffAt = try tx.clientThrottlePaidOffAt(clientKey: clientKey)
+                let paidOffAt = try tx.clientThrottlePaidOffAt(clientKey: key)
                 try tx.setClientThrottle(
-                    clientKey: clientKey,
+                    clientKey: key,
                     paidOffAt: policy.paidOffAt(afterFailureFrom: paidOffAt, now: now)
                 )
             }
@@ -119,7 +138,8 @@ public final class ClientThrottle: Sendable {
         }
     }
 
-    /// Clients whose failures still weigh on them at `now`, across every server on the database.
+    /// Clients whose failures still weigh on them at `now`, across every server on the database, on
+    /// either count (a client in debt on both counts twice).
     public func clientsInDebt(now: Int64) throws(UpgradeFailure) -> Int {
         do {
             return try store.read { try $0.clientsInDebt(now: now * 1000) }

@@ -8,13 +8,15 @@ import Foundation
 ///
 /// - **2xx**: delivered, never sent again (unless replayed).
 /// - **anything else, a timeout, no connection**: counted and tried again after an exponential
-///   backoff with jitter (`Policy`); the first failed attempt at or after `retryWindow` since the
-///   first attempt gives the row up as failed. A failed row no longer holds back its account's
+///   backoff with jitter (`Policy`), counted from when the attempt ended: an attempt that waited out
+///   its 10 s timeout must not be due again at once. The first failed attempt ending at or after
+///   `retryWindow` since the first attempt gives the row up as failed. A failed row no longer holds back its account's
 ///   later events; `upgrade-cli webhooks replay` sends it again.
 ///
 /// At least once: a process killed between the receiver's 2xx and the commit that records it sends
-/// the event again, with the same `webhook-id`, once its claim lapses. Time comes in as `now`, so
-/// tests move it instead of sleeping.
+/// the event again, with the same `webhook-id`, once its claim lapses. Time comes from a `clock` the
+/// caller passes, read when a batch starts and again when each exchange ends, so tests move it
+/// instead of sleeping.
 public final class WebhookSender: Sendable {
     /// Where and how events are sent.
     public struct Endpoint: Sendable {
@@ -75,11 +77,15 @@ public final class WebhookSender: Sendable {
         self.onEvent = onEvent
     }
 
-    /// One batch: claims the rows due by `now` (at most `policy.batchSize`, one per account) and
-    /// sends each once. Returns how many were claimed, delivered and deferred or failed.
+    /// One batch: claims the rows due by `clock()` (at most `policy.batchSize`, one per account)
+    /// and sends each once; a failed one is due again a backoff after `clock()` reads when its
+    /// exchange ended. Returns how many were claimed, delivered and deferred or failed.
     @discardableResult
-    public func sendDue(now: Int64) async throws(StorageError) -> (claimed: Int, delivered: Int, undelivered: Int) {
+    public func sendDue(
+        clock: @escaping @Sendable () -> Int64
+    ) async throws(StorageError) -> (claimed: Int, delivered: Int, undelivered: Int) {
         guard let endpoint else { return (0, 0, 0) }
+        let now = clock()
         let token = SecureRandom.token(byteCount: 12)
         let claimed = try store.writeStorageErrors {
             try $0.claimDueWebhookEvents(
@@ -96,7 +102,9 @@ public final class WebhookSender: Sendable {
             for row in claimed {
                 group.addTask(executorPreference: globalConcurrentExecutor) {
                     do throws(StorageError) {
-                        return .success(try await self.send(row, token: token, endpoint: endpoint, now: now))
+                        return .success(
+                            try await self.send(row, token: token, endpoint: endpoint, started: now, clock: clock)
+                        )
                     } catch {
                         return .failure(error)
                     }
@@ -115,8 +123,8 @@ public final class WebhookSender: Sendable {
 
     /// Batches until one claims less than a full batch, or `maxBatches`: the worker's pass, so a
     /// backlog drains without waiting for the next tick.
-    public func drain(clock: @Sendable () -> Int64, maxBatches: Int = 20) async throws(StorageError) {
-        for _ in 0..<maxBatches where try await sendDue(now: clock()).claimed >= policy.batchSize {}
+    public func drain(clock: @escaping @Sendable () -> Int64, maxBatches: Int = 20) async throws(StorageError) {
+        for _ in 0..<maxBatches where try await sendDue(clock: clock).claimed >= policy.batchSize {}
     }
 
     /// Counts by state, for `/metrics` and the CLI.
@@ -138,7 +146,8 @@ public final class WebhookSender: Sendable {
         _ row: WebhookEventRecord,
         token: String,
         endpoint: Endpoint,
-        now: Int64
+        started: Int64,
+        clock: @Sendable () -> Int64
     ) async throws(StorageError) -> Bool {
         let body = Array(row.payload.utf8)
         let request = AppleClientTransport.Request(
@@ -148,7 +157,10 @@ public final class WebhookSender: Sendable {
             body: body
         )
         let reason: String
-        switch await transport.send(request, limit: 64 * 1024, timeout: endpoint.timeout) {
+        let outcome = await transport.send(request, limit: 64 * 1024, timeout: endpoint.timeout)
+        // The exchange may have taken up to `endpoint.timeout`: what follows dates from its end.
+        let now = max(started, clock())
+        switch outcome {
         case .success(let response) where (200...299).contains(response.status):
             if try store.writeStorageErrors({ try $0.finishWebhookEvent(id: row.id, token: token, now: now) }) {
                 onEvent(.delivered(id: row.id, type: row.type, attempts: row.attempts + 1))
