@@ -75,7 +75,7 @@ struct AccountsDeleteCommand: CLICommand {
         var outcome = AppleRevocationSender.Outcome.pending
         for attempt in 0...waits.count {
             outcome = try BlockingRunner.run { () async throws(StorageError) -> AppleRevocationSender.Outcome in
-                try await sender.attempt(id: id, now: Clock.nowSeconds)
+                try await sender.attempt(id: id, clock: { Clock.nowSeconds })
             }
             guard outcome == .pending, attempt < waits.count else { break }
             Thread.sleep(forTimeInterval: Double(waits[attempt].components.seconds))

@@ -254,6 +254,38 @@ struct AccountDeletionTests {
         #expect(revoker.sent.withLock { $0 } == ["rt-one", "rt-two", "rt-two"])
     }
 
+    /// Apple answers an error only once its timeout ran out: the clock moves while it waits.
+    final class SlowFailingRevoker: AppleTokenRevoking {
+        let clock: Mutex<Int64>
+        init(now: Int64) { clock = Mutex(now) }
+
+        func revokeRefreshToken(_ refreshToken: String, clientID: String) async throws(AppleEndpointError) {
+            clock.withLock { $0 += 10 }
+            throw AppleEndpointError(code: .unavailable, httpStatus: nil, message: "timed out")
+        }
+    }
+
+    @Test(
+        "a failed revocation is due again a backoff after its attempt ended, not after it began",
+        arguments: Backend.all
+    )
+    func backoffFromTheEnd(_ backend: Backend) async throws {
+        let world = try World(backend)
+        try queue(world, "r1", token: "rt-one")
+        try queue(world, "r2", token: "rt-two")
+        let revoker = SlowFailingRevoker(now: world.now)
+        let sender = world.sender(apple: revoker)
+        #expect(try await sender.sendDue(clock: { revoker.clock.withLock { $0 } }) == (0, 2))
+        let first = try #require(try world.store.read { try $0.appleRevocation(id: "r1") })
+        let second = try #require(try world.store.read { try $0.appleRevocation(id: "r2") })
+        #expect(first.nextAttemptAt > world.now + 10, "the first attempt ended 10 s after the pass began")
+        #expect(second.nextAttemptAt > world.now + 20, "the second one after waiting for the first")
+        try queue(world, "r3", token: "rt-three")
+        #expect(try await sender.attempt(id: "r3", clock: { revoker.clock.withLock { $0 } }) == .pending)
+        let third = try #require(try world.store.read { try $0.appleRevocation(id: "r3") })
+        #expect(third.nextAttemptAt > world.now + 30)
+    }
+
     @Test("senders racing over one queue send each revocation once", arguments: Backend.all)
     func racingSenders(_ backend: Backend) async throws {
         let world = try World(backend)

@@ -20,7 +20,7 @@ extension UpgradeAPIHandler {
             if let revocations {
                 do {
                     outcome = try blockingWait { () async throws(StorageError) -> AppleRevocationSender.Outcome in
-                        try await revocations.attempt(id: id, now: now)
+                        try await revocations.attempt(id: id, clock: self.clock)
                     }.rawValue
                 } catch {
                     // The deletion is committed and its revocation queued: the worker sends it.

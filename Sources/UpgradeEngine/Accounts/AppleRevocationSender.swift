@@ -76,20 +76,37 @@ public final class AppleRevocationSender: Sendable {
     /// retries). `done` if it is done (now or before), `pending` otherwise, also when another sender
     /// holds it at the moment.
     public func attempt(id: String, now: Int64) async throws(StorageError) -> Outcome {
+        try await attempt(id: id, clock: { now })
+    }
+
+    /// `attempt(id:now:)` with the time read from `clock` when it starts and again when Apple has
+    /// answered, so that a retry is due a backoff after the attempt ended.
+    public func attempt(id: String, clock: @escaping @Sendable () -> Int64) async throws(StorageError) -> Outcome {
         guard let apple else { return try isDone(id) ? .done : .pending }
+        let now = clock()
         let token = Self.newClaimToken()
         let claimed = try store.writeStorageErrors {
             try $0.claimAppleRevocation(id: id, now: now, token: token, claimedUntil: now + policy.claimSeconds)
         }
         guard let claimed else { return try isDone(id) ? .done : .pending }
-        return try await send(claimed, token: token, apple: apple, now: now)
+        return try await send(claimed, token: token, apple: apple, started: now, clock: clock)
     }
 
-    /// One pass over the queue: claims the rows due by `now` (at most `policy.batchSize`) and sends
-    /// each once. Returns how many are done now and how many were deferred.
+    /// One pass over the queue at a fixed time (tests).
     @discardableResult
     public func sendDue(now: Int64) async throws(StorageError) -> (done: Int, deferred: Int) {
+        try await sendDue(clock: { now })
+    }
+
+    /// One pass over the queue: claims the rows due by `clock()` (at most `policy.batchSize`) and
+    /// sends each once, one after another; a failed one is due again a backoff after `clock()` reads
+    /// when its own exchange ended (Apple's timeout may have run out, and the rows before it took
+    /// their time too). Returns how many are done now and how many were deferred.
+    @discardableResult
+    public func sendDue(clock: @escaping @Sendable () -> Int64) async throws(StorageError) -> (done: Int, deferred: Int)
+    {
         guard let apple else { return (0, 0) }
+        let now = clock()
         let token = Self.newClaimToken()
         let claimed = try store.writeStorageErrors {
             try $0.claimDueAppleRevocations(
@@ -101,7 +118,7 @@ public final class AppleRevocationSender: Sendable {
         }
         var result = (done: 0, deferred: 0)
         for row in claimed {
-            if try await send(row, token: token, apple: apple, now: now) == .done {
+            if try await send(row, token: token, apple: apple, started: now, clock: clock) == .done {
                 result.done += 1
             } else {
                 result.deferred += 1
@@ -119,8 +136,10 @@ public final class AppleRevocationSender: Sendable {
         _ row: AppleRevocationRecord,
         token: String,
         apple: any AppleTokenRevoking,
-        now: Int64
+        started: Int64,
+        clock: @Sendable () -> Int64
     ) async throws(StorageError) -> Outcome {
+        var now = started
         let refreshToken: String
         do {
             let opened = try secrets.open(
@@ -133,6 +152,7 @@ public final class AppleRevocationSender: Sendable {
             return try deferRow(row, token: token, now: now, reason: "the sealed token cannot be opened with this key")
         }
         do throws(AppleEndpointError) {
+            defer { now = max(started, clock()) }
             try await apple.revokeRefreshToken(refreshToken, clientID: row.clientID)
         } catch {
             guard error.code == .invalidGrant else {

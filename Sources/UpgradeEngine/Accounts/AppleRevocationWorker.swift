@@ -12,7 +12,7 @@ public final class AppleRevocationWorker: Sendable {
     ) {
         worker = QueueWorker(intervalMilliseconds: intervalMilliseconds, onError: onError) {
             () async throws(StorageError) in
-            _ = try await sender.sendDue(now: clock())
+            _ = try await sender.sendDue(clock: clock)
         }
     }
 
