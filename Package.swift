@@ -46,9 +46,18 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
+        // ICU's spoof checker (UTS #39): script mixing and confusable skeletons of usernames.
+        .systemLibrary(
+            name: "CICU",
+            pkgConfig: "icu-i18n",
+            providers: [.apt(["libicu-dev"]), .brew(["icu4c"])]
+        ),
+        // CICU behind plain C types: Foundation's own ICU has types of the same names, so Swift
+        // cannot import ICU's headers beside it.
+        .target(name: "CICUShims", dependencies: ["CICU"]),
         .target(
             name: "UpgradeEngine",
-            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CLibPQ", "CSystem"]
+            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CLibPQ", "CICUShims", "CSystem"]
         ),
         // epoll, eventfd, accept4, getrandom, futex and a signal forwarder: what Glibc does not expose to Swift.
         .target(name: "CSystem"),

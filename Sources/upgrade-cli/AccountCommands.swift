@@ -33,9 +33,9 @@ struct AccountsAddCommand: CLICommand {
             throw UsageError("give --totp-uri or --totp-uri-file, not both")
         }
         guard (0...20).contains(recoveryCount) else { throw UsageError("--recovery-codes must be between 0 and 20") }
-        let normalized: String
+        let enforced: Username
         do {
-            normalized = try Username(username).value
+            enforced = try Username(username)
         } catch {
             throw CommandFailure("USER: \(error.message)", exitCode: ExitCode.usage)
         }
@@ -59,7 +59,7 @@ struct AccountsAddCommand: CLICommand {
         let now = Clock.nowSeconds
         let account = AccountRecord(
             id: UUID().uuidString.lowercased(),
-            username: normalized,
+            username: enforced.value,
             credentialKind: .password,
             createdAt: now,
             updatedAt: now
@@ -67,6 +67,15 @@ struct AccountsAddCommand: CLICommand {
         let recoveryCodes = RecoveryCodes.generate(count: recoveryCount)
         do {
             try store.write { tx in
+                // Named here, where only an operator reads it: an account's look-alike is refused.
+                if let other = try tx.lookAlikeAccounts(of: enforced).first {
+                    throw CommandFailure(
+                        "'\(UsernameCheck.escaped(enforced.value))' looks like the existing account "
+                            + "'\(UsernameCheck.escaped(other.username))' (id \(other.id)): their confusable skeletons "
+                            + "(UTS #39) are equal; choose another username",
+                        exitCode: ExitCode.failure
+                    )
+                }
                 try tx.insertAccount(account)
                 try tx.upsertPasswordCredential(
                     PasswordCredentialRecord(accountID: account.id, hash: hash, format: "argon2id", updatedAt: now)
@@ -98,10 +107,16 @@ struct AccountsAddCommand: CLICommand {
                 )
             }
         } catch let error as StorageError where error.constraint == .accountsUsername {
-            throw CommandFailure("an account named '\(normalized)' already exists", exitCode: ExitCode.failure)
+            throw CommandFailure("an account named '\(enforced)' already exists", exitCode: ExitCode.failure)
+        } catch let error as StorageError where error.constraint == .accountsUsernameSkeleton {
+            // Another creation of a look-alike committed first.
+            throw CommandFailure(
+                "'\(UsernameCheck.escaped(enforced.value))' looks like another account's username (UTS #39)",
+                exitCode: ExitCode.failure
+            )
         }
         Console.out(
-            "added account \(normalized) (id \(account.id)): password (argon2id)\(totp.map { ", TOTP \($0.parameters.algorithm.rawValue)/\($0.parameters.digits) digits" } ?? "")"
+            "added account \(enforced) (id \(account.id)): password (argon2id)\(totp.map { ", TOTP \($0.parameters.algorithm.rawValue)/\($0.parameters.digits) digits" } ?? "")"
         )
         if !recoveryCodes.isEmpty {
             Console.out("recovery codes (shown once; store them now):")

@@ -64,9 +64,9 @@ struct DatabaseMigrateCommand: CLICommand {
         )
         // Migration 7 re-keyed what it could; what it must leave to an operator is said here too.
         let usernames = try store.read { tx in try UsernameCheck.run(tx) }
-        if !usernames.collisions.isEmpty || !usernames.refusals.isEmpty {
+        if !usernames.collisions.isEmpty || !usernames.refusals.isEmpty || !usernames.lookAlikes.isEmpty {
             Console.out(
-                "note: \(usernames.collisions.count) username collision group(s) and \(usernames.refusals.count) refused username(s) need an operator; run 'upgrade-cli db check'"
+                "note: \(usernames.collisions.count) username collision group(s), \(usernames.lookAlikes.count) look-alike group(s) and \(usernames.refusals.count) refused username(s) need an operator; run 'upgrade-cli db check'"
             )
         }
         return ExitCode.success
@@ -75,7 +75,8 @@ struct DatabaseMigrateCommand: CLICommand {
 
 struct DatabaseCheckCommand: CLICommand {
     static let path = ["db", "check"]
-    static let summary = "list stored usernames that collide, are refused or would change under the username rule"
+    static let summary =
+        "list stored usernames that collide, look alike, are refused or would change under the username rule"
     static let usage = "upgrade-cli db check [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
@@ -86,13 +87,31 @@ struct DatabaseCheckCommand: CLICommand {
         guard try store.migrationStatus().first?.appliedAt != nil else {
             throw UsageError("the database has no schema yet; run 'upgrade-cli db migrate' first")
         }
-        let check = try store.read { tx in try UsernameCheck.run(tx) }
+        // Look-alikes need the skeletons migration 18 computes (and `db migrate` recomputes when
+        // ICU changes); before that they are not compared, and the check cannot pass.
+        let hasSkeletons = try store.migrationStatus().contains {
+            $0.version == UsernameSkeletons.migrationVersion && $0.appliedAt != nil
+        }
+        let check = try store.read { tx in try UsernameCheck.run(tx, lookAlikes: hasSkeletons) }
         func name(_ username: String) -> String { UsernameCheck.escaped(username) }
         for collision in check.collisions {
             Console.out("collision: \(collision.accounts.count) accounts are all '\(name(collision.username))':")
             for account in collision.accounts {
                 Console.out("  account \(account.id) stored as '\(name(account.username))'")
             }
+        }
+        for group in check.lookAlikes {
+            Console.out(
+                "look-alike: \(group.accounts.count) accounts have the confusable skeleton '\(name(group.skeleton))':"
+            )
+            for account in group.accounts {
+                Console.out("  account \(account.id) stored as '\(name(account.username))'")
+            }
+        }
+        if !check.lookAlikesChecked {
+            Console.out(
+                "look-alikes: not compared: the stored username skeletons are missing or another ICU release's; run 'upgrade-cli db migrate'"
+            )
         }
         for refusal in check.refusals {
             Console.out(
@@ -105,7 +124,7 @@ struct DatabaseCheckCommand: CLICommand {
             )
         }
         Console.out(
-            "\(check.accounts) account(s) checked against PRECIS UsernameCaseMapped (RFC 8265): \(check.collisions.count) collision group(s), \(check.refusals.count) refused, \(check.changes.count) to re-key"
+            "\(check.accounts) account(s) checked against PRECIS UsernameCaseMapped (RFC 8265) and UTS #39: \(check.collisions.count) collision group(s), \(check.lookAlikes.count) look-alike group(s), \(check.refusals.count) refused, \(check.changes.count) to re-key"
         )
         return check.isClean ? ExitCode.success : ExitCode.failure
     }

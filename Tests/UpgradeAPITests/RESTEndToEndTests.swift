@@ -84,6 +84,24 @@ struct RESTEndToEndTests {
         #expect(hidden.problem == "validation")
         #expect(hidden["result"] == "failure")
         #expect(hidden["detail"]?.contains("U+00AD SOFT HYPHEN") == true, "\(hidden.body)")
+        // Mixed scripts (a Cyrillic а): refused for the string alone, like any name the rule refuses.
+        let mixed = try await server.post(
+            "/v1/upgrades",
+            ["username": "pl\u{430}in", "password": "pw-plain", "serviceIdentifier": "s"]
+        )
+        #expect(mixed.status == 422)
+        #expect(mixed.problem == "validation")
+        #expect(
+            mixed["detail"]?.contains("mixes scripts Latin and Cyrillic (U+0430 CYRILLIC SMALL LETTER A)") == true,
+            "\(mixed.body)"
+        )
+        // A look-alike in one script is a valid name that no account has: the unknown-user answer.
+        let alpha = try await server.post(
+            "/v1/upgrades",
+            ["username": "pl\u{251}in", "password": "pw-plain", "serviceIdentifier": "s"]
+        )
+        #expect(alpha.status == 401)
+        #expect(alpha.problem == "invalid-credentials")
     }
 
     enum Branch: String, CaseIterable, Sendable {

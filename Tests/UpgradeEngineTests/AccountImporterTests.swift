@@ -232,6 +232,56 @@ struct AccountImporterTests {
         #expect(updated[5].reason == "appleSub: already linked to another account")
     }
 
+    @Test(
+        "look-alike usernames are refused: of a stored account (named), of an earlier line, mixed scripts",
+        arguments: Backend.all,
+        [1, 1000]
+    )
+    func lookAlikes(_ backend: Backend, batchSize: Int) throws {
+        let db = try backend.database()
+        try Self.addExisting(db.store)
+        var options = Self.options("run-look-alikes-\(batchSize)")
+        options.batchSize = batchSize
+        options.onConflict = .update
+        let hash = PasswordRehashTests.legacy[0].hash
+        let text = """
+            {"username":"alice","passwordHash":"\(hash)"}
+            {"username":"\u{251}lice","passwordHash":"\(hash)"}
+            {"username":"\u{430}lice","passwordHash":"\(hash)"}
+            {"username":"alic\u{435}","passwordHash":"\(hash)"}
+            {"username":"\u{435}xisting","passwordHash":"\(hash)"}
+            {"username":"\u{1C0}xisting","passwordHash":"\(hash)"}
+            {"username":"existing","passwordHash":"\(hash)"}
+            {"username":"\u{438}\u{432}\u{430}\u{43D}","passwordHash":"\(hash)"}
+            """
+        let (reports, _) = try Self.run(db.store, text, options: options)
+        #expect(reports.map(\.action) == [.created, .error, .error, .error, .error, .created, .updated, .created])
+        let look = "(the same confusable skeleton)"
+        #expect(reports[1].reason == "username: looks like the username of line 1 in this file \(look)")
+        #expect(reports[2].reason?.hasPrefix("username: the username mixes scripts Latin and Cyrillic") == true)
+        #expect(reports[3].reason?.contains("U+0435 CYRILLIC SMALL LETTER IE") == true)
+        #expect(reports[4].reason?.contains("mixes scripts") == true, "\(reports[4])")
+        #expect(reports[5].reason == nil, "ǀxisting is not existing's look-alike: \(reports[5])")
+        let stored = try db.store.read { try $0.accounts(afterID: nil, limit: 100) }.map(\.username).sorted()
+        #expect(stored == ["alice", "existing", "\u{1C0}xisting", "\u{438}\u{432}\u{430}\u{43D}"].sorted())
+
+        // A later import names the stored look-alike; a dry run against the database does too.
+        let later = """
+            {"username":"al\u{131}ce","passwordHash":"\(hash)"}
+            """
+        let named = "username: looks like the existing account 'alice' \(look); an account's look-alike is refused"
+        let (second, _) = try Self.run(db.store, later, options: Self.options("run-later-\(batchSize)"))
+        #expect(second.map(\.reason) == [named])
+        let scratch = try Backend.sqlite.database()
+        let (dry, _) = try Self.run(
+            scratch.store,
+            later,
+            options: Self.options("run-dry-\(batchSize)"),
+            reference: db.store
+        )
+        #expect(dry.map(\.reason) == [named])
+    }
+
     @Test("--on-conflict update replaces what the row gives and audits it once", arguments: Backend.all)
     func updateExisting(_ backend: Backend) throws {
         let db = try backend.database()

@@ -184,14 +184,15 @@ private enum Seed {
 /// One write that breaks each UNIQUE and PRIMARY KEY constraint of the schema, through the store's
 /// own methods wherever one can.
 enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case accountsID, accountsUsername, passwordCredentialsAccount, totpEnrollmentsAccount, recoveryCodesCode
+    case accountsID, accountsUsername, accountsUsernameSkeleton, passwordCredentialsAccount, totpEnrollmentsAccount,
+        recoveryCodesCode
     case loginThrottleUsernameKey, appleLinksAccount, appleLinksSub, upgradeSessionsID, transferRecordsAccount
     case transferRecordsOldSub, transferRecordsTransferSub, auditEventsID, appleNotificationsJTI
     case usedSignInNoncesHash, jobLeasesJob, clientThrottleClientKey
     case upgradeTicketsHash, passwordChangesID
     case appleRevocationsID
     case accountProfilesAccount, importRunsID
-    case webhookOutboxID
+    case webhookOutboxID, usernameSkeletonSourceID
 
     var testDescription: String { rawValue }
 
@@ -199,6 +200,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         switch self {
         case .accountsID: .accountsID
         case .accountsUsername: .accountsUsername
+        case .accountsUsernameSkeleton: .accountsUsernameSkeleton
         case .passwordCredentialsAccount: .passwordCredentialsAccount
         case .totpEnrollmentsAccount: .totpEnrollmentsAccount
         case .recoveryCodesCode: .recoveryCodesCode
@@ -220,6 +222,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .accountProfilesAccount: .accountProfilesAccount
         case .importRunsID: .importRunsID
         case .webhookOutboxID: .webhookOutboxID
+        case .usernameSkeletonSourceID: .usernameSkeletonSourceID
         }
     }
 
@@ -229,6 +232,9 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             try tx.insertAccount(Seed.account(Seed.alice, "s3cret-carol"))
         case .accountsUsername:
             try tx.insertAccount(Seed.account("s3cret-account-carol", "S3CRET-Alice"))
+        case .accountsUsernameSkeleton:
+            // The row alone, past the look-alike check: the partial unique index refuses it.
+            try tx.insertAccountRows([Seed.account("s3cret-account-carol", "s3cret-\u{251}lice")])
         case .passwordCredentialsAccount:
             try Seed.raw(
                 tx,
@@ -342,6 +348,9 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             )
         case .webhookOutboxID:
             try tx.insertWebhookEvent(Seed.webhookEvent(Seed.bob))
+        case .usernameSkeletonSourceID:
+            // The store upserts the one row; a second plain INSERT is what the key refuses.
+            try Seed.raw(tx, "INSERT INTO username_skeleton_source (id, version) VALUES (1, ?)", [.text("s3cret-icu")])
         }
     }
 }

@@ -82,6 +82,7 @@ struct UsernameLookAlikeTests {
             ("\u{FEFF}carol", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
             ("carol\u{202E}", "U+202E RIGHT-TO-LEFT OVERRIDE"),
             ("car\u{200D}ol", "U+200D ZERO WIDTH JOINER"),
+            ("c\u{430}rol", "mixes scripts Latin and Cyrillic (U+0430 CYRILLIC SMALL LETTER A)"),
         ]
     )
     func refusedAtLogin(typed: String, named: String) throws {
@@ -171,5 +172,90 @@ struct UsernameLookAlikeTests {
         let shown = try runCLI(["accounts", "show", Self.nfdJose.uppercased(), "--db", db])
         #expect(shown.status == 0)
         #expect(shown.stdout.hasPrefix("account      jos\u{E9} (id "))
+    }
+
+    @Test("accounts add refuses alice's look-alikes, naming the account it looks like", arguments: Backend.all)
+    func accountsAddLookAlikes(_ backend: Backend) throws {
+        let database = try backend.database(forProcesses: true)
+        let db = try #require(database.url)
+        let alice = try runCLI(["accounts", "add", "alice", "--db", db], stdin: "pw")
+        #expect(alice.status == 0, "\(alice.stderr)")
+        let id = try #require(try database.store.read { try $0.account(username: Username("alice")) }?.id)
+
+        let alpha = try runCLI(["accounts", "add", "\u{251}lice", "--db", db], stdin: "pw")
+        #expect(alpha.status == 1)
+        #expect(
+            alpha.stderr
+                == "error: '<U+0251>lice' looks like the existing account 'alice' (id \(id)): their confusable skeletons (UTS #39) are equal; choose another username\n"
+        )
+        for (typed, named) in [
+            ("\u{430}lice", "U+0430 CYRILLIC SMALL LETTER A"), ("alic\u{435}", "U+0435 CYRILLIC SMALL LETTER IE"),
+        ] {
+            let mixed = try runCLI(["accounts", "add", typed, "--db", db], stdin: "pw")
+            #expect(mixed.status == 2)
+            #expect(
+                mixed.stderr.hasPrefix("error: USER: the username mixes scripts Latin and Cyrillic (\(named)): "),
+                "\(mixed.stderr)"
+            )
+            #expect(mixed.stderr.split(separator: "\n").count == 1, "one line")
+        }
+        // Single-script names in other scripts are created beside it.
+        for name in ["\u{438}\u{432}\u{430}\u{43D}", "\u{305F}\u{306A}\u{304B}", "Jos\u{E9}"] {
+            #expect(try runCLI(["accounts", "add", name, "--db", db], stdin: "pw").status == 0, "\(name)")
+        }
+        let names = try database.store.read { try $0.accounts(afterID: nil, limit: 10) }.map(\.username).sorted()
+        #expect(names == ["alice", "jos\u{E9}", "\u{438}\u{432}\u{430}\u{43D}", "\u{305F}\u{306A}\u{304B}"].sorted())
+    }
+
+    @Test(
+        "db check lists look-alikes and mixed-script names an older binary stored, and exits 1",
+        arguments: Backend.all
+    )
+    func databaseCheckLookAlikes(_ backend: Backend) throws {
+        let database = try StoreConformanceTests.oldDatabaseWithLookAlikes(backend, forProcesses: true)
+        let db = try #require(database.url)
+
+        let before = try runCLI(["db", "check", "--db", db])
+        #expect(before.status == 1)
+        #expect(before.stdout.contains("look-alikes: not compared: "), "\(before.stdout)")
+
+        let migrated = try runCLI(["db", "migrate", "--db", db])
+        #expect(migrated.status == 0, "\(migrated.stderr)")
+        #expect(migrated.stdout.contains("applied 0018 username_skeletons"))
+        #expect(
+            migrated.stdout.contains(
+                "note: 0 username collision group(s), 2 look-alike group(s) and 2 refused username(s) need an operator"
+            ),
+            "\(migrated.stdout)"
+        )
+
+        let check = try runCLI(["db", "check", "--db", db])
+        #expect(check.status == 1)
+        let lines = check.stdout.split(separator: "\n").map(String.init)
+        let expected = [
+            "look-alike: 4 accounts have the confusable skeleton 'alice':",
+            "  account a1 stored as 'alice'",
+            "  account a2 stored as '<U+0430>lice'",
+            "  account a3 stored as 'alic<U+0435>'",
+            "  account a4 stored as '<U+0251>lice'",
+            "look-alike: 2 accounts have the confusable skeleton 'userl':",
+            "  account c1 stored as 'user1'",
+            "  account c2 stored as 'userl'",
+        ]
+        #expect(Array(lines.prefix(expected.count)) == expected, "\(check.stdout)")
+        #expect(
+            lines.contains {
+                $0.hasPrefix(
+                    "refused: account a2 stored as '<U+0430>lice': the username mixes scripts Latin and Cyrillic (U+0430 CYRILLIC SMALL LETTER A)"
+                )
+            }
+        )
+        #expect(
+            lines.contains { $0.hasPrefix("refused: account a3 stored as 'alic<U+0435>': the username mixes scripts") }
+        )
+        #expect(
+            lines.last
+                == "8 account(s) checked against PRECIS UsernameCaseMapped (RFC 8265) and UTS #39: 0 collision group(s), 2 look-alike group(s), 2 refused, 0 to re-key"
+        )
     }
 }

@@ -1,7 +1,8 @@
 /// Stored usernames measured against the username profile (`Username`): accounts created before it
-/// may hold a form it would store differently, one it refuses, or one that collides with another
-/// account's once enforced. `db check` reports them; `db migrate` (migration 7) re-keys the accounts
-/// that change and collide with nothing, and never merges or renames the others.
+/// may hold a form it would store differently, one it refuses (mixed scripts included), one that
+/// collides with another account's once enforced, or one that looks like another account's (the
+/// same confusable skeleton, UTS #39). `db check` reports them; `db migrate` (migration 7) re-keys
+/// the accounts that change and collide with nothing, and never merges or renames the others.
 public struct UsernameCheck: Sendable, Equatable {
     /// An account whose stored username the profile maps to `username` and that collides with no
     /// other account: re-keying it changes who can sign in as what for nobody.
@@ -23,6 +24,13 @@ public struct UsernameCheck: Sendable, Equatable {
         public var reason: String
     }
 
+    /// Accounts whose stored usernames have one confusable skeleton (UTS #39): they look alike,
+    /// and only an operator can tell which (if any) is the impostor.
+    public struct LookAlike: Sendable, Equatable {
+        public var skeleton: String
+        public var accounts: [AccountRecord]
+    }
+
     /// The schema migration whose application re-keys usernames (`Schema/sqlite/0007_precis_usernames.sql`).
     static let migrationVersion = 7
 
@@ -31,13 +39,35 @@ public struct UsernameCheck: Sendable, Equatable {
     public var changes: [Change] = []
     public var collisions: [Collision] = []
     public var refusals: [Refusal] = []
+    public var lookAlikes: [LookAlike] = []
+    /// Whether look-alikes were compared: only with skeletons this binary's ICU computed (after
+    /// migration 18, `UsernameSkeletons`).
+    public var lookAlikesChecked = false
 
-    public var isClean: Bool { changes.isEmpty && collisions.isEmpty && refusals.isEmpty }
+    public var isClean: Bool {
+        changes.isEmpty && collisions.isEmpty && refusals.isEmpty && lookAlikes.isEmpty && lookAlikesChecked
+    }
 
     /// Reads every account, a page at a time. Accounts already in the enforced form cannot collide
-    /// with each other (the column is UNIQUE), so only the changed ones are grouped.
-    public static func run(_ tx: any StoreTransaction, pageSize: Int = 1000) throws(StorageError) -> UsernameCheck {
+    /// with each other (the column is UNIQUE), so only the changed ones are grouped. Look-alikes come
+    /// from the stored skeletons, grouped by the database; `lookAlikes` is false for a database
+    /// without them (before migration 18).
+    public static func run(
+        _ tx: any StoreTransaction,
+        pageSize: Int = 1000,
+        lookAlikes: Bool = true
+    ) throws(StorageError) -> UsernameCheck {
         var check = UsernameCheck()
+        if lookAlikes, try UsernameSkeletons.areCurrent(tx) {
+            check.lookAlikesChecked = true
+            for (skeleton, account) in try tx.accountsSharingUsernameSkeleton() {
+                if check.lookAlikes.last?.skeleton == skeleton {
+                    check.lookAlikes[check.lookAlikes.count - 1].accounts.append(account)
+                } else {
+                    check.lookAlikes.append(LookAlike(skeleton: skeleton, accounts: [account]))
+                }
+            }
+        }
         var changed: [String: [AccountRecord]] = [:]
         var order: [String] = []
         var after: String?
@@ -70,13 +100,20 @@ public struct UsernameCheck: Sendable, Equatable {
                 check.changes.append(Change(account: account, username: key))
             }
         }
+        // A group the profile already makes one name is reported once, as that collision.
+        let collided = check.collisions.map { Set($0.accounts.map(\.id)) }
+        check.lookAlikes.removeAll { group in
+            let ids = Set(group.accounts.map(\.id))
+            return collided.contains { ids.isSubset(of: $0) }
+        }
         return check
     }
 
     /// Applies `changes` in the caller's transaction, each with an `account.username-rekeyed` audit row
     /// naming the earlier form. Returns what is left: the collisions and refusals.
     public static func rekey(_ tx: any StoreTransaction, now: Int64) throws(StorageError) -> UsernameCheck {
-        var check = try run(tx)
+        // Migration 7 runs before migration 18 adds skeletons.
+        var check = try run(tx, lookAlikes: false)
         for change in check.changes {
             try tx.updateAccountUsername(
                 id: change.account.id,

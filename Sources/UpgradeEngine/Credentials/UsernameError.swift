@@ -11,6 +11,8 @@ public struct UsernameError: Error, Sendable, Hashable, CustomStringConvertible 
             case contextRule
             case bidiRule
             case unstable
+            case mixedScripts
+            case mixedNumbers
         }
 
         private let wrapped: Wrapped
@@ -32,16 +34,23 @@ public struct UsernameError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let bidiRule = Code(.bidiRule)
         /// Mapping the result again would change it (RFC 8264 §7 requires a stable result).
         public static let unstable = Code(.unstable)
+        /// Scripts mixed beyond Unicode's highly restrictive level (UTS #39 §5.2), as in `аlice` with
+        /// a Cyrillic а.
+        public static let mixedScripts = Code(.mixedScripts)
+        /// Decimal digits of more than one number system (UTS #39 §5.3).
+        public static let mixedNumbers = Code(.mixedNumbers)
 
         public var description: String { wrapped.rawValue }
     }
 
     public let code: Code
     public let message: String
-    /// The code point at fault, for `disallowedCodePoint` and `contextRule`.
+    /// The code point at fault, for `disallowedCodePoint` and `contextRule`; for `mixedScripts` and
+    /// `mixedNumbers`, the first of the least used script or of the second number system.
     public let codePoint: Unicode.Scalar?
     /// The rule that refused it, e.g. `precis_ignorable_properties` or `zero_width_joiner`: the names
-    /// the `precis_i18n` reference implementation uses.
+    /// the `precis_i18n` reference implementation uses; `restriction_level` and `mixed_numbers` for
+    /// the UTS #39 checks, which PRECIS does not have.
     public let rule: String?
 
     init(_ code: Code, _ message: String, codePoint: Unicode.Scalar? = nil, rule: String? = nil) {

@@ -286,6 +286,9 @@ public final class AccountImporter: Sendable {
             return report(.updated)
         }
 
+        if let refusal = try lookAlikeRefusal(row.username, line: item.line, in: tx, writes: writes) {
+            return report(.error, refusal)
+        }
         if let sub = row.appleSub {
             let taken =
                 try writes.linkedSubs.contains(sub) || tx.appleLink(sub: sub) != nil
@@ -302,6 +305,31 @@ public final class AccountImporter: Sendable {
             ids: &ids
         )
         return report(.created)
+    }
+
+    /// Why a new account under `username` would be a look-alike (the same confusable skeleton,
+    /// UTS #39) of another: an earlier line of this file, or a stored account, named. An import is
+    /// an operator's, so naming the stored look-alike tells nobody else anything.
+    private func lookAlikeRefusal(
+        _ username: Username,
+        line: Int64,
+        in tx: any StoreTransaction,
+        writes: BatchWrites
+    ) throws -> String? {
+        let skeleton = username.skeleton
+        if let earlier = writes.takenSkeletons[skeleton] {
+            return "username: looks like the username of line \(earlier) in this file (the same confusable skeleton)"
+        }
+        let stored = (writes.storedBySkeleton[skeleton] ?? []).filter { !username.isStored(as: $0.username) }
+        let found = stored.isEmpty ? writes.inReferenceBySkeleton[skeleton] ?? [] : stored
+        guard let other = found.first else { return nil }
+        if !stored.isEmpty, let profile = try tx.accountProfile(accountID: other.id),
+            profile.importRun == options.runID, let earlier = profile.importLine, earlier < line
+        {
+            return "username: looks like the username of line \(earlier) in this file (the same confusable skeleton)"
+        }
+        return "username: looks like the existing account '\(UsernameCheck.escaped(other.username))' "
+            + "(the same confusable skeleton); an account's look-alike is refused"
     }
 
     private func insertAccount(
@@ -322,6 +350,7 @@ public final class AccountImporter: Sendable {
         )
         writes.accounts.append(account)
         writes.takenUsernames[account.username] = line
+        writes.takenSkeletons[row.username.skeleton] = line
         var detail = ["line": String(line)]
         writeCredentials(row, accountID: account.id, replacing: false, detail: &detail, into: &writes, now: now)
         if let sub = row.appleSub, let team = options.appleTeamID, let client = options.appleClientID {
@@ -442,8 +471,13 @@ private struct BatchWrites {
     /// Stored accounts by username, in the database written to and, for a dry run, the real one.
     let stored: [String: AccountRecord]
     let inReference: [String: AccountRecord]
+    /// Stored accounts by username skeleton, likewise: what a new username must not look like.
+    let storedBySkeleton: [String: [AccountRecord]]
+    let inReferenceBySkeleton: [String: [AccountRecord]]
     /// The line of this batch that created or updated each username.
     var takenUsernames: [String: Int64] = [:]
+    /// The line of this batch that created an account under each skeleton.
+    var takenSkeletons: [String: Int64] = [:]
     var linkedSubs: Set<String> = []
 
     var accounts: [AccountRecord] = []
@@ -469,10 +503,27 @@ private struct BatchWrites {
         }
         self.stored = stored
         self.inReference = inReference
+        // Skeletons another ICU release computed would miss look-alikes: refuse to compare against them.
+        try UsernameSkeletons.requireCurrent(tx)
+        let skeletons = Array(Set(usernames.map(\.skeleton)))
+        storedBySkeleton = try Self.bySkeleton(tx.accounts(usernameSkeletons: skeletons))
+        inReferenceBySkeleton =
+            try reference.map { reference in
+                try Self.bySkeleton(
+                    reference.read { tx in
+                        try UsernameSkeletons.requireCurrent(tx)
+                        return try tx.accounts(usernameSkeletons: skeletons)
+                    }
+                )
+            } ?? [:]
         accounts.reserveCapacity(pending.count)
         passwords.reserveCapacity(pending.count)
         profiles.reserveCapacity(pending.count)
         audit.reserveCapacity(pending.count)
+    }
+
+    private static func bySkeleton(_ accounts: [AccountRecord]) -> [String: [AccountRecord]] {
+        Dictionary(grouping: accounts) { Username.skeleton(ofStored: $0.username) }
     }
 
     /// Accounts first: the rest refer to them. Then, for each account whose credentials were

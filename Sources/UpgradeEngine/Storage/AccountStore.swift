@@ -1,12 +1,13 @@
 /// Accounts and their credentials inside a transaction: the account, its password, its second
 /// factor (TOTP and recovery codes), and the throttle on failed password attempts.
 public protocol AccountStore {
-    /// Stores the account exactly as given; a username already taken fails with `.uniqueViolation`
-    /// on `.accountsUsername`. Callers use `insertAccount`, which puts the username in its enforced
-    /// form first: what a username is belongs to the engine, not to a backend.
-    func insertAccountRow(_ account: AccountRecord) throws(StorageError)
-    /// `insertAccountRow` for each account in order, in a few statements (an import's batch).
-    func insertAccountRows(_ accounts: [AccountRecord]) throws(StorageError)
+    /// Stores each account exactly as given, in order, in a few statements, with `usernameSkeletons[i]`
+    /// as the `i`th account's confusable skeleton, not shared (`docs/usernames.md`). A username already
+    /// taken fails with `.uniqueViolation` on `.accountsUsername`, a skeleton another unshared account
+    /// has with `.accountsUsernameSkeleton`. Callers use `insertAccount`, which puts the username in
+    /// its enforced form and refuses look-alikes first, or `insertAccountRows(_:)`, which computes
+    /// the skeletons: what a username is belongs to the engine, not to a backend.
+    func insertAccountRows(_ accounts: [AccountRecord], usernameSkeletons: [String]) throws(StorageError)
     func account(id: String) throws(StorageError) -> AccountRecord?
     /// The account stored under exactly this username.
     func account(username: Username) throws(StorageError) -> AccountRecord?
@@ -15,7 +16,23 @@ public protocol AccountStore {
     func accounts(usernames: [Username]) throws(StorageError) -> [AccountRecord]
     /// Accounts in id order after `afterID`, for checks that read them all a page at a time.
     func accounts(afterID: String?, limit: Int) throws(StorageError) -> [AccountRecord]
-    /// Re-keys an account whose stored username predates the username profile.
+    /// The accounts whose stored username skeleton is one of these, in no particular order, in one
+    /// query (shared or not).
+    func accounts(usernameSkeletons: [String]) throws(StorageError) -> [AccountRecord]
+    /// Every account whose stored skeleton another account also has, ordered by skeleton, then id.
+    func accountsSharingUsernameSkeleton() throws(StorageError) -> [(skeleton: String, account: AccountRecord)]
+    /// Stores these skeletons, each for the account with that id, and marks those accounts shared
+    /// (out of the unique rule) until `settleSharedUsernameSkeletons` runs. Only computing every
+    /// skeleton again (`UsernameSkeletons.refreshIfStale`) uses it.
+    func setUsernameSkeletons(_ skeletons: [(accountID: String, skeleton: String)]) throws(StorageError)
+    /// Leaves shared exactly the accounts whose skeleton another account also has.
+    func settleSharedUsernameSkeletons() throws(StorageError)
+    /// The ICU release (`SpoofChecker.dataVersion`) that computed the stored skeletons; nil before
+    /// migration 18 filled them.
+    func usernameSkeletonSource() throws(StorageError) -> String?
+    func setUsernameSkeletonSource(_ version: String) throws(StorageError)
+    /// Re-keys an account whose stored username predates the username profile. Only migration 7 does,
+    /// before skeletons exist: the stored skeleton is left as it is.
     func updateAccountUsername(id: String, username: Username, expectedVersion: Int64, now: Int64) throws(StorageError)
     func updateAccountCredentialKind(
         id: String,
@@ -81,15 +98,58 @@ public struct PasswordCheckSnapshot: Sendable, Equatable {
 
 extension AccountStore {
     /// Stores the account under `Username(account.username).value`; a username the profile refuses
-    /// fails with `.constraint`, one already taken with `.uniqueViolation` on `.accountsUsername`.
+    /// fails with `.constraint`, one already taken with `.uniqueViolation` on `.accountsUsername`, one
+    /// that looks like another account's (`lookAlikeAccounts`) with `.uniqueViolation` on
+    /// `.accountsUsernameSkeleton`. The look-alike read and the insert are one transaction's: under
+    /// SQLite's one writer and PostgreSQL's SERIALIZABLE nothing comes between them, and the unique
+    /// index on unshared skeletons refuses a concurrent twin at any isolation level.
     public func insertAccount(_ account: AccountRecord) throws(StorageError) {
         var enforced = account
+        let username: Username
         do {
-            enforced.username = try Username(account.username).value
+            username = try Username(account.username)
         } catch {
             throw StorageError(.constraint, "accounts.username is not a valid username (\(error.code))")
         }
-        try insertAccountRow(enforced)
+        enforced.username = username.value
+        try UsernameSkeletons.requireCurrent(self)
+        let sameSkeleton = try accounts(usernameSkeletons: [username.skeleton])
+        // The same name has the same skeleton: that is the older, plainer refusal.
+        if sameSkeleton.contains(where: { username.isStored(as: $0.username) }) {
+            throw StorageError(
+                .uniqueViolation,
+                "accounts.username: another account has this username",
+                constraint: .accountsUsername
+            )
+        }
+        guard sameSkeleton.isEmpty else {
+            throw StorageError(
+                .uniqueViolation,
+                "accounts.username_skeleton: the username looks like another account's (UTS #39 confusable skeleton)",
+                constraint: .accountsUsernameSkeleton
+            )
+        }
+        try insertAccountRows([enforced], usernameSkeletons: [username.skeleton])
+    }
+
+    /// Stores the account exactly as given, with its username's skeleton, without the profile or
+    /// the look-alike read (the schema's unique indexes still apply).
+    public func insertAccountRow(_ account: AccountRecord) throws(StorageError) {
+        try insertAccountRows([account])
+    }
+
+    /// `insertAccountRows(_:usernameSkeletons:)` with each stored username's skeleton: an import's
+    /// batch, whose rows `AccountImporter` has already compared with the stored skeletons.
+    public func insertAccountRows(_ accounts: [AccountRecord]) throws(StorageError) {
+        try insertAccountRows(accounts, usernameSkeletons: accounts.map { Username.skeleton(ofStored: $0.username) })
+    }
+
+    /// The stored accounts whose usernames look like `username`: the same confusable skeleton
+    /// (UTS #39), other than the one stored under exactly `username`. Refuses to answer from
+    /// skeletons an ICU release other than this binary's computed (`UsernameSkeletons`).
+    public func lookAlikeAccounts(of username: Username) throws(StorageError) -> [AccountRecord] {
+        try UsernameSkeletons.requireCurrent(self)
+        return try accounts(usernameSkeletons: [username.skeleton]).filter { !username.isStored(as: $0.username) }
     }
 
     /// The snapshot from the single-row reads; a backend may read it in one statement instead.

@@ -4,12 +4,24 @@ protocol InsertableRow {
     func appendRow(to values: inout [SQLValue])
 }
 
-extension AccountRecord: InsertableRow {
-    /// `id, username, credential_kind, created_at, updated_at, version`
+/// An account as `insertAccountRows` stores it: the record and its username's skeleton.
+struct AccountRow: InsertableRow {
+    var account: AccountRecord
+    var usernameSkeleton: String
+
+    /// The columns, for both backends' statements.
+    static let columns = "id, username, credential_kind, created_at, updated_at, version, username_skeleton"
+
+    static func rows(_ accounts: [AccountRecord], _ skeletons: [String]) -> [AccountRow] {
+        zip(accounts, skeletons).map { AccountRow(account: $0, usernameSkeleton: $1) }
+    }
+
+    /// `id, username, credential_kind, created_at, updated_at, version, username_skeleton`
     func appendRow(to values: inout [SQLValue]) {
         values += [
-            .text(id), .text(username), .text(credentialKind.rawValue), .integer(createdAt), .integer(updatedAt),
-            .integer(version),
+            .text(account.id), .text(account.username), .text(account.credentialKind.rawValue),
+            .integer(account.createdAt), .integer(account.updatedAt), .integer(account.version),
+            .text(usernameSkeleton),
         ]
     }
 }

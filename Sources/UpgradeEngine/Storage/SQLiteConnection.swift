@@ -172,6 +172,7 @@ final class SQLiteConnection {
     static let uniqueConstraints: [String: StorageError.Constraint] = [
         "accounts.id": .accountsID,
         "accounts.username": .accountsUsername,
+        "accounts.username_skeleton": .accountsUsernameSkeleton,
         "password_credentials.account_id": .passwordCredentialsAccount,
         "totp_enrollments.account_id": .totpEnrollmentsAccount,
         "recovery_codes.account_id, recovery_codes.code_hash": .recoveryCodesCode,
@@ -193,6 +194,7 @@ final class SQLiteConnection {
         "account_profiles.account_id": .accountProfilesAccount,
         "import_runs.id": .importRunsID,
         "webhook_outbox.id": .webhookOutboxID,
+        "username_skeleton_source.id": .usernameSkeletonSourceID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

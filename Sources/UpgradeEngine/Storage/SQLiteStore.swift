@@ -272,6 +272,13 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
                             )
                         )
                     }
+                    // Skeletons come from ICU's data: computed by migration 18, and again whenever
+                    // this binary's ICU is not the one that computed them.
+                    if applied[UsernameSkeletons.migrationVersion] != nil
+                        || appliedNow.contains(where: { $0.version == UsernameSkeletons.migrationVersion })
+                    {
+                        try UsernameSkeletons.refreshIfStale(SQLiteTransaction(connection: connection))
+                    }
                     try connection.execute("COMMIT")
                     return appliedNow
                 } catch {

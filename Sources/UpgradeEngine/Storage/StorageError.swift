@@ -33,6 +33,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         private enum Name: String {
             case accountsID = "accounts.id"
             case accountsUsername = "accounts.username"
+            case accountsUsernameSkeleton = "accounts.username_skeleton"
             case passwordCredentialsAccount = "password_credentials.account_id"
             case totpEnrollmentsAccount = "totp_enrollments.account_id"
             case recoveryCodesCode = "recovery_codes.(account_id, code_hash)"
@@ -54,6 +55,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case accountProfilesAccount = "account_profiles.account_id"
             case importRunsID = "import_runs.id"
             case webhookOutboxID = "webhook_outbox.id"
+            case usernameSkeletonSourceID = "username_skeleton_source.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -71,6 +73,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let accountsID = Constraint(name: .accountsID)
         /// A username another account has (compared in its enforced form, `Username.value`).
         public static let accountsUsername = Constraint(name: .accountsUsername)
+        /// A username that looks like another account's: the same confusable skeleton (UTS #39).
+        public static let accountsUsernameSkeleton = Constraint(name: .accountsUsernameSkeleton)
         public static let passwordCredentialsAccount = Constraint(name: .passwordCredentialsAccount)
         public static let totpEnrollmentsAccount = Constraint(name: .totpEnrollmentsAccount)
         /// A recovery code hash the account already has.
@@ -100,6 +104,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         /// A second progress row for one import (the store upserts runs instead).
         public static let importRunsID = Constraint(name: .importRunsID)
         public static let webhookOutboxID = Constraint(name: .webhookOutboxID)
+        /// A second row for the ICU release of the stored skeletons (the store upserts it instead).
+        public static let usernameSkeletonSourceID = Constraint(name: .usernameSkeletonSourceID)
     }
 
     public let code: Code

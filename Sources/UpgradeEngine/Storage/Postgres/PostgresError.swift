@@ -144,6 +144,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "upgrade_tickets": .upgradeTicketsHash, "password_changes": .passwordChangesID,
         "apple_revocations": .appleRevocationsID,
         "account_profiles": .accountProfilesAccount, "import_runs": .importRunsID,
-        "webhook_outbox": .webhookOutboxID,
+        "webhook_outbox": .webhookOutboxID, "username_skeleton_source": .usernameSkeletonSourceID,
     ]
 }

@@ -263,6 +263,13 @@ public final class PostgresStore: UpgradeStore, Sendable {
                             )
                         )
                     }
+                    // Skeletons come from ICU's data: computed by migration 18, and again whenever
+                    // this binary's ICU is not the one that computed them.
+                    if applied[UsernameSkeletons.migrationVersion] != nil
+                        || appliedNow.contains(where: { $0.version == UsernameSkeletons.migrationVersion })
+                    {
+                        try refreshSkeletons(on: connection)
+                    }
                     try connection.commit()
                     return appliedNow
                 } catch {
@@ -290,6 +297,14 @@ public final class PostgresStore: UpgradeStore, Sendable {
             }
         } catch {
             throw PostgresError(.misuse, "migration \(migration.version) (\(migration.name)) failed: \(error)")
+        }
+    }
+
+    private func refreshSkeletons(on connection: PostgresConnection) throws(PostgresError) {
+        do {
+            try UsernameSkeletons.refreshIfStale(PostgresTransaction(connection: connection))
+        } catch {
+            throw PostgresError(.misuse, "computing username skeletons failed: \(error)")
         }
     }
 

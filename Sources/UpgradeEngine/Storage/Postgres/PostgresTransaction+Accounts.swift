@@ -19,16 +19,19 @@ extension PostgresTransaction: AccountStore {
     }
 
     private static let insertAccounts = MultiRowInsert(
-        "INSERT INTO accounts (id, username, credential_kind, created_at, updated_at, version)",
-        columns: 6
+        "INSERT INTO accounts (\(AccountRow.columns))",
+        columns: 7
     ) { "$\($0)" }
 
-    func insertAccountRow(_ account: AccountRecord) throws(StorageError) {
-        try insertAccountRows([account])
-    }
-
-    func insertAccountRows(_ accounts: [AccountRecord]) throws(StorageError) {
-        try Self.insertAccounts.write(accounts) { sql, values throws(StorageError) in try send(sql, values) }
+    func insertAccountRows(_ accounts: [AccountRecord], usernameSkeletons: [String]) throws(StorageError) {
+        guard accounts.count == usernameSkeletons.count else {
+            throw StorageError(.constraint, "accounts.username_skeleton: one skeleton per account is needed")
+        }
+        try Self.insertAccounts.write(AccountRow.rows(accounts, usernameSkeletons)) {
+            sql,
+            values throws(StorageError) in
+            try send(sql, values)
+        }
     }
 
     func account(id: String) throws(StorageError) -> AccountRecord? {
@@ -49,6 +52,64 @@ extension PostgresTransaction: AccountStore {
 
     func accounts(afterID: String?, limit: Int) throws(StorageError) -> [AccountRecord] {
         try rows(Self.selectAccountsAfterID, [.text(afterID ?? ""), .integer(Int64(limit))]).map(Self.account)
+    }
+
+    func accounts(usernameSkeletons: [String]) throws(StorageError) -> [AccountRecord] {
+        guard !usernameSkeletons.isEmpty else { return [] }
+        return try rows(
+            "SELECT \(Self.accountColumns) FROM accounts WHERE username_skeleton IN (SELECT jsonb_array_elements_text($1::jsonb))",
+            [.text(JWSJSON.array(usernameSkeletons.map { .string($0) }).serializedString)]
+        ).map(Self.account)
+    }
+
+    func accountsSharingUsernameSkeleton() throws(StorageError) -> [(skeleton: String, account: AccountRecord)] {
+        try rows(
+            """
+            SELECT username_skeleton, \(Self.accountColumns) FROM accounts WHERE username_skeleton IN (
+                SELECT username_skeleton FROM accounts WHERE username_skeleton IS NOT NULL
+                GROUP BY username_skeleton HAVING count(*) > 1)
+            ORDER BY username_skeleton, id
+            """
+        ).map { (skeleton: $0[0].string ?? "", account: Self.account(Array($0[1...]))) }
+    }
+
+    func setUsernameSkeletons(_ skeletons: [(accountID: String, skeleton: String)]) throws(StorageError) {
+        guard !skeletons.isEmpty else { return }
+        let json = JWSJSON.array(
+            skeletons.map { .object(["id": .string($0.accountID), "skeleton": .string($0.skeleton)]) }
+        )
+        try rows(
+            """
+            UPDATE accounts SET username_skeleton = j.skeleton, username_skeleton_shared = 1
+                FROM jsonb_to_recordset($1::jsonb) AS j (id TEXT, skeleton TEXT)
+                WHERE accounts.id = j.id
+            """,
+            [.text(json.serializedString)]
+        )
+    }
+
+    func settleSharedUsernameSkeletons() throws(StorageError) {
+        try rows(
+            """
+            UPDATE accounts SET username_skeleton_shared = 0 WHERE username_skeleton_shared = 1 AND username_skeleton IN (
+                SELECT username_skeleton FROM accounts WHERE username_skeleton IS NOT NULL
+                GROUP BY username_skeleton HAVING count(*) = 1)
+            """
+        )
+    }
+
+    func usernameSkeletonSource() throws(StorageError) -> String? {
+        try rows("SELECT version FROM username_skeleton_source WHERE id = 1").first?.first?.string
+    }
+
+    func setUsernameSkeletonSource(_ version: String) throws(StorageError) {
+        try rows(
+            """
+            INSERT INTO username_skeleton_source (id, version) VALUES (1, $1)
+                ON CONFLICT (id) DO UPDATE SET version = excluded.version
+            """,
+            [.text(version)]
+        )
     }
 
     func updateAccountUsername(
