@@ -488,7 +488,7 @@ enum EmbeddedSchema {
             version: 18,
             name: "username_skeletons",
             sql: """
-                -- The same columns, indexes and table as Schema/sqlite/0016_username_skeletons.sql: each account's
+                -- The same columns, indexes and table as Schema/sqlite/0018_username_skeletons.sql: each account's
                 -- confusable skeleton (UTS #39), filled by applying this migration and computed again by
                 -- `db migrate` when the ICU release recorded in `username_skeleton_source` changes; accounts that
                 -- shared a skeleton then are marked `username_skeleton_shared` and left for an operator, every
