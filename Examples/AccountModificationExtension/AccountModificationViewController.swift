@@ -10,10 +10,10 @@
 //     string `upgrade-cli password rules` prints), the server checks and stores it.
 //
 // The extension's Info.plist sets ASAccountAuthenticationModificationSupportsUpgradeToSignInWithApple
-// and ASAccountAuthenticationModificationSupportsStrongPasswordChange to YES. Linux builds skip this
-// file: the package does not compile Examples/, and AuthenticationServices exists only on Apple's
-// platforms.
-#if canImport(AuthenticationServices) && os(iOS)
+// and ASAccountAuthenticationModificationSupportsStrongPasswordChange to YES. The package does not
+// compile Examples/; Scripts/typecheck-ios type-checks this file on Linux against the declaration-only
+// stand-ins in Examples/AppleStandIns (docs/ios-extension.md).
+#if canImport(AuthenticationServices) && canImport(UIKit)
 import AuthenticationServices
 import UIKit
 import UpgradeClient
@@ -136,7 +136,7 @@ final class AccountModificationViewController: ASAccountAuthenticationModificati
 
     // MARK: The code the user typed
 
-    @objc private func verifyCode() {
+    private func verifyCode() {
         guard let code = codeField.text, !code.isEmpty, let pending else { return }
         Task {
             do {
@@ -257,7 +257,7 @@ final class AccountModificationViewController: ASAccountAuthenticationModificati
         message.numberOfLines = 0
         let verify = UIButton(type: .system)
         verify.setTitle("Verify", for: .normal)
-        verify.addTarget(self, action: #selector(verifyCode), for: .touchUpInside)
+        verify.addAction(UIAction { [weak self] _ in self?.verifyCode() }, for: .touchUpInside)
         let stack = UIStackView(arrangedSubviews: [message, codeField, verify])
         stack.axis = .vertical
         stack.spacing = 12
