@@ -1,7 +1,7 @@
 /// What the device forwards from Apple's credential besides the token (`email`, `fullName`), which
 /// Apple gives only on the first authorization. Stored as the account's contact email and display
 /// name only where the account has none, marked `ProfileSource.device`; the identity token's claims
-/// stay what identifies the account (docs/architecture.md §5.1).
+/// stay what identifies the account (docs/architecture.md §7.4).
 public struct DeviceGivenProfile: Sendable, Equatable {
     public var email: String?
     public var fullName: PersonName?
