@@ -161,8 +161,24 @@ struct AccountsShowCommand: CLICommand {
         Console.out("account      \(account.username) (id \(account.id))")
         Console.out("created      \(when(account.createdAt))")
         Console.out("credential   \(account.credentialKind.rawValue)")
-        if let email = snapshot.email { Console.out("email        \(email)") }
-        if let name = snapshot.displayName { Console.out("display name \(name)") }
+        // Where a value came from: an import, or the device forwarding Apple's first authorization.
+        func from(_ source: ProfileSource?) -> String {
+            switch source {
+            case .device?: " (given by the device)"
+            case .import?: " (imported)"
+            case nil: ""
+            }
+        }
+        if let email = snapshot.email { Console.out("email        \(email)\(from(snapshot.emailSource))") }
+        if let name = snapshot.displayName {
+            Console.out("display name \(name)\(from(snapshot.displayNameSource))")
+        }
+        if let fullName = snapshot.fullName {
+            Console.out("full name    \(fullName.json.serializedString) (given by the device)")
+        }
+        if let status = snapshot.realUserStatus {
+            Console.out("real user    \(status.name) (\(status.rawValue), Apple's real_user_status)")
+        }
         Console.out("password     \(snapshot.password.map { "set (\($0.format))" } ?? "none")")
         Console.out(
             "totp         \(snapshot.totp.map { "enrolled (\($0.algorithm.rawValue), \($0.digits) digits)" } ?? "none")"

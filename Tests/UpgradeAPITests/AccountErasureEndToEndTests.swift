@@ -9,10 +9,11 @@ import FoundationNetworking
 #endif
 
 /// What `DELETE /v1/admin/accounts/{username}` leaves behind, over HTTP on loopback with signed
-/// webhooks: an account imported with an email and a display name, converted (so the audit trail and
-/// the outbox hold its Apple `sub` and username), named by another account's refused upgrade, throttled
-/// and asked for before it existed, then deleted. Afterwards no row of any table holds its username,
-/// email, display name, relay address or `sub`, and neither a pending event nor `webhooks replay`
+/// webhooks: an account imported with an email and a display name, converted with the name's parts its
+/// device forwarded (so the audit trail and the outbox hold its Apple `sub`, username and name), named
+/// by another account's refused upgrade, throttled and asked for before it existed, then deleted.
+/// Afterwards no row of any table holds its username, email, display name, name's parts, relay
+/// address or `sub`, and neither a pending event nor `webhooks replay`
 /// sends them again, while `account.deleted` goes out (docs/architecture.md §7.1, Schema/webhooks.md).
 @Suite("REST API end to end: a deleted account's personal data is erased everywhere")
 struct AccountErasureEndToEndTests {
@@ -21,6 +22,10 @@ struct AccountErasureEndToEndTests {
     static let email = "zelda.private@example.com"
     static let displayName = "Zelda Quinn Erasure"
     static let relayEmail = "zelda-relay-2@privaterelay.appleid.com"
+    /// What the device forwards from Apple's first authorization: the imported email and display name
+    /// stay, the name's parts are kept beside them (and carried by `account.converted`).
+    static let givenName = "Zelda-Given-Device"
+    static let familyName = "Quinn-Family-Device"
 
     final class Harness: Sendable {
         let receiver: WebhookReceiver
@@ -160,11 +165,13 @@ struct AccountErasureEndToEndTests {
         // Converted: the audit trail and the outbox now hold its sub and username.
         let started = try await harness.upgrade(Self.username, Self.password)
         let upgradeID = try #require(started["id"])
+        let fullName: [String: any Sendable] = ["givenName": Self.givenName, "familyName": Self.familyName]
         let completed = try await server.post(
             "/v1/upgrades/\(upgradeID)/apple-credential",
-            try server.appleCredential(for: started)
+            try server.appleCredential(for: started).merging(["fullName": fullName]) { _, given in given }
         )
         #expect(completed["status"] == "completed")
+        #expect(try store.read { try $0.accountProfile(accountID: accountID) }?.fullName?.givenName == Self.givenName)
         let link = try #require(try store.read { try $0.appleLink(accountID: accountID) })
         let sub = link.sub
         let relay = try #require(link.email)
@@ -182,7 +189,12 @@ struct AccountErasureEndToEndTests {
             harness.deliveries().contains { $0.type == "account.converted" && $0.accountID == accountID }
         }
         #expect(await WebhookReceiver.eventually { converted() })
-        #expect(harness.deliveries().contains { $0.body.contains(sub) && $0.body.contains(Self.username) })
+        #expect(
+            harness.deliveries().contains {
+                $0.body.contains(sub) && $0.body.contains(Self.username) && $0.body.contains(Self.familyName)
+                    && $0.body.contains(Self.displayName)
+            }
+        )
 
         // While the backend is down: a password guess for the name (a throttle row keyed by it, an
         // upgrade.failed event) and Apple's email-enabled with a new relay address (an event holding
@@ -197,7 +209,9 @@ struct AccountErasureEndToEndTests {
             now: server.clock.now
         )
         #expect(notified.outcome == .changed)
-        let personal = [Self.username, Self.email, Self.displayName, sub, relay, Self.relayEmail]
+        let personal = [
+            Self.username, Self.email, Self.displayName, sub, relay, Self.relayEmail, Self.givenName, Self.familyName,
+        ]
         let before = Self.places(of: personal, in: try Self.everyValue(store))
         for table in ["audit_events", "webhook_outbox", "login_throttle", "upgrade_sessions", "password_changes"] {
             #expect(before.contains { $0.hasPrefix(table + ".") }, "\(table) held nothing of the account: \(before)")

@@ -15,7 +15,11 @@ extension StoreConformanceTests {
             displayName: "Alice Ä. Example",
             importRun: "run-1",
             importLine: 7,
-            updatedAt: Self.now
+            updatedAt: Self.now,
+            emailSource: .device,
+            displayNameSource: .import,
+            fullName: PersonName(givenName: "Alice Ä.", familyName: "Example \"Quoted\"", nickname: "Al"),
+            realUserStatus: .likelyReal
         )
         let run = ImportRunRecord(
             id: "run-1",
@@ -32,7 +36,10 @@ extension StoreConformanceTests {
         }
         var changed = profile
         changed.email = nil
+        changed.emailSource = nil
         changed.importLine = 9
+        changed.fullName = PersonName(familyName: "山田")
+        changed.realUserStatus = .unsupported
         var finished = run
         finished.lastLine = 2000
         finished.created = 3

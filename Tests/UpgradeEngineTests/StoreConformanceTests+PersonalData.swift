@@ -185,6 +185,20 @@ extension StoreConformanceTests {
                     ("accountId", .string("a")), ("username", .string("alice")), ("sub", .string("001.alice")),
                     ("upgradeId", .string("upg_1")),
                 ]
+                    + UpgradeService.profileData(
+                        AccountProfileRecord(
+                            accountID: "a",
+                            email: "alice@example.com",
+                            displayName: "Alice Example",
+                            importRun: nil,
+                            importLine: nil,
+                            updatedAt: Self.now,
+                            emailSource: .device,
+                            displayNameSource: .import,
+                            fullName: PersonName(givenName: "Alice", familyName: "Example"),
+                            realUserStatus: .likelyReal
+                        )
+                    )
             ),
             event(
                 "msg_a2",
@@ -240,7 +254,7 @@ extension StoreConformanceTests {
         let timestamp = WebhookOutbox.timestamp(Self.now)
         #expect(
             after.map(\.payload) == [
-                #"{"type":"account.converted","timestamp":"\#(timestamp)","data":{"accountId":"a","username":null,"sub":null,"upgradeId":"upg_1"}}"#,
+                #"{"type":"account.converted","timestamp":"\#(timestamp)","data":{"accountId":"a","username":null,"sub":null,"upgradeId":"upg_1","displayName":null,"displayNameSource":"import","email":null,"emailSource":"device","fullName":null,"realUserStatus":"likelyReal"}}"#,
                 before[1].payload,
                 #"{"type":"apple.email-changed","timestamp":"\#(timestamp)","data":{"accountId":"a","sub":null,"email":null,"isPrivateEmail":true,"emailForwarding":false}}"#,
                 #"{"type":"transfer.completed","timestamp":"\#(timestamp)","data":{"accountId":"a","oldSub":null,"newSub":null,"email":null}}"#,

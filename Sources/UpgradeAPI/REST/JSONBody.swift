@@ -98,6 +98,29 @@ struct JSONBody {
         return bool
     }
 
+    /// An object field of string members, e.g. `fullName`: `nil` when absent or null; only the
+    /// `allowed` member names (others refused, named as `name.member`); a null member is left out.
+    func stringMembers(_ name: String, allowed: [String]) throws(APIProblem) -> [String: String]? {
+        guard let value = value(name), value != .null else { return nil }
+        guard let members = value.members else {
+            throw APIProblem.validation("field '\(name)' must be an object or null")
+        }
+        var strings: [String: String] = [:]
+        for member in members {
+            guard allowed.contains(member.key) else {
+                throw APIProblem.validation(
+                    "unknown field '\(name).\(Self.printable(member.key))'; expected \(allowed.joined(separator: ", "))"
+                )
+            }
+            switch member.value {
+            case .null: continue
+            case .string(let string): strings[member.key] = string
+            default: throw APIProblem.validation("field '\(name).\(member.key)' must be a string or null")
+            }
+        }
+        return strings
+    }
+
     func requiredString(_ name: String) throws(APIProblem) -> String {
         try string(name, required: true) ?? ""
     }

@@ -6,12 +6,20 @@ import UpgradeEngine
 extension UpgradeAPIHandler {
     /// `POST /v1/apple/sign-in`: `SignInService.signIn`.
     func signIn(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
-        let body = try JSONBody(request, allowed: ["identityToken", "authorizationCode"])
+        let body = try JSONBody(request, allowed: ["identityToken", "authorizationCode", "email", "fullName"])
         let token = try body.requiredString("identityToken")
         let code = try body.string("authorizationCode")
+        let email = try body.string("email")
+        let fullName = try body.stringMembers("fullName", allowed: PersonName.partNames).map(PersonName.init(parts:))
         let signIns = self.signIns
         let result = try blockingWait { () async throws(SignInFailure) -> SignInService.Result in
-            try await signIns.signIn(identityToken: token, authorizationCode: code, now: now)
+            try await signIns.signIn(
+                identityToken: token,
+                authorizationCode: code,
+                email: email,
+                fullName: fullName,
+                now: now
+            )
         }
         return .json(
             JWSJSON.object([

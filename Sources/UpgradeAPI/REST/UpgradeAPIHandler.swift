@@ -300,15 +300,16 @@ public final class UpgradeAPIHandler: HTTPHandler {
                 request,
                 allowed: ["identityToken", "authorizationCode", "state", "user", "email", "fullName"]
             )
+            // `email` and `fullName` are what Apple gave the device once; the engine checks and keeps
+            // them where the account has none, marked as the device's.
             let credential = UpgradeService.AppleCredential(
                 identityToken: try body.requiredString("identityToken"),
                 authorizationCode: try body.requiredString("authorizationCode"),
                 state: try body.requiredString("state"),
-                user: try body.string("user")
+                user: try body.string("user"),
+                email: try body.string("email"),
+                fullName: try body.stringMembers("fullName", allowed: PersonName.partNames).map(PersonName.init(parts:))
             )
-            // `email` and `fullName` are what the device saw once; the token's claims are what we trust,
-            // so they are accepted for compatibility with the extension's payload and not stored.
-            _ = try body.string("email")
             let upgrades = self.upgrades
             let answer = try recorded {
                 try blockingWait { () async throws(UpgradeFailure) -> UpgradeAnswer in

@@ -40,9 +40,17 @@ public struct AccountOverview: Sendable, Equatable {
     }
 
     public var account: AccountRecord
-    /// The email and display name an import brought (`account_profiles`), nil when it gave none.
+    /// The contact email and display name (`account_profiles`): an import's, or what the device
+    /// forwarded from Apple's first authorization where the import gave none; nil when neither did.
     public var email: String?
     public var displayName: String?
+    /// Where each came from; nil exactly when the value is.
+    public var emailSource: ProfileSource?
+    public var displayNameSource: ProfileSource?
+    /// The name's parts as the device forwarded them.
+    public var fullName: PersonName?
+    /// The identity token's `real_user_status`, when a token carried one.
+    public var realUserStatus: AppleRealUserStatus?
     public var password: Password?
     public var totp: TOTP?
     public var recoveryCodesLeft: Int
@@ -71,6 +79,10 @@ public struct AccountOverview: Sendable, Equatable {
             account: account,
             email: profile?.email,
             displayName: profile?.displayName,
+            emailSource: profile?.emailSource,
+            displayNameSource: profile?.displayNameSource,
+            fullName: profile?.fullName,
+            realUserStatus: profile?.realUserStatus,
             password: try tx.passwordCredential(accountID: account.id).map { Password(format: $0.format) },
             totp: try tx.totpEnrollment(accountID: account.id).map { TOTP(algorithm: $0.algorithm, digits: $0.digits) },
             recoveryCodesLeft: try tx.unusedRecoveryCodeCount(accountID: account.id),

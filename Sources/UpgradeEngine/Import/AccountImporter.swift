@@ -378,7 +378,9 @@ public final class AccountImporter: Sendable {
                 displayName: row.displayName,
                 importRun: options.runID,
                 importLine: line,
-                updatedAt: now
+                updatedAt: now,
+                emailSource: row.email.map { _ in .import },
+                displayNameSource: row.displayName.map { _ in .import }
             )
         )
         if let event {
@@ -407,7 +409,12 @@ public final class AccountImporter: Sendable {
                 displayName: row.displayName ?? profile?.displayName,
                 importRun: options.runID,
                 importLine: line,
-                updatedAt: now
+                updatedAt: now,
+                // What the row gives is the import's; what it leaves out keeps its value and source.
+                emailSource: row.email == nil ? profile?.emailSource : .import,
+                displayNameSource: row.displayName == nil ? profile?.displayNameSource : .import,
+                fullName: profile?.fullName,
+                realUserStatus: profile?.realUserStatus
             )
         )
         writes.audit.append(

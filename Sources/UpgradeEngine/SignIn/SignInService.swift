@@ -45,9 +45,15 @@ public final class SignInService: Sendable {
         nonces.issue(now: now)
     }
 
+    /// `email` and `fullName` are what Apple gave the device on a first authorization, forwarded
+    /// unverified: checked first (a bad one is refused before anything is spent), then kept as the
+    /// account's contact email and display name where it has none (`DeviceGivenProfile`), with the
+    /// token's `real_user_status`.
     public func signIn(
         identityToken: String,
         authorizationCode: String?,
+        email: String? = nil,
+        fullName: PersonName? = nil,
         now: Int64
     ) async throws(SignInFailure) -> Result {
         guard !identityToken.isEmpty, identityToken.utf8.count <= Self.maxIdentityTokenBytes else {
@@ -58,6 +64,12 @@ public final class SignInService: Sendable {
                 .validation,
                 "field 'authorizationCode' must be 1 to \(Self.maxAuthorizationCodeBytes) bytes"
             )
+        }
+        let given: DeviceGivenProfile
+        do {
+            given = try DeviceGivenProfile(email: email, fullName: fullName)
+        } catch {
+            throw SignInFailure(.validation, error.description)
         }
         let claims = try await verify(identityToken, now: now)
         try spendNonce(of: claims, now: now)
@@ -74,6 +86,7 @@ public final class SignInService: Sendable {
         } catch {
             throw SignInFailure(error)
         }
+        try keep(given, claims: claims, accountID: account.accountID, now: now)
         if let code = authorizationCode {
             let tokens: AppleTokenResponse
             do {
@@ -101,6 +114,45 @@ public final class SignInService: Sendable {
             }
         }
         return Result(accountID: account.accountID, sub: claims.subject, migrated: account.migrated)
+    }
+
+    /// Stores what the device forwarded, and the token's `real_user_status`, where the account's
+    /// profile has none, in one write transaction with an audit row naming the fields filled (not
+    /// their values). Only while the account's link is still the token's `sub`: an account deleted or
+    /// relinked since it was found gets nothing.
+    private func keep(
+        _ given: DeviceGivenProfile,
+        claims: AppleIdentityClaims,
+        accountID: String,
+        now: Int64
+    ) throws(SignInFailure) {
+        let status = claims.realUserStatus.flatMap(AppleRealUserStatus.init(rawValue:))
+        guard !given.isEmpty || status != nil else { return }
+        do {
+            try store.write { tx in
+                guard try tx.appleLink(accountID: accountID)?.sub == claims.subject else { return }
+                let (_, filled) = try given.store(accountID: accountID, realUserStatus: status, in: tx, now: now)
+                guard !filled.isEmpty else { return }
+                try tx.appendAudit(
+                    AuditEvent(
+                        at: now,
+                        accountID: accountID,
+                        upgradeID: nil,
+                        event: "account.profileFilled",
+                        detail: ["fields": filled.joined(separator: ","), "source": "sign-in"]
+                    )
+                )
+            }
+        } catch {
+            let unavailable = (error as? StorageError)?.code == .unavailable
+            throw SignInFailure(
+                unavailable ? .storeUnavailable : .internalError,
+                unavailable
+                    ? "the database cannot be reached; retry shortly"
+                    : "the sign-in could not be recorded; retry later",
+                cause: UpgradeService.cause(of: error)
+            )
+        }
     }
 
     /// The token's signature and claims, and its nonce as one of ours (not yet spent).

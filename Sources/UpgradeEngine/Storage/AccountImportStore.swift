@@ -1,5 +1,6 @@
 /// What `accounts import` stores besides accounts and credentials: each account's profile (the
-/// fields an import brings, and which import line wrote it last) and each import's progress.
+/// fields an import brings, which import line wrote it last, and what the device forwarded from
+/// Apple where the import gave nothing) and each import's progress.
 public protocol AccountImportStore {
     /// Stores every field of the profile (the account id names it), replacing any earlier one.
     func upsertAccountProfile(_ profile: AccountProfileRecord) throws(StorageError)
@@ -13,6 +14,9 @@ public protocol AccountImportStore {
     func importRun(id: String) throws(StorageError) -> ImportRunRecord?
 }
 
+/// An account's contact details: what an import brought, or what the device forwarded from Apple's
+/// first authorization where the account had none (`DeviceGivenProfile`). Personal data: deleted
+/// with the account (docs/architecture.md §7.1).
 public struct AccountProfileRecord: Sendable, Equatable {
     public var accountID: String
     public var email: String?
@@ -21,6 +25,13 @@ public struct AccountProfileRecord: Sendable, Equatable {
     public var importRun: String?
     public var importLine: Int64?
     public var updatedAt: Int64
+    /// Where `email` and `displayName` came from; nil exactly when the value is.
+    public var emailSource: ProfileSource?
+    public var displayNameSource: ProfileSource?
+    /// The name's parts as the device forwarded them (always `ProfileSource.device`).
+    public var fullName: PersonName?
+    /// The identity token's `real_user_status`, from the first token that carried one.
+    public var realUserStatus: AppleRealUserStatus?
 
     public init(
         accountID: String,
@@ -28,7 +39,11 @@ public struct AccountProfileRecord: Sendable, Equatable {
         displayName: String?,
         importRun: String?,
         importLine: Int64?,
-        updatedAt: Int64
+        updatedAt: Int64,
+        emailSource: ProfileSource? = nil,
+        displayNameSource: ProfileSource? = nil,
+        fullName: PersonName? = nil,
+        realUserStatus: AppleRealUserStatus? = nil
     ) {
         self.accountID = accountID
         self.email = email
@@ -36,6 +51,10 @@ public struct AccountProfileRecord: Sendable, Equatable {
         self.importRun = importRun
         self.importLine = importLine
         self.updatedAt = updatedAt
+        self.emailSource = emailSource
+        self.displayNameSource = displayNameSource
+        self.fullName = fullName
+        self.realUserStatus = realUserStatus
     }
 }
 

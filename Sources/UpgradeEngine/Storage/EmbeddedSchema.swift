@@ -505,6 +505,23 @@ enum EmbeddedSchema {
                 );
                 """
         ),
+        SchemaMigration(
+            version: 19,
+            name: "device_given_profiles",
+            sql: """
+                -- The same columns as Schema/sqlite/0019_device_given_profiles.sql: where the contact email and the
+                -- display name came from (an import, or the device forwarding Apple's first authorization), the
+                -- name's parts the device forwarded, and the identity token's `real_user_status`.
+                ALTER TABLE account_profiles ADD COLUMN email_source TEXT COLLATE "C" CHECK (email_source IN ('import', 'device'));
+                ALTER TABLE account_profiles ADD COLUMN display_name_source TEXT COLLATE "C"
+                    CHECK (display_name_source IN ('import', 'device'));
+                ALTER TABLE account_profiles ADD COLUMN full_name TEXT COLLATE "C";
+                ALTER TABLE account_profiles ADD COLUMN real_user_status BIGINT CHECK (real_user_status IN (0, 1, 2));
+
+                UPDATE account_profiles SET email_source = 'import' WHERE email IS NOT NULL;
+                UPDATE account_profiles SET display_name_source = 'import' WHERE display_name IS NOT NULL;
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -1013,6 +1030,25 @@ enum EmbeddedSchema {
                     id INTEGER PRIMARY KEY CHECK (id = 1),
                     version TEXT NOT NULL
                 );
+                """
+        ),
+        SchemaMigration(
+            version: 19,
+            name: "device_given_profiles",
+            sql: """
+                -- What the device forwards from Apple's first authorization (`email`, `fullName`) is kept where the
+                -- account's profile has no contact email or display name, marked as the device's; an import's values
+                -- are marked as the import's. `full_name` holds the name's parts as the engine's JSON object;
+                -- `real_user_status` the identity token's claim (0 unsupported, 1 unknown, 2 likely real). Personal
+                -- data, deleted with the account by the profile's cascade (docs/architecture.md §7.1).
+                ALTER TABLE account_profiles ADD COLUMN email_source TEXT CHECK (email_source IN ('import', 'device'));
+                ALTER TABLE account_profiles ADD COLUMN display_name_source TEXT
+                    CHECK (display_name_source IN ('import', 'device'));
+                ALTER TABLE account_profiles ADD COLUMN full_name TEXT;
+                ALTER TABLE account_profiles ADD COLUMN real_user_status INTEGER CHECK (real_user_status IN (0, 1, 2));
+
+                UPDATE account_profiles SET email_source = 'import' WHERE email IS NOT NULL;
+                UPDATE account_profiles SET display_name_source = 'import' WHERE display_name IS NOT NULL;
                 """
         ),
     ]

@@ -10,6 +10,10 @@ public enum PersonalData {
         "sub", "oldSub", "newSub", "transferSub", "username", "previous", "email", "displayName",
     ]
 
+    /// Keys of webhook `data` members that name a person: `keys`, and `fullName` (an object of the
+    /// name's parts, `account.converted`), which the audit trail never holds.
+    public static let payloadKeys: Set<String> = keys.union(["fullName"])
+
     /// What replaces a redacted value in an audit detail (webhook payloads carry `null` instead).
     public static let redactedMarker = "[redacted]"
 
@@ -23,16 +27,16 @@ public enum PersonalData {
         return redacted
     }
 
-    /// A webhook body (`{"type", "timestamp", "data"}`) with the string values of `keys` in `data`
-    /// made `null`, keeping every member and its order; nil when nothing changes (or the body is not
-    /// the engine's JSON, which a redaction then leaves alone).
+    /// A webhook body (`{"type", "timestamp", "data"}`) with the values of `payloadKeys` in `data`
+    /// (strings, and the `fullName` object) made `null`, keeping every member and its order; nil when
+    /// nothing changes (or the body is not the engine's JSON, which a redaction then leaves alone).
     static func redactPayload(_ payload: String) -> String? {
         guard let body = try? JWSJSON.parse(Array(payload.utf8)), var members = body.members,
             let index = members.firstIndex(where: { $0.key == "data" }), var data = members[index].value.members
         else { return nil }
         var changed = false
         for position in data.indices {
-            guard keys.contains(data[position].key), data[position].value.stringValue != nil else { continue }
+            guard payloadKeys.contains(data[position].key), data[position].value != .null else { continue }
             data[position].value = .null
             changed = true
         }
@@ -41,10 +45,11 @@ public enum PersonalData {
         return JWSJSON.object(members).serializedString
     }
 
-    /// A condition on `column` true for every text in which one of `keys` appears as a JSON member
-    /// name: a cheap first filter (the engine's JSON is compact, `"key":value`) before `redact` and
-    /// `redactPayload` decide; a text it lets through by mistake is simply left as it is.
-    static func mentionsKey(column: String) -> String {
-        "(" + keys.sorted().map { "\(column) LIKE '%\"\($0)\":%'" }.joined(separator: " OR ") + ")"
+    /// A condition on `column` true for every text in which one of `names` (an audit detail's `keys`,
+    /// a webhook body's `payloadKeys`) appears as a JSON member name: a cheap first filter (the
+    /// engine's JSON is compact, `"key":value`) before `redact` and `redactPayload` decide; a text it
+    /// lets through by mistake is simply left as it is.
+    static func mentionsKey(column: String, names: Set<String> = keys) -> String {
+        "(" + names.sorted().map { "\(column) LIKE '%\"\($0)\":%'" }.joined(separator: " OR ") + ")"
     }
 }

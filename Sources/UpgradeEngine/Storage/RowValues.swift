@@ -34,11 +34,13 @@ extension PasswordCredentialRecord: InsertableRow {
 }
 
 extension AccountProfileRecord: InsertableRow {
-    /// `account_id, email, display_name, import_run, import_line, updated_at`
+    /// `account_id, email, display_name, import_run, import_line, updated_at, email_source,
+    /// display_name_source, full_name, real_user_status`
     func appendRow(to values: inout [SQLValue]) {
         values += [
             .text(accountID), SQLValue(email), SQLValue(displayName), SQLValue(importRun), SQLValue(importLine),
-            .integer(updatedAt),
+            .integer(updatedAt), SQLValue(emailSource?.rawValue), SQLValue(displayNameSource?.rawValue),
+            SQLValue(fullName?.json.serializedString), SQLValue(realUserStatus.map { Int64($0.rawValue) }),
         ]
     }
 }

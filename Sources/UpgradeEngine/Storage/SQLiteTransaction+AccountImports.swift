@@ -1,15 +1,18 @@
 /// Account profiles and import progress for `accounts import`.
 extension SQLiteTransaction: AccountImportStore {
-    private static let profileColumns = "account_id, email, display_name, import_run, import_line, updated_at"
+    private static let profileColumns =
+        "account_id, email, display_name, import_run, import_line, updated_at, email_source, display_name_source, full_name, real_user_status"
     private static let runColumns =
         "id, source, last_line, created, updated, skipped, failed, started_at, updated_at, finished_at"
 
     private static let upsertProfiles = MultiRowInsert(
         "INSERT INTO account_profiles (\(profileColumns))",
-        columns: 6,
+        columns: 10,
         tail: """
             ON CONFLICT (account_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name,
-                import_run = excluded.import_run, import_line = excluded.import_line, updated_at = excluded.updated_at
+                import_run = excluded.import_run, import_line = excluded.import_line, updated_at = excluded.updated_at,
+                email_source = excluded.email_source, display_name_source = excluded.display_name_source,
+                full_name = excluded.full_name, real_user_status = excluded.real_user_status
             """
     ) { _ in "?" }
 
@@ -36,7 +39,11 @@ extension SQLiteTransaction: AccountImportStore {
             displayName: row[2].string,
             importRun: row[3].string,
             importLine: row[4].int,
-            updatedAt: row[5].int ?? 0
+            updatedAt: row[5].int ?? 0,
+            emailSource: row[6].string.flatMap(ProfileSource.init(rawValue:)),
+            displayNameSource: row[7].string.flatMap(ProfileSource.init(rawValue:)),
+            fullName: row[8].string.flatMap { PersonName(json: $0) },
+            realUserStatus: row[9].int.flatMap { AppleRealUserStatus(rawValue: Int($0)) }
         )
     }
 

@@ -101,7 +101,7 @@ extension SQLiteTransaction: WebhookOutboxStore {
 
     private static let selectWebhooksNamingPersonalData = """
         SELECT \(WebhookEventRecord.columns) FROM webhook_outbox
-        WHERE account_id = ? AND \(PersonalData.mentionsKey(column: "payload"))
+        WHERE account_id = ? AND \(PersonalData.mentionsKey(column: "payload", names: PersonalData.payloadKeys))
         ORDER BY account_seq
         """
 

@@ -37,7 +37,7 @@ public protocol WebhookOutboxStore {
     func webhookOutboxCounts() throws(StorageError) -> WebhookOutboxCounts
     /// Failed events, most recently failed first, at most `limit`.
     func failedWebhookEvents(limit: Int) throws(StorageError) -> [WebhookEventRecord]
-    /// The events of `accountID` in whose payload one of `PersonalData.keys` appears, in sequence
+    /// The events of `accountID` in whose payload one of `PersonalData.payloadKeys` appears, in sequence
     /// order: what deleting the account has to redact.
     func webhookEventsNamingPersonalData(accountID: String) throws(StorageError) -> [WebhookEventRecord]
     /// Stores `payload` as event `id`'s, leaving its id, state and everything else as they are: only

@@ -9,12 +9,25 @@ extension UpgradeService {
         public var state: String
         /// Apple's user identifier as the device saw it; if given it must equal the token's `sub`.
         public var user: String?
+        /// What Apple gave the device on the first authorization only, forwarded unverified: kept as
+        /// the account's contact email and display name where it has none (`DeviceGivenProfile`).
+        public var email: String?
+        public var fullName: PersonName?
 
-        public init(identityToken: String, authorizationCode: String, state: String, user: String? = nil) {
+        public init(
+            identityToken: String,
+            authorizationCode: String,
+            state: String,
+            user: String? = nil,
+            email: String? = nil,
+            fullName: PersonName? = nil
+        ) {
             self.identityToken = identityToken
             self.authorizationCode = authorizationCode
             self.state = state
             self.user = user
+            self.email = email
+            self.fullName = fullName
         }
     }
 
@@ -33,6 +46,12 @@ extension UpgradeService {
         try Self.require(credential.authorizationCode, "authorizationCode", maxBytes: Self.maxAuthorizationCodeBytes)
         try Self.require(credential.state, "state", maxBytes: Self.maxStateBytes)
         if let user = credential.user { try Self.require(user, "user", maxBytes: 256) }
+        let given: DeviceGivenProfile
+        do {
+            given = try DeviceGivenProfile(email: credential.email, fullName: credential.fullName)
+        } catch {
+            throw UpgradeFailure(.validation, error.description)
+        }
 
         let loaded = try loadSettled(id, now: now)
         if loaded.interruptedNow { throw failure(for: loaded.machine, id: id, problem: nil) }
@@ -111,7 +130,7 @@ extension UpgradeService {
 
         // The claim's effects, in the machine's order: the code exchange, whose outcome is the next
         // event; that event's own effects (the conversion) commit with it.
-        var inputs = EffectInputs(claims: claims, claimedCredential: claimedCredential)
+        var inputs = EffectInputs(claims: claims, claimedCredential: claimedCredential, given: given)
         for effect in claim.transition.effects {
             guard case .exchangeAuthorizationCode = effect else { continue }
             configuration.onEffect(effect, id)

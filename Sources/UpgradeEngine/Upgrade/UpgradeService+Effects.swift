@@ -6,6 +6,8 @@ extension UpgradeService {
         var tokens: AppleTokenResponse?
         /// The account's password when the conversion was claimed.
         var claimedCredential: PasswordCredentialRecord?
+        /// What the device forwarded from Apple's first authorization, checked.
+        var given = DeviceGivenProfile()
     }
 
     /// What performed effects hand back for the answer.
@@ -49,7 +51,9 @@ extension UpgradeService {
 
     /// `convertAccount`: the account must still be a password account; its `sub` is linked (refused
     /// on `.appleLinksSub` if another account has it), its password deleted, its kind `appleOnly`,
-    /// the refresh token sealed on the link, with an audit row.
+    /// the refresh token sealed on the link, what the device forwarded and the token's
+    /// `real_user_status` kept where the account's profile has none, with an audit row and the
+    /// `account.converted` event.
     private func convertAccount(
         _ record: UpgradeSessionRecord,
         sub: String,
@@ -87,6 +91,15 @@ extension UpgradeService {
         )
         try tx.deletePasswordCredential(accountID: accountID)
         try tx.updateAccountCredentialKind(id: accountID, kind: .appleOnly, expectedVersion: account.version, now: now)
+        let (profile, filled) = try inputs.given.store(
+            accountID: accountID,
+            realUserStatus: claims.realUserStatus.flatMap(AppleRealUserStatus.init(rawValue:)),
+            in: tx,
+            now: now
+        )
+        var detail = ["sub": sub, "clientId": claims.audience, "passwordDeleted": "true"]
+        // Which fields the device's values filled, never the values (they name the person).
+        if !filled.isEmpty { detail["profileFilled"] = filled.joined(separator: ",") }
         try tx.appendAudit(
             AuditEvent(
                 at: now,
@@ -95,7 +108,7 @@ extension UpgradeService {
                 event: "account.convertedToApple",
                 fromStatus: CredentialKind.password.rawValue,
                 toStatus: CredentialKind.appleOnly.rawValue,
-                detail: ["sub": sub, "clientId": claims.audience, "passwordDeleted": "true"]
+                detail: detail
             )
         )
         try WebhookOutbox.enqueue(
@@ -104,7 +117,7 @@ extension UpgradeService {
             data: [
                 ("accountId", .string(accountID)), ("username", .string(account.username)), ("sub", .string(sub)),
                 ("upgradeId", .string(record.id)),
-            ],
+            ] + Self.profileData(profile),
             in: tx,
             now: now
         )

@@ -23,3 +23,20 @@ extension UpgradeService {
         )
     }
 }
+
+extension UpgradeService {
+    /// The account's profile as `account.converted` carries it (Schema/webhooks.md): contact email
+    /// and display name with where each came from, the name's parts the device forwarded, and the
+    /// token's `real_user_status`; `null` for what the account has not. `email`, `displayName` and
+    /// `fullName` name the person, so a deletion nulls them (`PersonalData.payloadKeys`).
+    static func profileData(_ profile: AccountProfileRecord?) -> [(String, JWSJSON)] {
+        [
+            ("displayName", profile?.displayName.map(JWSJSON.string) ?? .null),
+            ("displayNameSource", profile?.displayNameSource.map { .string($0.rawValue) } ?? .null),
+            ("email", profile?.email.map(JWSJSON.string) ?? .null),
+            ("emailSource", profile?.emailSource.map { .string($0.rawValue) } ?? .null),
+            ("fullName", profile?.fullName?.json ?? .null),
+            ("realUserStatus", profile?.realUserStatus.map { .string($0.name) } ?? .null),
+        ]
+    }
+}

@@ -102,7 +102,7 @@ extension PostgresTransaction: WebhookOutboxStore {
 
     private static let selectWebhooksNamingPersonalData = """
         SELECT \(WebhookEventRecord.columns) FROM webhook_outbox
-        WHERE account_id = $1 AND \(PersonalData.mentionsKey(column: "payload"))
+        WHERE account_id = $1 AND \(PersonalData.mentionsKey(column: "payload", names: PersonalData.payloadKeys))
         ORDER BY account_seq
         """
 
