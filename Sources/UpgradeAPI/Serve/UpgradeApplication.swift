@@ -78,6 +78,7 @@ public final class UpgradeApplication: Sendable {
             appleTeamID: teamID
         )
         upgradeConfiguration.passwordRules = settings.passwordRules
+        upgradeConfiguration.failureFloor = settings.failureFloor
         service = UpgradeService(
             store: store,
             passwords: passwords,
