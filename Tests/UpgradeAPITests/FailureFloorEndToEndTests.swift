@@ -74,6 +74,9 @@ struct FailureFloorEndToEndTests {
             bodies.insert(String(describing: json.sorted { $0.key < $1.key }))
         }
         #expect(bodies.count == 1, "apart from the upgrade's id the refusals are the same: \(bodies)")
+        let metrics = String(decoding: try await server.get("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("\ncredential_failures_held_total 4\n"))
+        #expect(metrics.contains("\ncredential_failure_floor_overruns_total "))
     }
 
     @Test("a wrong current password for a password change takes the floor too, known username or not")

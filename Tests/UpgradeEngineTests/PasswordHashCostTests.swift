@@ -35,14 +35,14 @@ struct PasswordHashCostTests {
             limit: "bcryptCost"
         ),
         Bound(
-            label: "argon2id 128 MiB × 3 / × 4",
-            admitted: "$argon2id$v=19$m=131072,t=3,p=1$\(salt)$\(digest32)",
-            refused: "$argon2id$v=19$m=131072,t=4,p=1$\(salt)$\(digest32)",
+            label: "argon2id 160 MiB × 2 / × 3",
+            admitted: "$argon2id$v=19$m=163840,t=2,p=1$\(salt)$\(digest32)",
+            refused: "$argon2id$v=19$m=163840,t=3,p=1$\(salt)$\(digest32)",
             limit: "argon2MaxWorkKiB"
         ),
         Bound(
-            label: "argon2i 192 MiB × 2 / 256 MiB × 2",
-            admitted: "$argon2i$v=19$m=196608,t=2,p=4$\(salt)$\(digest32)",
+            label: "argon2i 64 MiB × 5 / 256 MiB × 2",
+            admitted: "$argon2i$v=19$m=65536,t=5,p=4$\(salt)$\(digest32)",
             refused: "$argon2i$v=19$m=262144,t=2,p=4$\(salt)$\(digest32)",
             limit: "argon2MaxWorkKiB"
         ),
@@ -83,15 +83,15 @@ struct PasswordHashCostTests {
             limit: "shaCryptMaxBlocks"
         ),
         Bound(
-            label: "yescrypt RW 256 MiB, t=2 / t=3",
-            admitted: "$y$jDT//\(yescryptBody)",
-            refused: "$y$jDT/0\(yescryptBody)",
+            label: "yescrypt RW 256 MiB, t=0 / t=1",
+            admitted: "$y$jDT\(yescryptBody)",
+            refused: "$y$jDT/.\(yescryptBody)",
             limit: "yescryptMaxWorkBytes"
         ),
         Bound(
-            label: "yescrypt classic scrypt 128 MiB, p=2 / p=3",
-            admitted: "$y$.CT..\(yescryptBody)",
-            refused: "$y$.CT./\(yescryptBody)",
+            label: "yescrypt classic scrypt 64 MiB, p=3 / p=4",
+            admitted: "$y$.BT./\(yescryptBody)",
+            refused: "$y$.BT.0\(yescryptBody)",
             limit: "yescryptMaxWorkBytes"
         ),
         Bound(

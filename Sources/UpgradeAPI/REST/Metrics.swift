@@ -41,6 +41,8 @@ public final class Metrics: Sendable {
     private struct State {
         var passwordHashes: UInt64 = 0
         var passwordHashSeconds: Double = 0
+        var failuresHeld: UInt64 = 0
+        var failureFloorOverruns: UInt64 = 0
         var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
         var transitions: [TransitionKey: UInt64] = [:]
@@ -72,6 +74,15 @@ public final class Metrics: Sendable {
         state.withLock { state in
             state.passwordHashes += 1
             state.passwordHashSeconds += cpuSeconds
+        }
+    }
+
+    /// One refused credential check answered at the failure floor; `overrun` when it was ready only
+    /// after the floor had passed, so its timing was its own (the floor is too short for this machine).
+    func recordFailureFloor(overrun: Bool) {
+        state.withLock { state in
+            state.failuresHeld += 1
+            if overrun { state.failureFloorOverruns += 1 }
         }
     }
 
@@ -139,6 +150,14 @@ public final class Metrics: Sendable {
         out += "# HELP password_hash_cpu_seconds_total CPU time the threads spent in password key derivations.\n"
         out += "# TYPE password_hash_cpu_seconds_total counter\n"
         out += "password_hash_cpu_seconds_total \(snapshot.passwordHashSeconds)\n"
+        out += "# HELP credential_failures_held_total Refused credential checks answered at the failure floor.\n"
+        out += "# TYPE credential_failures_held_total counter\n"
+        out += "credential_failures_held_total \(snapshot.failuresHeld)\n"
+        out +=
+            "# HELP credential_failure_floor_overruns_total Refused credential checks that took longer than "
+            + "the failure floor (raise UPGRADE_FAILURE_FLOOR_MS).\n"
+        out += "# TYPE credential_failure_floor_overruns_total counter\n"
+        out += "credential_failure_floor_overruns_total \(snapshot.failureFloorOverruns)\n"
         out += "# HELP upgrade_apple_revocations_sent_total Apple refresh tokens this instance revoked at Apple.\n"
         out += "# TYPE upgrade_apple_revocations_sent_total counter\n"
         out += "upgrade_apple_revocations_sent_total \(snapshot.revocationsSent)\n"

@@ -136,6 +136,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
             cause = problem.cause
             response = problem.response
         } catch let failure as UpgradeFailure {
+            if let notBefore = failure.notBefore {
+                metrics.recordFailureFloor(overrun: ContinuousClock.now > notBefore)
+            }
             let problem = APIProblem(failure)
             problemSlug = problem.slug
             cause = problem.cause

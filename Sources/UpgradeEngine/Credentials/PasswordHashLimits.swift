@@ -37,11 +37,11 @@ public struct PasswordHashLimits: Sendable, Hashable {
     /// argon2 passes `t` (default 1...10). Published recommendations use 1 to 5.
     public var argon2Iterations: ClosedRange<Int> = 1...10
 
-    /// Largest argon2 work, `m`·`t` in KiB (default 393_216, 384 MiB): the memory filled per pass
+    /// Largest argon2 work, `m`·`t` in KiB (default 327_680, 320 MiB): the memory filled per pass
     /// times the passes, which is what a check costs however it is split. Django's (100 MiB, t=2),
     /// argon2-cffi's and RFC 9106's second choice (64 MiB, t=3) and PHP's (64 MiB, t=4) fit;
     /// libsodium's "moderate" (256 MiB, t=3) does not.
-    public var argon2MaxWorkKiB: Int = 393_216
+    public var argon2MaxWorkKiB: Int = 327_680
 
     /// argon2 lanes `p` (default 1...16). Django stores 8. Lanes are computed one after another on
     /// the calling thread, so `p` costs neither extra memory nor extra time; the bound only refuses
@@ -75,10 +75,10 @@ public struct PasswordHashLimits: Sendable, Hashable {
     /// Distributions store 0.
     public var yescryptMaxTime: Int = 4
 
-    /// Largest yescrypt work in bytes (default 512 MiB): its memory times the passes its mode, `t`
+    /// Largest yescrypt work in bytes (default 384 MiB): its memory times the passes its mode, `t`
     /// and `p` make over it (`yescryptWorkBytes`). The distributions' default needs 21 MiB, their
     /// costliest setting (`YESCRYPT_COST_FACTOR` 9: 256 MiB, t = 0) 341 MiB.
-    public var yescryptMaxWorkBytes: Int = 512 << 20
+    public var yescryptMaxWorkBytes: Int = 384 << 20
 
     /// PBKDF2 iterations with HMAC-SHA1 or HMAC-SHA256 (default 1_000...2_000_000). 1000 is
     /// RFC 8018's minimum; Django stores 1_200_000 in its 6.0 release, passlib 29_000 (SHA-256) to
