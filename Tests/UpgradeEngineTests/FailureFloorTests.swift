@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import UpgradeEngine
@@ -12,6 +13,9 @@ import Testing
 @Suite("Refused credential checks are answered no sooner than the floor")
 struct FailureFloorTests {
     let now = UpgradeHarness.now
+    /// Longer than any check here takes even on a loaded machine, so none overruns it (which would
+    /// raise it); nothing waits for it in these tests.
+    static let floor = Duration.seconds(10)
     /// An imported bcrypt hash of cost 10 and a Django PBKDF2 hash of 600 000 iterations (the
     /// digests belong to no password), both far costlier than the dummy check.
     static let bcrypt10 = "$2b$10$GV7oqmKVW/S97lcGqiz7cuIlvV70W5zNF3ryK5m8gokOHiIXED0Wq"
@@ -99,7 +103,7 @@ struct FailureFloorTests {
     func upgradeRefusals() throws {
         let h = try UpgradeHarness()
         try Self.accounts(h)
-        let floor = Duration.milliseconds(700)
+        let floor = Self.floor
         let service = Self.service(h, floor: floor)
         var answers: [String] = []
         for username in Self.usernames {
@@ -118,7 +122,7 @@ struct FailureFloorTests {
     func passwordChangeRefusals() throws {
         let h = try UpgradeHarness()
         try Self.accounts(h)
-        let floor = Duration.milliseconds(700)
+        let floor = Self.floor
         let service = Self.service(h, floor: floor)
         for username in Self.usernames {
             let failure = Self.expectHeld(floor: floor, "password change, \(username)") { () throws(UpgradeFailure) in
@@ -138,7 +142,7 @@ struct FailureFloorTests {
     func ticketsAndLocks() throws {
         let h = try UpgradeHarness()
         try Self.accounts(h)
-        let floor = Duration.milliseconds(700)
+        let floor = Self.floor
         let service = Self.service(h, floor: floor)
         for username in ["nobody", "current"] {
             _ = Self.expectHeld(floor: floor, "ticket, \(username)") { () throws(UpgradeFailure) in
@@ -171,11 +175,35 @@ struct FailureFloorTests {
         #expect(locked?.kind == .locked)
     }
 
+    @Test("an account whose stored hash is over the limits gets a new password with a ticket, and signs in")
+    func unusableHashIsReplacedByTicket() throws {
+        let h = try UpgradeHarness()
+        try Self.accounts(h)
+        let service = Self.service(h, floor: Self.floor)
+        let ticket = try service.issueTicket(username: "unusable", secondFactorVerified: false, issuedBy: "t", now: now)
+        let change = try service.startPasswordChange(
+            username: "unusable",
+            password: "",
+            ticket: ticket.ticket,
+            newPassword: "Another-Strong-Passw0rd",
+            serviceIdentifier: "s",
+            now: now
+        )
+        #expect(change.status == .completed)
+        let answer = try service.start(
+            username: "unusable",
+            password: "Another-Strong-Passw0rd",
+            serviceIdentifier: "s",
+            now: now + 1
+        )
+        #expect(answer.status == .awaitingAppleCredential)
+    }
+
     @Test("successes are not held, nor are refusals that depend on the request alone")
     func successesAreNotHeld() throws {
         let h = try UpgradeHarness()
         try Self.accounts(h)
-        let service = Self.service(h, floor: .milliseconds(700))
+        let service = Self.service(h, floor: Self.floor)
         let answer = try service.start(
             username: "current",
             password: "right password",
@@ -199,6 +227,53 @@ struct FailureFloorTests {
         }
         #expect(policy?.kind == .passwordPolicy)
         #expect(policy?.notBefore == nil)
+    }
+
+    @Test("a check that overran the floor raises it for every refusal for a minute, up to four times")
+    func floorRaisedAfterOverrun() {
+        let tracker = FailureFloorTracker()
+        let start = ContinuousClock.now
+        let floor = Duration.milliseconds(100)
+        #expect(tracker.floor(configured: floor, elapsed: .milliseconds(60), now: start) == (floor, false))
+        // A loaded machine stretched a check to 300 ms: the next refusals wait 375 ms, quick or not.
+        #expect(tracker.floor(configured: floor, elapsed: .milliseconds(300), now: start) == (.milliseconds(375), true))
+        let later = start.advanced(by: .seconds(30))
+        #expect(tracker.floor(configured: floor, elapsed: .milliseconds(20), now: later) == (.milliseconds(375), false))
+        // A stall is not waited for beyond four times the floor.
+        #expect(tracker.floor(configured: floor, elapsed: .seconds(9), now: later) == (.milliseconds(400), true))
+        // A minute without an overrun: back to the floor.
+        let quiet = later.advanced(by: .seconds(61))
+        #expect(tracker.floor(configured: floor, elapsed: .milliseconds(20), now: quiet) == (floor, false))
+        #expect(tracker.floor(configured: .zero, elapsed: .seconds(1), now: quiet) == (.zero, false), "off stays off")
+    }
+
+    @Test("the service reports an overrun and holds the next refusals longer than the configured floor")
+    func serviceRaisesFloor() throws {
+        let h = try UpgradeHarness()
+        try Self.accounts(h)
+        let overruns = Mutex<[Duration]>([])
+        var configuration = UpgradeServiceConfiguration(appleTeamID: UpgradeHarness.teamID)
+        configuration.passwordHasher = try PasswordHasher(parameters: UpgradeHarness.fastHash)
+        // Far shorter than a bcrypt 10 check, which therefore overruns it.
+        configuration.failureFloor = .milliseconds(1)
+        configuration.onFailureFloorOverrun = { took in overruns.withLock { $0.append(took) } }
+        let service = UpgradeService(
+            store: h.store,
+            passwords: h.service.passwords,
+            secrets: h.secrets,
+            identityTokens: h.service.identityTokens,
+            apple: h.apple,
+            configuration: configuration
+        )
+        #expect(throws: UpgradeFailure.self) {
+            try service.start(username: "bcrypt", password: "a guess", serviceIdentifier: "s", now: now)
+        }
+        let took = try #require(overruns.withLock { $0.first })
+        #expect(took > .milliseconds(1))
+        // The next refusal, however quick, is held to the raised floor (capped at four times 1 ms).
+        _ = Self.expectHeld(floor: .milliseconds(4), "after an overrun") { () throws(UpgradeFailure) in
+            _ = try service.start(username: "nobody", password: "a guess", serviceIdentifier: "s", now: now)
+        }
     }
 
     @Test("without a configured floor, the one derived from the limits applies; zero turns it off")

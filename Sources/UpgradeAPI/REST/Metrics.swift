@@ -77,13 +77,15 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// One refused credential check answered at the failure floor; `overrun` when it was ready only
-    /// after the floor had passed, so its timing was its own (the floor is too short for this machine).
-    func recordFailureFloor(overrun: Bool) {
-        state.withLock { state in
-            state.failuresHeld += 1
-            if overrun { state.failureFloorOverruns += 1 }
-        }
+    /// One refused credential check held to the failure floor.
+    func recordFailureHeld() {
+        state.withLock { $0.failuresHeld += 1 }
+    }
+
+    /// One refused credential check that took longer than the configured failure floor (the floor
+    /// is too short for this machine's load; it is raised for a while after each).
+    public func recordFailureFloorOverrun() {
+        state.withLock { $0.failureFloorOverruns += 1 }
     }
 
     /// One upgrade call's outcome: the status it left the upgrade in and the result the client saw.

@@ -136,9 +136,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             cause = problem.cause
             response = problem.response
         } catch let failure as UpgradeFailure {
-            if let notBefore = failure.notBefore {
-                metrics.recordFailureFloor(overrun: ContinuousClock.now > notBefore)
-            }
+            if failure.notBefore != nil { metrics.recordFailureHeld() }
             let problem = APIProblem(failure)
             problemSlug = problem.slug
             cause = problem.cause

@@ -79,6 +79,7 @@ public final class UpgradeApplication: Sendable {
         )
         upgradeConfiguration.passwordRules = settings.passwordRules
         upgradeConfiguration.failureFloor = settings.failureFloor
+        upgradeConfiguration.onFailureFloorOverrun = { _ in metrics.recordFailureFloorOverrun() }
         service = UpgradeService(
             store: store,
             passwords: passwords,
