@@ -90,6 +90,40 @@ if CommandLine.arguments.dropFirst().first == "transfer" {
     exit(0)
 }
 
+// `Benchmarks password-costs [RUNS]`: the CPU of one check against the costliest hash the limits
+// admit in each format, beside the estimate the failure floor is derived from.
+if CommandLine.arguments.dropFirst().first == "password-costs" {
+    let numbers = CommandLine.arguments.dropFirst(2).map { Int($0) }
+    guard numbers.count <= 1, let runs = numbers.first ?? 3, runs > 0 else {
+        print("usage: Benchmarks password-costs [RUNS > 0]")
+        exit(2)
+    }
+    runPasswordCostBenchmark(runs: runs)
+    exit(0)
+}
+
+// `Benchmarks failed-checks [SAMPLES] [--floor MS]`: how long a wrong password takes to be refused
+// over HTTP, by what the username holds (unknown, imported legacy hashes, the costliest admitted).
+if CommandLine.arguments.dropFirst().first == "failed-checks" {
+    var options = Array(CommandLine.arguments.dropFirst(2))
+    var floor: Int?
+    if let flag = options.firstIndex(of: "--floor") {
+        guard flag + 1 < options.count, let value = Int(options[flag + 1]), (0...10_000).contains(value) else {
+            print("usage: Benchmarks failed-checks [SAMPLES > 0] [--floor MS 0...10000]")
+            exit(2)
+        }
+        floor = value
+        options.removeSubrange(flag...(flag + 1))
+    }
+    let numbers = options.map { Int($0) }
+    guard numbers.count <= 1, let samples = numbers.first ?? 9, samples > 0 else {
+        print("usage: Benchmarks failed-checks [SAMPLES > 0] [--floor MS 0...10000]")
+        exit(2)
+    }
+    try runFailedCheckBenchmark(samples: samples, floorMilliseconds: floor)
+    exit(0)
+}
+
 print("siwa-upgrade benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores); rates are single-threaded")
 
 // MARK: HMAC and TOTP

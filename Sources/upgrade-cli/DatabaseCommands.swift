@@ -76,7 +76,7 @@ struct DatabaseMigrateCommand: CLICommand {
 struct DatabaseCheckCommand: CLICommand {
     static let path = ["db", "check"]
     static let summary =
-        "list stored usernames that collide, look alike, are refused or would change under the username rule"
+        "list stored usernames that collide, look alike, are refused or would change under the username rule, and password hashes over the cost limits"
     static let usage = "upgrade-cli db check [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
@@ -123,10 +123,22 @@ struct DatabaseCheckCommand: CLICommand {
                 "change: account \(change.account.id) stored as '\(name(change.account.username))' becomes '\(name(change.username))' (applied by 'upgrade-cli db migrate')"
             )
         }
+        // Hashes stored before the cost limits were lowered can no longer be checked at sign-in.
+        let hashes = try store.read { tx in try StoredHashCheck.run(tx) }
+        for unusable in hashes.unusable {
+            Console.out(
+                "hash: account \(unusable.account.id) stored as '\(name(unusable.account.username))' cannot sign in with its password: \(unusable.reason)"
+            )
+        }
+        if !hashes.isClean {
+            Console.out(
+                "\(hashes.unusable.count) of \(hashes.hashes) stored password hash(es) cannot be checked (over the cost limits, or not a supported hash): give those accounts a new password (a ticket and POST /v1/password-changes) or re-import them rehashed"
+            )
+        }
         Console.out(
             "\(check.accounts) account(s) checked against PRECIS UsernameCaseMapped (RFC 8265) and UTS #39: \(check.collisions.count) collision group(s), \(check.lookAlikes.count) look-alike group(s), \(check.refusals.count) refused, \(check.changes.count) to re-key"
         )
-        return check.isClean ? ExitCode.success : ExitCode.failure
+        return check.isClean && hashes.isClean ? ExitCode.success : ExitCode.failure
     }
 }
 

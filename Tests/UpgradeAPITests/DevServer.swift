@@ -52,6 +52,9 @@ final class DevServer: Sendable {
             [
                 "UPGRADE_DB": database.url,
                 "UPGRADE_LISTEN": "127.0.0.1:0", "UPGRADE_DEV_EMULATOR_PORT": "0",
+                // Refusals answered at once, so tests that fail many checks stay quick; the tests of
+                // the floor set their own.
+                "UPGRADE_FAILURE_FLOOR_MS": "0",
             ].merging(environment) { _, given in given },
             development: true
         )

@@ -101,6 +101,43 @@ struct HTTPServerTests {
         try client.readUntilClosed()
     }
 
+    @Test(
+        "a response is not written before its notBefore, and later pipelined responses wait behind it",
+        arguments: [1, 2]
+    )
+    func heldResponse(threadsPerEventLoop: Int) throws {
+        let server = try TestServer { $0.threadsPerEventLoop = threadsPerEventLoop }
+        defer { #expect(server.stop()) }
+        let client = try server.client()
+        let sent = ContinuousClock.now
+        try client.send(
+            "GET /held?ms=400&tag=held HTTP/1.1\r\nHost: t\r\n\r\n" + "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
+        )
+        #expect(try client.readResponse().text == "held")
+        // A lower bound only: the response cannot leave before the instant the handler set.
+        #expect(ContinuousClock.now - sent >= .milliseconds(400))
+        #expect(try client.readResponse().text == "hello", "in request order")
+        try client.send("GET /held?ms=0&tag=due HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try client.readResponse().text == "due", "an instant already past is written at once")
+    }
+
+    @Test("a held response ties up no worker: with one worker, another client is answered while it waits")
+    func heldResponseFreesTheWorker() throws {
+        let server = try TestServer {
+            $0.eventLoopCount = 1
+            $0.workerCount = 1
+        }
+        defer { #expect(server.stop()) }
+        let held = try server.client()
+        try held.send("GET /held?ms=4000&tag=held HTTP/1.1\r\nHost: t\r\n\r\n")
+        let other = try server.client()
+        try other.send("GET /sleep?ms=0&tag=other HTTP/1.1\r\nHost: t\r\n\r\n")
+        // Had the worker slept through the hold, this answer would come after the held one.
+        #expect(try other.readResponse().text == "other")
+        #expect(!held.isReadable(withinMilliseconds: 0), "the held response is still held")
+        #expect(try held.readResponse().text == "held")
+    }
+
     @Test("a result for a connection reset while its request ran never reaches a connection that reuses the descriptor")
     func resultForResetConnectionIsDropped() throws {
         // One loop, so the next connection lands in the same table and usually gets the same

@@ -67,6 +67,11 @@ struct TestHandler: HTTPHandler {
         case "/block":
             gate.pass()
             return .text("released")
+        case "/held":
+            // Ready at once, but not to be written before `ms` from now.
+            var response = HTTPResponse.text(parameters["tag"] ?? "")
+            response.notBefore = ContinuousClock.now.advanced(by: .milliseconds(Int(parameters["ms"] ?? "0") ?? 0))
+            return response
         case "/big":
             // Larger than loopback socket buffers, so a client that does not read blocks the write.
             return HTTPResponse(status: 200, body: [UInt8](repeating: 0x62, count: 32 * 1024 * 1024))

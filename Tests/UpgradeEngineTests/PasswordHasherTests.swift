@@ -52,6 +52,7 @@ struct PasswordHasherTests {
             .init(memoryKiB: 262_145),
             .init(iterations: 0),
             .init(iterations: 11),
+            .init(memoryKiB: 131_072, iterations: 4),
             .init(parallelism: 0),
             .init(memoryKiB: 8, parallelism: 2),
             .init(saltLength: 8),
@@ -65,6 +66,7 @@ struct PasswordHasherTests {
         }
         var limits = PasswordHashLimits()
         limits.argon2MaxMemoryKiB = 1 << 20
+        limits.argon2MaxWorkKiB = 1 << 21
         #expect(throws: Never.self) { try PasswordHasher(parameters: .init(memoryKiB: 262_145), limits: limits) }
     }
 

@@ -49,8 +49,16 @@ final class EventLoop: @unchecked Sendable {
         let response: HTTPResponse
     }
 
+    /// A result whose response may not be written before `due` (`HTTPResponse.notBefore`, on the
+    /// monotonic clock).
+    private struct Held: Sendable {
+        let due: UInt64
+        let completion: Completion
+    }
+
     private struct Mailbox: Sendable {
         var completions: [Completion] = []
+        var held: [Held] = []
         var adopted: [Accepted] = []
         var shutdownRequested = false
         /// A wake-up is written and not yet consumed: later posts need not write another.
@@ -98,6 +106,9 @@ final class EventLoop: @unchecked Sendable {
     private var draining = false
     private var drainDeadline: UInt64 = .max
     private var nextSweep: UInt64
+    /// Results waiting for their `notBefore`, and the earliest of their due times (`.max`: none).
+    private var held: [Held] = []
+    private var nextRelease: UInt64 = .max
     /// True while a loop thread dispatches what `epoll_wait` returned and may keep one request for
     /// itself; false for a worker delivering a result (it queues every request it parses).
     private var mayKeepRequest = false
@@ -159,15 +170,27 @@ final class EventLoop: @unchecked Sendable {
 
     /// A worker's result for request `sequence` of connection `connectionID`. If the loop is asleep
     /// (its `ownership` free), the calling worker delivers it at once, writing the response itself;
-    /// otherwise the loop finds it in the mailbox when it has finished what it is doing.
+    /// otherwise the loop finds it in the mailbox when it has finished what it is doing. A response
+    /// with a `notBefore` still ahead goes to the mailbox to be held: the loop delivers it when due,
+    /// so the calling thread is free at once and no thread sleeps for it.
     func complete(connectionID: UInt64, sequence: UInt64, response: HTTPResponse) {
         let completion = Completion(connectionID: connectionID, sequence: sequence, response: response)
+        if let notBefore = response.notBefore {
+            let wait = ContinuousClock.now.duration(to: notBefore)
+            if wait > .zero {
+                // The monotonic clock is read after the wait was measured, so `due` is never early.
+                let held = Held(due: MonotonicClock.now() &+ wait.nanoseconds, completion: completion)
+                post { $0.held.append(held) }
+                return
+            }
+        }
         let delivered: Bool? = ownership.withLockIfAvailable {
             guard !finished else { return true }
             let now = MonotonicClock.now()
             // Whatever was posted before came first, a shutdown above all (every response after
             // it says `Connection: close`): apply it before this result, as the loop would.
             if mailbox.withLock({ $0.wakePending }) { processMailbox(now: now) }
+            releaseHeld(now: now)
             deliver(completion, now: now)
             announceJobs()
             return true
@@ -239,6 +262,7 @@ final class EventLoop: @unchecked Sendable {
                     dispatch(token: tokens[slot], events: events[slot], now: now)
                 }
                 mayKeepRequest = false
+                releaseHeld(now: now)
                 if now >= nextSweep {
                     sweep(now: now)
                     nextSweep = now &+ context.timerResolution
@@ -265,11 +289,13 @@ final class EventLoop: @unchecked Sendable {
         _ = Glibc.write(wakeFD, &one, MemoryLayout<UInt64>.size)
     }
 
-    /// How long a loop thread may sleep in `epoll_wait` before the next deadline sweep, or nil once
-    /// the loop has finished. Called under `ownership`.
+    /// How long a loop thread may sleep in `epoll_wait` before the next deadline sweep or held
+    /// response, or nil once the loop has finished. Rounded up, so a held response is never woken
+    /// for early. Called under `ownership`.
     private func sleepTimeout(now: UInt64) -> Int32? {
         guard !finished else { return nil }
-        return nextSweep > now ? Int32(clamping: (nextSweep - now + 999_999) / 1_000_000) : 0
+        let wake = min(nextSweep, nextRelease)
+        return wake > now ? Int32(clamping: (wake - now + 999_999) / 1_000_000) : 0
     }
 
     /// Keeps `job` for the dispatching loop thread to run once it releases `ownership`, if this is a
@@ -315,6 +341,7 @@ final class EventLoop: @unchecked Sendable {
         let box = mailbox.withLock { box in
             let taken = box
             box.completions = []
+            box.held = []
             box.adopted = []
             box.shutdownRequested = false
             box.wakePending = false
@@ -329,6 +356,32 @@ final class EventLoop: @unchecked Sendable {
             beginDrain(now: now)
         }
         for completion in box.completions {
+            deliver(completion, now: now)
+        }
+        for entry in box.held {
+            held.append(entry)
+            nextRelease = min(nextRelease, entry.due)
+        }
+        releaseHeld(now: now)
+    }
+
+    /// Delivers the held results that are due; the others wait for a later wake-up, which
+    /// `sleepTimeout` schedules. Their connections count as busy meanwhile (a response is owed), so
+    /// no idle deadline closes them; a connection closed meanwhile drops its result in `deliver`.
+    private func releaseHeld(now: UInt64) {
+        guard now >= nextRelease else { return }
+        var due: [Completion] = []
+        var next = UInt64.max
+        held.removeAll { entry in
+            if entry.due <= now {
+                due.append(entry.completion)
+                return true
+            }
+            next = min(next, entry.due)
+            return false
+        }
+        nextRelease = next
+        for completion in due {
             deliver(completion, now: now)
         }
     }
@@ -348,6 +401,8 @@ final class EventLoop: @unchecked Sendable {
 
     private func finish() {
         finished = true
+        held = []
+        nextRelease = .max
         let stranded = mailbox.withLock { box in
             box.closed = true
             return box.adopted

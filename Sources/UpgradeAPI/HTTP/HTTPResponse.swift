@@ -8,6 +8,11 @@ public struct HTTPResponse: Sendable {
     /// this is replaced by a 500 (it would otherwise let a value split the response).
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// The earliest moment the response may be written; nil writes it as soon as it is ready. A
+    /// response due later is held by its event loop, not by the thread that produced it, and the
+    /// connection's later responses wait behind it, in request order. For answers whose timing must
+    /// not tell what the handler found (failed credential checks, docs/architecture.md §10.3).
+    public var notBefore: ContinuousClock.Instant?
 
     public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status

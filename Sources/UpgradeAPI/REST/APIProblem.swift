@@ -13,6 +13,9 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
     public var headers: HTTPHeaders
     /// What underlay the failure, for the request's log line; never part of the response.
     public var cause: String?
+    /// The earliest moment the answer may be written (`UpgradeFailure.notBefore`): the event loop
+    /// holds it until then, without a thread waiting.
+    public var notBefore: ContinuousClock.Instant?
 
     public init(
         status: Int,
@@ -55,6 +58,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
             headers: headers
         )
         cause = failure.cause
+        notBefore = failure.notBefore
     }
 
     /// A sign-in or notification refusal, by `UpgradeProblems`' table.
@@ -102,7 +106,9 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
             + extensions
         var headers = self.headers
         headers.replaceOrAppend(name: "Content-Type", value: "application/problem+json")
-        return HTTPResponse(status: status, headers: headers, body: JWSJSON.object(members).serialized())
+        var response = HTTPResponse(status: status, headers: headers, body: JWSJSON.object(members).serialized())
+        response.notBefore = notBefore
+        return response
     }
 
     /// Short, stable titles; the `detail` says what happened in this case. Every slug the REST layer

@@ -41,6 +41,8 @@ public final class Metrics: Sendable {
     private struct State {
         var passwordHashes: UInt64 = 0
         var passwordHashSeconds: Double = 0
+        var failuresHeld: UInt64 = 0
+        var failureFloorOverruns: UInt64 = 0
         var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
         var transitions: [TransitionKey: UInt64] = [:]
@@ -73,6 +75,17 @@ public final class Metrics: Sendable {
             state.passwordHashes += 1
             state.passwordHashSeconds += cpuSeconds
         }
+    }
+
+    /// One refused credential check held to the failure floor.
+    func recordFailureHeld() {
+        state.withLock { $0.failuresHeld += 1 }
+    }
+
+    /// One refused credential check that took longer than the configured failure floor (the floor
+    /// is too short for this machine's load; it is raised for a while after each).
+    public func recordFailureFloorOverrun() {
+        state.withLock { $0.failureFloorOverruns += 1 }
     }
 
     /// One upgrade call's outcome: the status it left the upgrade in and the result the client saw.
@@ -139,6 +152,14 @@ public final class Metrics: Sendable {
         out += "# HELP password_hash_cpu_seconds_total CPU time the threads spent in password key derivations.\n"
         out += "# TYPE password_hash_cpu_seconds_total counter\n"
         out += "password_hash_cpu_seconds_total \(snapshot.passwordHashSeconds)\n"
+        out += "# HELP credential_failures_held_total Refused credential checks answered at the failure floor.\n"
+        out += "# TYPE credential_failures_held_total counter\n"
+        out += "credential_failures_held_total \(snapshot.failuresHeld)\n"
+        out +=
+            "# HELP credential_failure_floor_overruns_total Refused credential checks that took longer than "
+            + "the failure floor (raise UPGRADE_FAILURE_FLOOR_MS).\n"
+        out += "# TYPE credential_failure_floor_overruns_total counter\n"
+        out += "credential_failure_floor_overruns_total \(snapshot.failureFloorOverruns)\n"
         out += "# HELP upgrade_apple_revocations_sent_total Apple refresh tokens this instance revoked at Apple.\n"
         out += "# TYPE upgrade_apple_revocations_sent_total counter\n"
         out += "upgrade_apple_revocations_sent_total \(snapshot.revocationsSent)\n"

@@ -144,6 +144,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             cause = problem.cause
             response = problem.response
         } catch let failure as UpgradeFailure {
+            if failure.notBefore != nil { metrics.recordFailureHeld() }
             let problem = APIProblem(failure)
             problemSlug = problem.slug
             cause = problem.cause

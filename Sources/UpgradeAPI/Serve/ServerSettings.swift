@@ -42,6 +42,9 @@ public struct ServerSettings: Sendable {
     public var adminTokens: AdminTokenSet?
     /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`, Apple's password-rules syntax).
     public var passwordRules: PasswordRules
+    /// How soon a refused credential check may be answered at the earliest
+    /// (`UPGRADE_FAILURE_FLOOR_MS`); nil for the default derived from the hash limits.
+    public var failureFloor: Duration? = nil
     /// Where signed webhooks go (`UPGRADE_WEBHOOK_URL`), and the key read from
     /// `UPGRADE_WEBHOOK_SECRET_FILE` while validating; both nil when webhooks are off.
     public var webhookURL: String? = nil
@@ -59,7 +62,7 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_HEALTH_LISTEN", "--health-listen"),
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
-        ("UPGRADE_PASSWORD_RULES", "--password-rules"),
+        ("UPGRADE_PASSWORD_RULES", "--password-rules"), ("UPGRADE_FAILURE_FLOOR_MS", "--failure-floor-ms"),
         ("UPGRADE_WEBHOOK_URL", "--webhook-url"), ("UPGRADE_WEBHOOK_SECRET_FILE", "--webhook-secret-file"),
     ]
 
@@ -266,6 +269,20 @@ public struct ServerSettings: Sendable {
             }
         }
 
+        var failureFloor: Duration?
+        if let text = value("UPGRADE_FAILURE_FLOOR_MS") {
+            // Below the costliest admitted check, a refusal's timing tells which hash an account has.
+            if text.utf8.allSatisfy({ (48...57).contains($0) }), let milliseconds = Int64(text),
+                (0...10_000).contains(milliseconds)
+            {
+                failureFloor = .milliseconds(milliseconds)
+            } else {
+                problems.append(
+                    "UPGRADE_FAILURE_FLOOR_MS: expected whole milliseconds from 0 to 10000, e.g. \(Self.defaultFailureFloorMilliseconds) (the default)"
+                )
+            }
+        }
+
         let webhookURL = value("UPGRADE_WEBHOOK_URL")
         var webhookSecret: WebhookSecret?
         if let webhookURL, let problem = validateWebhookURL(webhookURL) { problems.append(problem) }
@@ -308,9 +325,16 @@ public struct ServerSettings: Sendable {
             adminTokensFile: adminTokensFile,
             adminTokens: adminTokens,
             passwordRules: passwordRules,
+            failureFloor: failureFloor,
             webhookURL: webhookURL,
             webhookSecret: webhookSecret
         )
+    }
+
+    /// `UPGRADE_FAILURE_FLOOR_MS`'s default: `PasswordHashLimits.failureFloor` of the default limits.
+    public static var defaultFailureFloorMilliseconds: Int64 {
+        let floor = PasswordHashLimits.default.failureFloor.components
+        return floor.seconds * 1000 + floor.attoseconds / 1_000_000_000_000_000
     }
 
     /// `https://` anywhere, or `http://` to a loopback address only: the payloads name accounts.

@@ -78,6 +78,8 @@ public final class UpgradeApplication: Sendable {
             appleTeamID: teamID
         )
         upgradeConfiguration.passwordRules = settings.passwordRules
+        upgradeConfiguration.failureFloor = settings.failureFloor
+        upgradeConfiguration.onFailureFloorOverrun = { _ in metrics.recordFailureFloorOverrun() }
         service = UpgradeService(
             store: store,
             passwords: passwords,

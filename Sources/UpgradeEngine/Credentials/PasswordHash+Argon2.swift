@@ -150,5 +150,15 @@ extension PasswordHash {
                 limit: "argon2Iterations"
             )
         }
+        // Both factors are bounded by now, so the product cannot overflow.
+        guard memoryKiB * iterations <= limits.argon2MaxWorkKiB else {
+            throw .outOfBounds(
+                scheme,
+                "work (m·t, m = \(memoryKiB) KiB, t = \(iterations))",
+                "\(memoryKiB * iterations) KiB",
+                allowed: "maximum \(limits.argon2MaxWorkKiB) KiB",
+                limit: "argon2MaxWorkKiB"
+            )
+        }
     }
 }

@@ -86,7 +86,8 @@ extension PasswordHash {
                 scheme: prefix + hash.scheme,
                 libxcryptScheme: hash.scheme,
                 costDescription: hash.costDescription,
-                encoded: hash.encoded
+                encoded: hash.encoded,
+                maxPasswordBytes: hash.maxPasswordBytes
             )
         )
     }

@@ -12,19 +12,24 @@ extension PasswordHash {
         let costDescription: String
         /// The crypt(3) string itself, without any `{CRYPT}` prefix.
         let encoded: String
+        /// sha-crypt: the longest password this hash is checked for within
+        /// `PasswordHashLimits.shaCryptMaxBlocks` (its work grows with the password's length).
+        let maxPasswordBytes: Int?
 
         init(
             format: PasswordHashFormat,
             scheme: String,
             libxcryptScheme: String? = nil,
             costDescription: String,
-            encoded: String
+            encoded: String,
+            maxPasswordBytes: Int? = nil
         ) {
             self.format = format
             self.scheme = scheme
             self.libxcryptScheme = libxcryptScheme ?? scheme
             self.costDescription = costDescription
             self.encoded = encoded
+            self.maxPasswordBytes = maxPasswordBytes
         }
 
         var inspection: PasswordHashInspection {
@@ -32,6 +37,13 @@ extension PasswordHash {
         }
 
         func verify(password: [UInt8]) throws(PasswordHashError) -> Bool {
+            if let maxPasswordBytes, password.count > maxPasswordBytes {
+                throw PasswordHashError(
+                    .invalidPassword,
+                    "the password is \(password.count) bytes; with its rounds this \(scheme) hash checks passwords of at "
+                        + "most \(maxPasswordBytes) bytes within PasswordHashLimits.shaCryptMaxBlocks"
+                )
+            }
             var output = try PasswordKDF.crypt(password: password, setting: encoded, scheme: libxcryptScheme)
             defer { PasswordKDF.wipe(&output) }
             return ConstantTime.equals(output, encoded.utf8)
@@ -149,12 +161,39 @@ extension PasswordHash {
                 limit: "shaCryptRounds"
             )
         }
+        // The work grows with the password's length: find the longest password the bound allows.
+        let sha512 = format == .sha512Crypt
+        func blocks(_ passwordBytes: Int) -> Int {
+            PasswordHashLimits.shaCryptBlocks(
+                sha512: sha512,
+                rounds: effective,
+                saltBytes: salt.count,
+                passwordBytes: passwordBytes
+            )
+        }
+        let admitted = PasswordHashLimits.shaCryptAdmittedPasswordBytes
+        guard blocks(admitted) <= limits.shaCryptMaxBlocks else {
+            throw .outOfBounds(
+                scheme,
+                "work (SHA-2 blocks for a \(admitted)-byte password, \(effective) rounds)",
+                blocks(admitted),
+                allowed: "maximum \(limits.shaCryptMaxBlocks)",
+                limit: "shaCryptMaxBlocks"
+            )
+        }
+        var longest = admitted
+        var beyond = PasswordKDF.maxCryptPassphraseBytes + 1
+        while beyond - longest > 1 {
+            let middle = (longest + beyond) / 2
+            if blocks(middle) <= limits.shaCryptMaxBlocks { longest = middle } else { beyond = middle }
+        }
         return .libxcrypt(
             Libxcrypt(
                 format: format,
                 scheme: scheme,
                 costDescription: rounds == nil ? "5000 rounds (implicit default)" : "\(effective) rounds",
-                encoded: String(decoding: bytes, as: UTF8.self)
+                encoded: String(decoding: bytes, as: UTF8.self),
+                maxPasswordBytes: longest
             )
         )
     }

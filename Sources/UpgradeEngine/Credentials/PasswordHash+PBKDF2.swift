@@ -111,14 +111,18 @@ extension PasswordHash {
         hash: [UInt8],
         limits: PasswordHashLimits
     ) throws(PasswordHashError) -> PBKDF2 {
+        // An HMAC-SHA512 iteration costs about twice one of the others, so it has a range of its own.
+        let (range, limit) =
+            digest == .sha512
+            ? (limits.pbkdf2SHA512Iterations, "pbkdf2SHA512Iterations") : (limits.pbkdf2Iterations, "pbkdf2Iterations")
         // OpenSSL takes the count as a C int, whatever the configured limit.
-        guard limits.pbkdf2Iterations.contains(iterations), iterations <= Int32.max else {
+        guard range.contains(iterations), iterations <= Int32.max else {
             throw .outOfBounds(
                 scheme,
                 "iterations",
                 iterations,
-                allowed: "range \(limits.pbkdf2Iterations.lowerBound)...\(limits.pbkdf2Iterations.upperBound)",
-                limit: "pbkdf2Iterations"
+                allowed: "range \(range.lowerBound)...\(range.upperBound)",
+                limit: limit
             )
         }
         return PBKDF2(scheme: scheme, digest: digest, iterations: iterations, salt: salt, hash: hash)

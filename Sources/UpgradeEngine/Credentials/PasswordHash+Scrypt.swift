@@ -140,6 +140,15 @@ extension PasswordHash {
                 limit: "scryptMaxParallelism"
             )
         }
+        guard memory * p <= limits.scryptMaxWorkBytes else {
+            throw .outOfBounds(
+                scheme,
+                "work (128·r·N·p, N = 2^\(logN), r = \(r), p = \(p))",
+                describeBytes(memory * p),
+                allowed: "maximum \(describeBytes(limits.scryptMaxWorkBytes))",
+                limit: "scryptMaxWorkBytes"
+            )
+        }
         // RFC 7914 requires N < 2^(128·r/8); OpenSSL enforces it, so refuse it here with a reason.
         guard 16 * r > logN else {
             throw .malformed(scheme, "scrypt requires N < 2^(16·r), and N = 2^\(logN) with r = \(r) is not")

@@ -89,6 +89,22 @@ extension PasswordHash {
         if t > UInt64(limits.yescryptMaxTime) {
             throw .outOfBounds(scheme, "t", t, allowed: "maximum \(limits.yescryptMaxTime)", limit: "yescryptMaxTime")
         }
+        // Memory, p and t are bounded by now, so the work cannot overflow.
+        let work = PasswordHashLimits.yescryptWorkBytes(
+            memoryBytes: Int(memoryBytes),
+            flavor: Int(flavor),
+            p: Int(p),
+            t: Int(t)
+        )
+        if work > limits.yescryptMaxWorkBytes {
+            throw .outOfBounds(
+                scheme,
+                "work (memory × passes, flavor \(flavor), p = \(p), t = \(t))",
+                describeBytes(work),
+                allowed: "maximum \(describeBytes(limits.yescryptMaxWorkBytes))",
+                limit: "yescryptMaxWorkBytes"
+            )
+        }
         return .libxcrypt(
             Libxcrypt(
                 format: .yescrypt,

@@ -69,7 +69,9 @@ public struct PasswordHashError: Error, Sendable, Hashable, CustomStringConverti
             .parameterOutOfBounds,
             "\(scheme) hash has \(parameter) = \(shown), outside the accepted \(allowed) "
                 + "(PasswordHashLimits.\(limit)); "
-                + "it was refused without being computed: rehash the account or adjust the limit deliberately"
+                + "it was refused without being computed, since every guess at this account would cost that much: "
+                + "export it rehashed within that limit (lower the source system's cost setting; most rehash at "
+                + "the user's next sign-in there), or have the user set a new password"
         )
     }
 }

@@ -110,6 +110,12 @@ public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertibl
     /// For the server's log only, never the client: what underlay an internal failure (a storage
     /// error's code and message, which name tables and constraints but never bound values).
     public var cause: String?
+    /// The earliest moment the failure may reach the client. Set on a refused credential check
+    /// (a wrong password, an unknown username, an unusable stored hash, a refused ticket, a locked
+    /// username): `UpgradeServiceConfiguration.failureFloor` after the call began, whatever the
+    /// account and its hash, so the answer's timing does not tell which it was (docs/architecture.md
+    /// §10.3). The caller holds the answer until then; the REST layer lets its event loop do so.
+    public var notBefore: ContinuousClock.Instant?
 
     public init(
         _ kind: Kind,

@@ -20,6 +20,7 @@ extension UpgradeService {
         serviceIdentifier: String,
         now: Int64
     ) throws(UpgradeFailure) -> PasswordChangeAnswer {
+        let started = ContinuousClock.now
         try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
         if let ticket {
             guard password.isEmpty else {
@@ -181,7 +182,7 @@ extension UpgradeService {
         guard transition.problem == nil else {
             var failure = passwordChangeFailure(machine, id: id, problem: transition.problem)
             failure.retryAfter = retryAfter
-            throw failure
+            throw heldToFloor(failure, since: started)
         }
         return passwordChangeAnswer(machine, id: id)
     }

@@ -16,6 +16,7 @@ extension UpgradeService {
         serviceIdentifier: String,
         now: Int64
     ) throws(UpgradeFailure) -> UpgradeAnswer {
+        let started = ContinuousClock.now
         try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
         if let ticket {
             guard password.isEmpty else {
@@ -193,7 +194,7 @@ extension UpgradeService {
         guard transition.problem == nil else {
             var failure = self.failure(for: machine, id: id, problem: transition.problem)
             failure.retryAfter = retryAfter
-            throw failure
+            throw heldToFloor(failure, since: started)
         }
         var answer = self.answer(machine, id: id)
         answer.state = issued.state

@@ -11,6 +11,8 @@ public final class UpgradeService: Sendable {
     let identityTokens: any IdentityTokenVerifying
     let apple: any AppleTokenExchanging
     let configuration: UpgradeServiceConfiguration
+    /// Raises the failure floor after refusals that overran it (`heldToFloor`).
+    let failureFloors = FailureFloorTracker()
 
     public init(
         store: any UpgradeStore,

@@ -16,6 +16,15 @@ public struct UpgradeServiceConfiguration: Sendable {
     public var ticketLifetime: Int64 = 300
     /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`).
     public var passwordRules: PasswordRules = .default
+    /// How soon, from the start of the call, a refused credential check may be answered at the
+    /// earliest (`UpgradeFailure.notBefore`, `UPGRADE_FAILURE_FLOOR_MS`). nil takes the verifier's
+    /// `PasswordHashLimits.failureFloor`, which exceeds the costliest check its limits admit;
+    /// `.zero` turns the floor off.
+    public var failureFloor: Duration?
+    /// Called with how long a refused credential check took when it took longer than the failure
+    /// floor (for metrics: the floor is too short for this machine's load). The floor is raised for
+    /// a while after it (`FailureFloorTracker`).
+    public var onFailureFloorOverrun: @Sendable (Duration) -> Void = { _ in }
     /// Called as each effect a transition returned is performed, with the upgrade's id, in the
     /// machine's order (for metrics and tests). The effects performed inside a transaction
     /// (`issueStateAndNonce`, `convertAccount`) are reported again when a conflict makes the store run
