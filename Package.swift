@@ -65,8 +65,10 @@ let package = Package(
             name: "UpgradeAPI",
             dependencies: ["UpgradeEngine", "CSystem"]
         ),
-        // The REST API for an Account Authentication Modification extension: Foundation only.
-        .target(name: "UpgradeClient"),
+        // The REST API for an Account Authentication Modification extension: Foundation only. Its
+        // sources live in the package an app adds from Xcode (Clients/UpgradeClient), which builds it
+        // without the server's system libraries.
+        .target(name: "UpgradeClient", path: "Clients/UpgradeClient/Sources/UpgradeClient"),
         // A minimal server answering /healthz, for Benchmarks/http-load.sh and the descriptor-exhaustion test.
         .executableTarget(
             name: "http-load-server",
@@ -90,8 +92,9 @@ let package = Package(
             name: "UpgradeAPITests",
             dependencies: ["UpgradeAPI"]
         ),
-        // Drives the client against the real server on loopback; DevServer.swift and TestBackend.swift
-        // are links to UpgradeAPITests' own.
+        // Drives the client, and the example extension's flow, against the real server on loopback:
+        // DevServer.swift, TestBackend.swift and TicketHarness.swift are links to UpgradeAPITests' own,
+        // and the flow's four files links to Examples/AccountModificationExtension.
         .testTarget(
             name: "UpgradeClientTests",
             dependencies: ["UpgradeClient", "UpgradeAPI"]

@@ -101,7 +101,8 @@ struct UpgradeClientTests {
         }
         let wrong = await refusal { _ = try await fixture.client.stepUp(upgradeID: id, code: "000000") }
         #expect(wrong?.status == 401 && wrong?.problemType.hasSuffix("/invalid-code") == true)
-        #expect(wrong?.extensionErrorCode == .userInteractionRequired, "tries are left: ask again")
+        #expect(wrong?.mayTryAnotherCode == true, "tries are left: ask again")
+        #expect(wrong?.extensionErrorCode == .failed, "never userInteractionRequired: the UI is showing")
         let stepped = try await fixture.client.stepUp(upgradeID: id, code: fixture.server.totpCode())
         let completed = try await fixture.finish(stepped)
         #expect(completed.accountID == (try fixture.accountID(demo)))
@@ -201,8 +202,10 @@ struct UpgradeClientTests {
         let unreachable = await refusal {
             _ = try await closed.startUpgrade(username: "plain", password: "pw-plain", serviceIdentifier: "s")
         }
-        #expect(unreachable?.status == 0 && unreachable?.extensionErrorCode == .failed)
-        #expect(unreachable?.problemType == "about:blank")
+        #expect(
+            unreachable?.status == 0 && unreachable?.kind == .unreachable && unreachable?.extensionErrorCode == .failed
+        )
+        #expect(unreachable?.problemType == "about:blank" && unreachable?.requestID == nil)
     }
 
     @Test("strong-password change: plain, a broken rule refused, the old password gone after")
@@ -255,12 +258,12 @@ struct UpgradeClientTests {
             newPassword: strong,
             serviceIdentifier: "s"
         )
-        guard case .twoFactorAuthRequired(let id) = step else {
+        guard case .twoFactorAuthRequired(let id, _) = step else {
             Issue.record("\(step)")
             return
         }
         let wrong = await refusal { _ = try await client.stepUpPasswordChange(id: id, code: "000000") }
-        #expect(wrong?.status == 401 && wrong?.extensionErrorCode == .userInteractionRequired)
+        #expect(wrong?.status == 401 && wrong?.mayTryAnotherCode == true && wrong?.attemptsRemaining == 4)
         #expect(try await client.stepUpPasswordChange(id: id, code: fixture.server.totpCode()) == .completed(id: id))
         let upgrade = try await client.startUpgrade(username: demo, password: strong, serviceIdentifier: "s")
         guard case .twoFactorAuthRequired = upgrade else {
@@ -273,7 +276,7 @@ struct UpgradeClientTests {
     func importsFoundationOnly() throws {
         let sources = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/UpgradeClient")
+            .appendingPathComponent("Clients/UpgradeClient/Sources/UpgradeClient")
         let files = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter { $0.hasSuffix(".swift") }
         #expect(!files.isEmpty)
         for file in files {

@@ -1,0 +1,1 @@
+../../Examples/AccountModificationExtension/AccountModificationSystem.swift

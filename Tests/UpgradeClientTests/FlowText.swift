@@ -1,0 +1,1 @@
+../../Examples/AccountModificationExtension/FlowText.swift
