@@ -33,17 +33,9 @@ struct AccountErasureEndToEndTests {
         let supportToken: String
 
         init(_ backend: Backend) throws {
-            receiver = try WebhookReceiver()
-            let tokens = receiver.directory.appendingPathComponent("admin-tokens").path
-            supportToken = try AdminTokenFile.add(name: "support", scopes: [.accounts], path: tokens, now: 1)
-            server = try DevServer(
+            (receiver, server, supportToken) = try WebhookReceiver.withServer(
                 backend,
-                environment: [
-                    "UPGRADE_ADMIN_TOKENS_FILE": tokens, "UPGRADE_WEBHOOK_URL": receiver.url,
-                    "UPGRADE_WEBHOOK_SECRET_FILE": receiver.secretFile,
-                ],
-                revocationIntervalMilliseconds: 50,
-                webhookIntervalMilliseconds: 50
+                revocationIntervalMilliseconds: 50
             )
         }
 

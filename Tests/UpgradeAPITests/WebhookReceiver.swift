@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UpgradeEngine
 
 /// `Tests/Fixtures/webhooks/receiver.py` as a process: a loopback webhook receiver that verifies
 /// every delivery with python's `standardwebhooks` and records it. `stop()` ends it; it also ends
@@ -113,5 +114,28 @@ final class WebhookReceiver: @unchecked Sendable {
             try? await Task.sleep(nanoseconds: 50_000_000)
         }
         return try condition()
+    }
+}
+
+extension WebhookReceiver {
+    /// A receiver, and a development server whose webhooks go to it (sent every 50 ms) with an admin
+    /// token file holding `support` (scope `accounts`): what the webhook suites start with.
+    static func withServer(
+        _ backend: Backend,
+        revocationIntervalMilliseconds: Int = 5000
+    ) throws -> (receiver: WebhookReceiver, server: DevServer, supportToken: String) {
+        let receiver = try WebhookReceiver()
+        let tokens = receiver.directory.appendingPathComponent("admin-tokens").path
+        let supportToken = try AdminTokenFile.add(name: "support", scopes: [.accounts], path: tokens, now: 1)
+        let server = try DevServer(
+            backend,
+            environment: [
+                "UPGRADE_ADMIN_TOKENS_FILE": tokens, "UPGRADE_WEBHOOK_URL": receiver.url,
+                "UPGRADE_WEBHOOK_SECRET_FILE": receiver.secretFile,
+            ],
+            revocationIntervalMilliseconds: revocationIntervalMilliseconds,
+            webhookIntervalMilliseconds: 50
+        )
+        return (receiver, server, supportToken)
     }
 }
