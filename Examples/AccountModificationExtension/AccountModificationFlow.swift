@@ -49,6 +49,8 @@ final class AccountModificationFlow {
     private var pending: Pending?
     /// The upgrade the server holds open for this request, which a cancel must end.
     private var openUpgradeID: String?
+    /// The password change waiting for its step-up, which a cancel must end likewise.
+    private var openPasswordChangeID: String?
     private var screen = StepUpScreen.checking
     /// The call in flight; `nil` when the flow waits for the user.
     private(set) var work: Task<Void, Never>?
@@ -136,8 +138,10 @@ final class AccountModificationFlow {
             ) {
             case .completed:
                 finish(.passwordChanged(user: user, newPassword: newPassword))
-            case .twoFactorAuthRequired:
-                // The interactive call sends the same password or ticket again and supersedes this change.
+            case .twoFactorAuthRequired(let id, _):
+                // The UI is needed. Ending this change as `userInteractionRequired` lets the interactive
+                // call present the same ticket again (docs/architecture.md §5).
+                await cleanUpPasswordChange(id: id, reason: .userInteractionRequired)
                 finish(.cancelled(.userInteractionRequired, failureReason: nil))
             }
         }
@@ -164,6 +168,7 @@ final class AccountModificationFlow {
             case .completed:
                 finish(.passwordChanged(user: user, newPassword: newPassword))
             case .twoFactorAuthRequired(let id, let attempts):
+                openPasswordChangeID = id
                 pending = .passwordChange(id: id, user: user, newPassword: newPassword)
                 askForCode(attemptsRemaining: attempts, error: nil)
             }
@@ -171,16 +176,19 @@ final class AccountModificationFlow {
     }
 
     /// `cancelRequest()`: the user tapped the system's Cancel button. The call in flight is cancelled,
-    /// the open upgrade ended on the server (bounded), then the request cancelled with `userCanceled`.
-    /// A password change has no server-side cancel: the next one supersedes it, or it expires.
+    /// the open upgrade or password change ended on the server (bounded), then the request cancelled
+    /// with `userCanceled`.
     func cancelRequest() {
         guard phase == .running else { return }
         phase = .cancelling
         work?.cancel()
         let upgradeID = openUpgradeID
+        let passwordChangeID = openPasswordChangeID
         openUpgradeID = nil
+        openPasswordChangeID = nil
         ending = Task { [self] in
             if let upgradeID { await cleanUp(upgradeID: upgradeID, reason: .userCanceled) }
+            if let passwordChangeID { await cleanUpPasswordChange(id: passwordChangeID, reason: .userCanceled) }
             phase = .ended
             system?.cancel(with: .userCanceled, failureReason: nil)
         }
@@ -216,6 +224,7 @@ final class AccountModificationFlow {
                         : try await client.stepUpPasswordChange(id: id, code: code)
                     switch step {
                     case .completed:
+                        openPasswordChangeID = nil
                         finish(.passwordChanged(user: user, newPassword: newPassword))
                     case .twoFactorAuthRequired(_, let attempts):
                         askForCode(attemptsRemaining: attempts, error: FlowText.wrongCode)
@@ -343,6 +352,7 @@ final class AccountModificationFlow {
         if let upgradeID = openUpgradeID, Self.mayStillBeOpen(after: error) {
             await cleanUp(upgradeID: upgradeID, reason: .failed)
         }
+        if let id = openPasswordChangeID { await cleanUpPasswordChange(id: id, reason: .failed) }
         let code = (error as? UpgradeClientError)?.extensionErrorCode ?? .failed
         finish(.cancelled(code, failureReason: FlowText.failure(error)))
     }
@@ -359,6 +369,13 @@ final class AccountModificationFlow {
         if openUpgradeID == upgradeID { openUpgradeID = nil }
         let client = self.client
         await Self.bounded(cleanupTimeout) { try? await client.cancel(upgradeID: upgradeID, reason: reason) }
+    }
+
+    /// Ends the password change on the server, bounded as `cleanUp` is.
+    private func cleanUpPasswordChange(id: String, reason: ExtensionErrorCode) async {
+        if openPasswordChangeID == id { openPasswordChangeID = nil }
+        let client = self.client
+        await Self.bounded(cleanupTimeout) { try? await client.cancelPasswordChange(id: id, reason: reason) }
     }
 
     private func finish(_ outcome: Outcome) {

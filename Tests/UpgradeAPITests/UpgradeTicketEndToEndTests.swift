@@ -328,9 +328,10 @@ struct UpgradeTicketEndToEndTests {
 
     @Test(
         "TOTP in-app password change: the silent call, then the interactive call with the same ticket, completes",
-        arguments: Backend.all
+        arguments: Backend.all,
+        SilentEnd.allCases
     )
-    func passwordChangeSilentThenInteractive(_ backend: Backend) async throws {
+    func passwordChangeSilentThenInteractive(_ backend: Backend, _ silentEnd: SilentEnd) async throws {
         let harness = try Harness(backend)
         let server = harness.server
         let demo = DevelopmentEnvironment.demoUsername
@@ -346,13 +347,21 @@ struct UpgradeTicketEndToEndTests {
         }
         let silent = try await change()
         #expect(silent.status == 201 && silent["status"] == "stepUpRequired")
+        if silentEnd == .userInteractionRequired {
+            let path = "/v1/password-changes/\(try #require(silent["id"]))/cancel"
+            let cancelled = try await server.post(path, ["reason": "userInteractionRequired"])
+            #expect(cancelled.status == 200 && cancelled["status"] == "cancelled" && cancelled["result"] == "failure")
+            let again = try await server.post(path, ["reason": "userCanceled"])
+            #expect(again.status == 200 && again["status"] == "cancelled", "a second cancel answers the same")
+        }
         let interactive = try await change()
         #expect(interactive.status == 201 && interactive["status"] == "stepUpRequired")
         let old = try await server.post(
             "/v1/password-changes/\(try #require(silent["id"]))/step-up",
             ["code": server.totpCode()]
         )
-        #expect(old.status == 409 && old["changeStatus"] == "failed", "superseded by the interactive call")
+        #expect(old.status == 409, "superseded by the interactive call, or cancelled")
+        #expect(old["changeStatus"] == (silentEnd == .leftOpen ? "failed" : "cancelled"))
         let stepped = try await server.post(
             "/v1/password-changes/\(try #require(interactive["id"]))/step-up",
             ["code": server.totpCode()]
@@ -360,7 +369,38 @@ struct UpgradeTicketEndToEndTests {
         #expect(stepped["status"] == "completed")
         let again = try await change()
         #expect(again.status == 401 && again.problem == "invalid-ticket")
-        harness.expectNoSecrets([ticket], bodies: [silent, interactive, old, stepped, again])
+        // A completed change cannot be cancelled.
+        let late = try await server.post(
+            "/v1/password-changes/\(try #require(interactive["id"]))/cancel",
+            ["reason": "userCanceled"]
+        )
+        #expect(late.status == 409 && late.problem == "not-allowed-in-state" && late["changeStatus"] == "completed")
+        harness.expectNoSecrets([ticket], bodies: [silent, interactive, old, stepped, again, late])
+    }
+
+    @Test("a password change cancelled by the user leaves its ticket spent", arguments: Backend.all)
+    func passwordChangeCancelledByTheUser(_ backend: Backend) async throws {
+        let harness = try Harness(backend)
+        let server = harness.server
+        let demo = DevelopmentEnvironment.demoUsername
+        let ticket = try await harness.ticket(demo)
+        let body: [String: any Sendable] = [
+            "username": demo, "password": "", "ticket": ticket, "newPassword": "abcdEf-ghijK1-lmnoPq",
+            "serviceIdentifier": "s",
+        ]
+        let silent = try await server.post("/v1/password-changes", body)
+        let id = try #require(silent["id"])
+        let cancelled = try await server.post("/v1/password-changes/\(id)/cancel", ["reason": 1])
+        #expect(cancelled["status"] == "cancelled")
+        let stepUp = try await server.post("/v1/password-changes/\(id)/step-up", ["code": server.totpCode()])
+        #expect(stepUp.status == 409 && stepUp["changeStatus"] == "cancelled")
+        let again = try await server.post("/v1/password-changes", body)
+        #expect(again.status == 401 && again.problem == "invalid-ticket")
+        let bad = try await server.post("/v1/password-changes/\(id)/cancel", ["reason": "because"])
+        #expect(bad.status == 422 && bad.problem == "validation")
+        let unknown = try await server.post("/v1/password-changes/pwc_nope/cancel", ["reason": 1])
+        #expect(unknown.status == 404)
+        harness.expectNoSecrets([ticket], bodies: [silent, cancelled, stepUp, again, bad, unknown])
     }
 
 }

@@ -341,6 +341,8 @@ struct AccountModificationFlowTests {
             userInfo: userInfo
         )
         #expect(await silent.system.outcome() == .cancelled(.userInteractionRequired, failureReason: nil))
+        // The silent call's change ended on the server first, leaving the ticket to the UI's call.
+        #expect(silent.upgrades.calls == ["changePassword", "cancelPasswordChange(userInteractionRequired)"])
 
         let system = FakeSystem(silent.server)
         let flow = AccountModificationFlow(client: silent.upgrades, system: system)
@@ -367,6 +369,36 @@ struct AccountModificationFlowTests {
             serviceIdentifier: "s"
         )
         #expect(upgrade.upgradeID.isEmpty == false, "the new password works")
+    }
+
+    @Test("Cancel on a password change's step-up screen: the change cancelled on the server, then userCanceled")
+    func cancelPasswordChangeOnScreen() async throws {
+        let fixture = try Fixture()
+        let system = FakeSystem(fixture.server)
+        let flow = AccountModificationFlow(client: fixture.upgrades, system: system)
+        flow.prepareToChangePassword(
+            user: Self.demo,
+            password: DevelopmentEnvironment.demoPassword,
+            newPassword: Self.strong,
+            serviceIdentifier: "s",
+            userInfo: nil
+        )
+        while let work = flow.work { await work.value }
+        #expect(system.lastScreen?.attemptsText == FlowText.attemptsLeft(5))
+        flow.cancelRequest()
+        await flow.ending?.value
+        #expect(system.outcomes == [.cancelled(.userCanceled, failureReason: nil)])
+        #expect(fixture.upgrades.calls == ["changePassword", "cancelPasswordChange(userCanceled)"])
+        let store = fixture.server.application.store
+        let account = try #require(try store.read { try $0.account(username: try Username(Self.demo)) })
+        #expect(try store.read { try $0.openPasswordChanges(accountID: account.id, limit: 10) }.isEmpty)
+        // The old password still works: nothing was stored.
+        let upgrade = try await fixture.upgrades.real.startUpgrade(
+            username: Self.demo,
+            password: DevelopmentEnvironment.demoPassword,
+            serviceIdentifier: "s"
+        )
+        #expect(upgrade.upgradeID.isEmpty == false)
     }
 
     @Test("failures end the request in the person's language, never the server's English detail")

@@ -128,4 +128,10 @@ final class InterposedUpgrades: UpgradeServing {
         await holdStepUp?.wait()
         return try await real.stepUpPasswordChange(id: id, recoveryCode: recoveryCode)
     }
+
+    func cancelPasswordChange(id: String, reason: ExtensionErrorCode) async throws {
+        note("cancelPasswordChange(\(reason.name))")
+        await holdCancel?.wait()
+        try await real.cancelPasswordChange(id: id, reason: reason)
+    }
 }

@@ -247,6 +247,7 @@ struct UpgradeClientAnswerTests {
             func stepUpPasswordChange(id: String, recoveryCode: String) async throws -> PasswordChangeStep {
                 .completed(id: id)
             }
+            func cancelPasswordChange(id: String, reason: ExtensionErrorCode) async throws {}
         }
         let upgrades: any UpgradeServing = Scripted()
         #expect(try await upgrades.startUpgrade(username: "u", password: "p", serviceIdentifier: "s").upgradeID == "u1")

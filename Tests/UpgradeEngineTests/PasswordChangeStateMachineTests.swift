@@ -15,6 +15,7 @@ struct PasswordChangeStateMachineTests {
         case stepUpLastTry
         case completed
         case failed
+        case cancelled
         case expired
 
         var state: PasswordChangeState {
@@ -24,6 +25,7 @@ struct PasswordChangeStateMachineTests {
             case .stepUpLastTry: .stepUpRequired(.init(deadline: t0 + 300, failedAttempts: 4))
             case .completed: .completed
             case .failed: .failed(.init(reason: .invalidCredentials))
+            case .cancelled: .cancelled(.init(reason: .userInteractionRequired))
             case .expired: .expired
             }
         }
@@ -36,6 +38,7 @@ struct PasswordChangeStateMachineTests {
         case ticketOK, ticket2FA, ticketInvalid, ticketLocked, ticketNotEligible
         case codeOK, codeWrong, codeLocked
         case newPasswordRefused, accountChanged, deadlinePassed
+        case credentialsChanged, superseded, cancelUser, cancelInteraction, passwordChangedMeanwhile
 
         var event: PasswordChangeEvent {
             switch self {
@@ -55,6 +58,11 @@ struct PasswordChangeStateMachineTests {
             case .newPasswordRefused: .newPasswordRefused
             case .accountChanged: .accountChanged
             case .deadlinePassed: .deadlinePassed
+            case .credentialsChanged: .credentialsChanged
+            case .superseded: .superseded
+            case .cancelUser: .cancel(reason: .userCanceled)
+            case .cancelInteraction: .cancel(reason: .userInteractionRequired)
+            case .passwordChangedMeanwhile: .passwordEvaluated(.rejected(reason: .credentialsChanged))
             }
         }
 
@@ -69,6 +77,8 @@ struct PasswordChangeStateMachineTests {
         )
         /// The state stays exactly as it was and nothing is to be stored.
         case stays(problem: PasswordChangeFailureReason)
+        /// The call that ended the change, repeated: answered again, nothing stored.
+        case replay
         case refused(TransitionError.Code)
     }
 
@@ -102,6 +112,18 @@ struct PasswordChangeStateMachineTests {
             return failed(.notEligible)
         case (.started, .deadlinePassed), (.stepUpFresh, .deadlinePassed), (.stepUpLastTry, .deadlinePassed):
             return .refused(.deadlineNotReached)
+        case (.started, .credentialsChanged), (.stepUpFresh, .credentialsChanged),
+            (.stepUpLastTry, .credentialsChanged):
+            return failed(.credentialsChanged)
+        case (.started, .passwordChangedMeanwhile): return failed(.credentialsChanged)
+        case (.started, .superseded), (.stepUpFresh, .superseded), (.stepUpLastTry, .superseded):
+            return failed(.superseded)
+        case (.started, .cancelUser), (.stepUpFresh, .cancelUser), (.stepUpLastTry, .cancelUser):
+            return .moves(to: .cancelled(.init(reason: .userCanceled)))
+        case (.started, .cancelInteraction), (.stepUpFresh, .cancelInteraction), (.stepUpLastTry, .cancelInteraction):
+            return .moves(to: .cancelled(.init(reason: .userInteractionRequired)))
+        // Cancelling again answers the same; the first code stays recorded.
+        case (.cancelled, .cancelUser), (.cancelled, .cancelInteraction): return .replay
         default: return .refused(.notAllowed)
         }
     }
@@ -133,6 +155,10 @@ struct PasswordChangeStateMachineTests {
             #expect(transition?.problem == problem)
             #expect(transition?.effects == [])
             #expect(transition?.to == sample.state.status)
+        case .replay:
+            let transition = try? machine.apply(event, now: Self.now)
+            #expect(machine == before, "a replay changes nothing")
+            #expect(transition?.stateChanged == false && transition?.problem == nil && transition?.effects == [])
         case .refused(let code):
             let error = #expect(throws: TransitionError.self) { try machine.apply(event, now: Self.now) }
             #expect(error?.code == code)
@@ -148,6 +174,8 @@ struct PasswordChangeStateMachineTests {
         switch Self.expected(sample, input) {
         case .moves, .stays:
             #expect(admission == .proceed)
+        case .replay:
+            #expect(admission == .replay)
         case .refused(let code):
             guard case .refused(let error) = admission else {
                 Issue.record("\(sample) + \(input): apply refuses, admission says \(admission)")

@@ -74,6 +74,9 @@ struct UpgradeStateMachineTests {
         case cancelNotFound
         case deadlinePassed
         case superseded
+        case credentialsChanged
+        case passwordChangedMeanwhile
+        case conversionCredentialsChanged
 
         var event: UpgradeEvent {
             switch self {
@@ -109,6 +112,9 @@ struct UpgradeStateMachineTests {
             case .cancelNotFound: .cancel(reason: .credentialIdentityNotFound)
             case .deadlinePassed: .deadlinePassed
             case .superseded: .superseded
+            case .credentialsChanged: .credentialsChanged
+            case .passwordChangedMeanwhile: .passwordEvaluated(.rejected(reason: .credentialsChanged))
+            case .conversionCredentialsChanged: .conversionFailed(.credentialsChanged)
             }
         }
 
@@ -199,6 +205,14 @@ struct UpgradeStateMachineTests {
         case (.started, .superseded), (.stepUpFresh, .superseded), (.stepUpLastTry, .superseded),
             (.awaiting, .superseded):
             return cancelled(.failed)
+        // A credential change ends what the old credentials opened; a claimed conversion decides at its
+        // own commit (docs/architecture.md §4.4).
+        case (.started, .credentialsChanged), (.stepUpFresh, .credentialsChanged),
+            (.stepUpLastTry, .credentialsChanged),
+            (.awaiting, .credentialsChanged):
+            return failed(.credentialsChanged)
+        case (.started, .passwordChangedMeanwhile): return failed(.credentialsChanged)
+        case (.converting, .conversionCredentialsChanged): return failed(.credentialsChanged)
 
         case (.started, .deadlinePassed), (.stepUpFresh, .deadlinePassed), (.stepUpLastTry, .deadlinePassed),
             (.awaiting, .deadlinePassed), (.converting, .deadlinePassed):

@@ -39,6 +39,24 @@ extension UpgradeAPIHandler {
         )
     }
 
+    /// The `{reason}` body of a cancel: an `ASExtensionError` code by name or number.
+    static func cancelReason(_ request: HTTPRequest) throws -> ASExtensionErrorCode {
+        let body = try JSONBody(request, allowed: ["reason"])
+        let reason: ASExtensionErrorCode?
+        switch body.value("reason") {
+        case .string(let name)?: reason = ASExtensionErrorCode(name: name)
+        case .integer(let number)?: reason = ASExtensionErrorCode(rawValue: Int(number))
+        case nil, .null?: throw APIProblem.validation("field 'reason' is required")
+        default: reason = nil
+        }
+        guard let reason else {
+            throw APIProblem.validation(
+                "field 'reason' must be an ASExtensionError code: failed (0), userCanceled (1), userInteractionRequired (100) or credentialIdentityNotFound (101)"
+            )
+        }
+        return reason
+    }
+
     static func render(_ answer: PasswordChangeAnswer, status: Int = 200) -> HTTPResponse {
         let members = JWSJSON.object([
             "id": .string(answer.id),

@@ -7,7 +7,7 @@ import UpgradeEngine
 public final class UpgradeAPIHandler: HTTPHandler {
     enum Operation: Sendable {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
-        case startPasswordChange, stepUpPasswordChange
+        case startPasswordChange, stepUpPasswordChange, cancelPasswordChange
         case signInNonce, signIn, credentialState, notification
         case searchAudit, accountOverview
         case deleteAccount
@@ -87,6 +87,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("POST", "/v1/upgrade-tickets", .issueTicket)
         router.add("POST", "/v1/password-changes", .startPasswordChange)
         router.add("POST", "/v1/password-changes/{id}/step-up", .stepUpPasswordChange)
+        router.add("POST", "/v1/password-changes/{id}/cancel", .cancelPasswordChange)
         router.add("POST", "/v1/apple/sign-in/nonce", .signInNonce)
         router.add("POST", "/v1/apple/sign-in", .signIn)
         router.add("GET", "/v1/apple/credential-state", .credentialState)
@@ -319,19 +320,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             }
             return Self.render(answer)
         case .cancel:
-            let body = try JSONBody(request, allowed: ["reason"])
-            let reason: ASExtensionErrorCode?
-            switch body.value("reason") {
-            case .string(let name)?: reason = ASExtensionErrorCode(name: name)
-            case .integer(let number)?: reason = ASExtensionErrorCode(rawValue: Int(number))
-            case nil, .null?: throw APIProblem.validation("field 'reason' is required")
-            default: reason = nil
-            }
-            guard let reason else {
-                throw APIProblem.validation(
-                    "field 'reason' must be an ASExtensionError code: failed (0), userCanceled (1), userInteractionRequired (100) or credentialIdentityNotFound (101)"
-                )
-            }
+            let reason = try Self.cancelReason(request)
             return Self.render(try recorded { try upgrades.cancel(id: id, reason: reason, now: now) })
         case .getUpgrade:
             return Self.render(try upgrades.view(id: id, now: now))
@@ -339,6 +328,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
             return try startPasswordChange(request, now: now)
         case .stepUpPasswordChange:
             return try stepUpPasswordChange(request, id: id, now: now)
+        case .cancelPasswordChange:
+            let reason = try Self.cancelReason(request)
+            return Self.render(try upgrades.cancelPasswordChange(id: id, reason: reason, now: now))
         case .signInNonce:
             return try signInNonce(request, now: now)
         case .signIn:

@@ -23,12 +23,15 @@ public enum PasswordChangeEvent: Sendable, Hashable {
     /// new change (an in-app change's interactive call after its silent one): an account has at most
     /// one open password change.
     case superseded
+    /// The extension cancelled the request (`POST /v1/password-changes/{id}/cancel`): its
+    /// `cancelRequest()` cleanup, or the silent call asking for the UI (`userInteractionRequired`).
+    case cancel(reason: ASExtensionErrorCode)
     /// A sweeper found the state's deadline behind it; any other late event expires it as well.
     case deadlinePassed
 
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case passwordEvaluated, ticketAccepted, ticketRejected, stepUpEvaluated, newPasswordRefused, accountChanged
-        case credentialsChanged, superseded, deadlinePassed
+        case credentialsChanged, superseded, cancel, deadlinePassed
     }
 
     public var kind: Kind {
@@ -41,6 +44,7 @@ public enum PasswordChangeEvent: Sendable, Hashable {
         case .accountChanged: .accountChanged
         case .credentialsChanged: .credentialsChanged
         case .superseded: .superseded
+        case .cancel: .cancel
         case .deadlinePassed: .deadlinePassed
         }
     }

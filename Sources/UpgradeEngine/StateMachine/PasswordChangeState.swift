@@ -8,6 +8,8 @@ public enum PasswordChangeState: Sendable, Hashable {
     /// The new password replaced the old one.
     case completed
     case failed(Failed)
+    /// The extension cancelled the request: the `ASExtensionError` code it cancelled with.
+    case cancelled(Cancelled)
     case expired
 
     public struct Started: Sendable, Hashable {
@@ -39,12 +41,21 @@ public enum PasswordChangeState: Sendable, Hashable {
         }
     }
 
+    public struct Cancelled: Sendable, Hashable {
+        public var reason: ASExtensionErrorCode
+
+        public init(reason: ASExtensionErrorCode) {
+            self.reason = reason
+        }
+    }
+
     public var status: PasswordChangeStatus {
         switch self {
         case .started: .started
         case .stepUpRequired: .stepUpRequired
         case .completed: .completed
         case .failed: .failed
+        case .cancelled: .cancelled
         case .expired: .expired
         }
     }
@@ -54,7 +65,7 @@ public enum PasswordChangeState: Sendable, Hashable {
         switch self {
         case .started(let state): state.deadline
         case .stepUpRequired(let state): state.deadline
-        case .completed, .failed, .expired: nil
+        case .completed, .failed, .cancelled, .expired: nil
         }
     }
 
@@ -65,7 +76,7 @@ public enum PasswordChangeState: Sendable, Hashable {
         case .started: nil
         case .stepUpRequired: .twoFactorAuthRequired
         case .completed: .success
-        case .failed, .expired: .failure
+        case .failed, .cancelled, .expired: .failure
         }
     }
 
@@ -87,12 +98,21 @@ extension PasswordChangeState {
         public var failedAttempts: Int?
         /// `failed` only: a ``PasswordChangeFailureReason`` stored code.
         public var failureReason: String?
+        /// `cancelled` only: the ``ASExtensionErrorCode`` number.
+        public var cancelCode: Int?
 
-        public init(status: String, deadline: Int64? = nil, failedAttempts: Int? = nil, failureReason: String? = nil) {
+        public init(
+            status: String,
+            deadline: Int64? = nil,
+            failedAttempts: Int? = nil,
+            failureReason: String? = nil,
+            cancelCode: Int? = nil
+        ) {
             self.status = status
             self.deadline = deadline
             self.failedAttempts = failedAttempts
             self.failureReason = failureReason
+            self.cancelCode = cancelCode
         }
     }
 
@@ -106,6 +126,8 @@ extension PasswordChangeState {
             Persisted(status: status.rawValue)
         case .failed(let state):
             Persisted(status: status.rawValue, failureReason: state.reason.rawValue)
+        case .cancelled(let state):
+            Persisted(status: status.rawValue, cancelCode: state.reason.rawValue)
         }
     }
 
@@ -131,6 +153,12 @@ extension PasswordChangeState {
                 throw fields.error("'\(code)' is not a reason a password change can fail with")
             }
             self = .failed(.init(reason: reason))
+        case .cancelled:
+            let number = try fields.require(record.cancelCode, "cancelCode")
+            guard let code = ASExtensionErrorCode(rawValue: number) else {
+                throw fields.error("\(number) is not an ASExtensionError code")
+            }
+            self = .cancelled(.init(reason: code))
         case .expired:
             self = .expired
         }
@@ -138,6 +166,7 @@ extension PasswordChangeState {
             "deadline": record.deadline != nil,
             "failedAttempts": record.failedAttempts != nil,
             "failureReason": record.failureReason != nil,
+            "cancelCode": record.cancelCode != nil,
         ])
     }
 }

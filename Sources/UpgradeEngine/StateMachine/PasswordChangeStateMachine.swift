@@ -10,6 +10,7 @@
 /// open --account changed meanwhile---------> failed(not-eligible)
 /// open --credentials changed---------------> failed(credentials-changed)
 /// open --superseded by a newer change------> failed(superseded)
+/// open --cancel----------------------------> cancelled(code); cancelled --cancel--> replay
 /// open, deadline passed --any event--------> expired
 /// ```
 ///
@@ -57,6 +58,7 @@ public struct PasswordChangeStateMachine: Sendable, Hashable {
     /// outcome (checking a code), so that work is never done for a call the machine would refuse.
     /// Agrees with ``apply(_:now:)`` for every state and event (tested pair by pair).
     public func admission(of kind: PasswordChangeEvent.Kind, now: Int64) -> Admission {
+        if case .cancelled = state, kind == .cancel { return .replay }
         guard !status.isTerminal else { return .refused(.notAllowed(state: status.rawValue, event: kind.rawValue)) }
         if hasExpired(now: now) { return .lapsed }
         switch (state, kind) {
@@ -64,7 +66,7 @@ public struct PasswordChangeStateMachine: Sendable, Hashable {
             return .refused(deadlineNotReached(kind.rawValue, now: now))
         case (.started, .passwordEvaluated), (.started, .ticketAccepted), (.started, .ticketRejected),
             (.stepUpRequired, .stepUpEvaluated), (_, .newPasswordRefused), (_, .accountChanged),
-            (_, .credentialsChanged), (_, .superseded):
+            (_, .credentialsChanged), (_, .superseded), (_, .cancel):
             return .proceed
         default:
             return .refused(.notAllowed(state: status.rawValue, event: kind.rawValue))
@@ -74,6 +76,8 @@ public struct PasswordChangeStateMachine: Sendable, Hashable {
     public enum Admission: Sendable, Hashable {
         /// Do the work and apply its outcome.
         case proceed
+        /// The call that ended the change, repeated (a second cancel): answer what is stored.
+        case replay
         /// The state's deadline has passed: apply ``PasswordChangeEvent/deadlinePassed`` instead.
         case lapsed
         /// Not allowed in this state; nothing to do or store.
@@ -86,6 +90,17 @@ public struct PasswordChangeStateMachine: Sendable, Hashable {
         _ event: PasswordChangeEvent,
         now: Int64
     ) throws(TransitionError) -> PasswordChangeTransition {
+        // The extension may cancel twice (a retry, or the system's own cancel after its cleanup).
+        if case .cancelled = state, case .cancel = event {
+            return PasswordChangeTransition(
+                from: status,
+                to: status,
+                event: event.name,
+                effects: [],
+                problem: nil,
+                stateChanged: false
+            )
+        }
         guard !status.isTerminal else { throw TransitionError.notAllowed(state: status.rawValue, event: event.name) }
         if hasExpired(now: now) { return move(to: .expired, on: event) }
 
@@ -140,6 +155,9 @@ public struct PasswordChangeStateMachine: Sendable, Hashable {
 
         case (_, .superseded):
             return move(to: .failed(.init(reason: .superseded)), on: event)
+
+        case (_, .cancel(let reason)):
+            return move(to: .cancelled(.init(reason: reason)), on: event)
 
         default:
             throw TransitionError.notAllowed(state: status.rawValue, event: event.name)

@@ -5,13 +5,15 @@ public enum PasswordChangeStatus: String, Sendable, Hashable, CaseIterable, Coda
     case stepUpRequired
     case completed
     case failed
+    /// Ended by the extension (`POST /v1/password-changes/{id}/cancel`), nothing stored.
+    case cancelled
     case expired
 
     /// Terminal states accept nothing.
     public var isTerminal: Bool {
         switch self {
         case .started, .stepUpRequired: false
-        case .completed, .failed, .expired: true
+        case .completed, .failed, .cancelled, .expired: true
         }
     }
 }

@@ -211,7 +211,7 @@ extension UpgradeService {
                 switch machine.admission(of: .stepUpEvaluated, now: now) {
                 case .lapsed:
                     event = .deadlinePassed
-                case .refused:
+                case .refused, .replay:
                     // Nothing to check: the code is not touched.
                     return .failure(passwordChangeRefusal(machine, id: id))
                 case .proceed:
@@ -275,6 +275,54 @@ extension UpgradeService {
                     in: tx,
                     now: now
                 )
+                if let problem = transition.problem {
+                    return .failure(passwordChangeFailure(machine, id: id, problem: problem))
+                }
+                return .success(passwordChangeAnswer(machine, id: id))
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        return try outcome.get()
+    }
+
+    /// `POST /v1/password-changes/{id}/cancel`: the extension cancelled the request. An open change
+    /// ends as `cancelled` with the `ASExtensionError` code, its new password's hash forgotten; a
+    /// cancelled one answers the same again; one that already ended otherwise (completed, failed,
+    /// expired) is `not-allowed-in-state`, naming how it ended. A change cancelled with
+    /// `userInteractionRequired` leaves its ticket to the interactive call (§5).
+    public func cancelPasswordChange(
+        id: String,
+        reason: ASExtensionErrorCode,
+        now: Int64
+    ) throws(UpgradeFailure) -> PasswordChangeAnswer {
+        let notFound = UpgradeFailure(.notFound, "no password change with this id")
+        guard !id.isEmpty, id.utf8.count <= 64 else { throw notFound }
+        let outcome: Result<PasswordChangeAnswer, UpgradeFailure>
+        do {
+            outcome = try store.write { tx throws -> Result<PasswordChangeAnswer, UpgradeFailure> in
+                guard let record = try tx.passwordChange(id: id) else { return .failure(notFound) }
+                var machine = try restore(record)
+                let event: PasswordChangeEvent
+                switch machine.admission(of: .cancel, now: now) {
+                case .replay:
+                    return .success(passwordChangeAnswer(machine, id: id))
+                case .lapsed:
+                    event = .deadlinePassed
+                case .proceed:
+                    event = .cancel(reason: reason)
+                case .refused:
+                    var failure = passwordChangeRefusal(machine, id: id)
+                    if machine.status.isTerminal { failure.kind = .notAllowedInState }
+                    return .failure(failure)
+                }
+                let transition: PasswordChangeTransition
+                do {
+                    transition = try machine.apply(event, now: now)
+                } catch {
+                    return .failure(passwordChangeRefusal(machine, id: id))
+                }
+                try Self.persist(transition, of: machine, to: record, detail: ["reason": reason.name], in: tx, now: now)
                 if let problem = transition.problem {
                     return .failure(passwordChangeFailure(machine, id: id, problem: problem))
                 }
@@ -433,6 +481,7 @@ extension UpgradeService {
     public static func encode(_ machine: PasswordChangeStateMachine) -> String {
         let state = machine.state.persisted
         return JWSJSON.object([
+            "cancelCode": state.cancelCode.map { .integer(Int64($0)) },
             "deadline": state.deadline.map { .integer($0) },
             "failedAttempts": state.failedAttempts.map { .integer(Int64($0)) },
             "failureReason": state.failureReason.map { .string($0) },
@@ -463,7 +512,8 @@ extension UpgradeService {
             status: status,
             deadline: json["deadline"]?.int64Value,
             failedAttempts: json["failedAttempts"]?.int64Value.map { Int($0) },
-            failureReason: json["failureReason"]?.stringValue
+            failureReason: json["failureReason"]?.stringValue,
+            cancelCode: json["cancelCode"]?.int64Value.map { Int($0) }
         )
         do {
             return PasswordChangeStateMachine(
@@ -509,6 +559,15 @@ extension UpgradeService {
     /// A call the change's state does not take: an ended change says how it ended.
     private func passwordChangeRefusal(_ machine: PasswordChangeStateMachine, id: String) -> UpgradeFailure {
         switch machine.status {
+        case .cancelled:
+            var failure = UpgradeFailure(
+                .notAllowedInState,
+                "this password change was cancelled; start a new one",
+                result: .failure,
+                upgradeID: id
+            )
+            failure.passwordChangeStatus = machine.status
+            return failure
         case .failed, .expired:
             var failure = passwordChangeFailure(machine, id: id, problem: nil)
             failure.message = "this password change already ended as '\(machine.status.rawValue)' (\(failure.message))"

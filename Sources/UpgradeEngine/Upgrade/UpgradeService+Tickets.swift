@@ -133,7 +133,12 @@ extension UpgradeService {
         if previous.hasPrefix("pwc_") {
             guard let record = try tx.passwordChange(id: previous) else { return false }
             let machine = try restore(record)
-            return !machine.hasExpired(now: now) && !machine.status.isTerminal
+            if machine.hasExpired(now: now) { return false }
+            switch machine.state {
+            case .started, .stepUpRequired: return true
+            case .cancelled(let cancelled): return cancelled.reason == .userInteractionRequired
+            case .completed, .failed, .expired: return false
+            }
         }
         guard let record = try tx.upgradeSession(id: previous) else { return false }
         let machine = try restore(record)

@@ -117,6 +117,10 @@ public struct UpgradeClient: UpgradeServing {
         )
     }
 
+    public func cancelPasswordChange(id: String, reason: ExtensionErrorCode) async throws {
+        _ = try await send(.post, ["v1", "password-changes", id, "cancel"], ["reason": reason.name], repeatable: true)
+    }
+
     // MARK: - Requests
 
     /// The password, or the ticket with the password only if one was given (both together are the

@@ -64,6 +64,13 @@ public protocol UpgradeServing: Sendable {
 
     /// `POST /v1/password-changes/{id}/step-up` with a recovery code. Sent once.
     func stepUpPasswordChange(id: String, recoveryCode: String) async throws -> PasswordChangeStep
+
+    /// `POST /v1/password-changes/{id}/cancel`: the extension gave up on a change waiting for its
+    /// step-up (`reason` is the code it cancels with; `userInteractionRequired` from the silent call
+    /// leaves the ticket to the interactive one). A cancelled change answers a second cancel the
+    /// same, so this call is repeated under the ``RetryPolicy``; one that already ended otherwise
+    /// answers `409 not-allowed-in-state`.
+    func cancelPasswordChange(id: String, reason: ExtensionErrorCode) async throws
 }
 
 extension UpgradeServing {
