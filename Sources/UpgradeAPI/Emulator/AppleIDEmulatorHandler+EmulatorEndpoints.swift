@@ -236,14 +236,7 @@ extension AppleIDEmulatorHandler {
             throw EmulatorJSONBody.invalid("The query must be user=SUB&clientId=CLIENT_ID, each once.")
         }
         let state = emulator.credentialState(forUserID: sub, clientID: clientID)
-        let name: String
-        switch state {
-        case .revoked: name = "revoked"
-        case .authorized: name = "authorized"
-        case .notFound: name = "notFound"
-        case .transferred: name = "transferred"
-        }
-        return Self.json(.object(["state": .string(name), "rawValue": .integer(Int64(state.rawValue))]))
+        return Self.json(.object(["state": .string(state.name), "rawValue": .integer(Int64(state.rawValue))]))
     }
 
     private func advanceClock(_ request: HTTPRequest) throws(HTTPProblem) -> HTTPResponse {

@@ -389,9 +389,6 @@ public struct ServerSettings: Sendable {
         }
         return (host, port)
     }
-
-    /// Whether Apple is the emulator: only ever by an explicit loopback URL or `--dev`, never implicitly.
-    public var appleIsLoopback: Bool { Self.isLoopback(appleBaseURL.host ?? "") }
 }
 
 /// Every configuration problem found, one line each.

@@ -500,7 +500,7 @@ public final class AppleIDEmulator: Sendable {
     }
 
     /// What `getCredentialState(forUserID:)` answers on a device running `clientID`.
-    public func credentialState(forUserID sub: String, clientID: String) -> AppleIDCredentialState {
+    public func credentialState(forUserID sub: String, clientID: String) -> AppleCredentialState {
         state.withLock { state in
             guard let app = state.apps[clientID], let (userID, teamID) = state.subjects[sub],
                 let user = state.users[userID]

@@ -1,5 +1,6 @@
 /// What `ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)` answers, with Apple's raw
-/// values (docs/apple-protocol.md §3.5), for `GET /v1/apple/credential-state`.
+/// values (docs/apple-protocol.md §3.5), for `GET /v1/apple/credential-state` and the Apple ID
+/// emulator's device side (Apple has no REST API for it).
 public enum AppleCredentialState: Int, Sendable, Hashable, CaseIterable, Codable {
     case revoked = 0
     case authorized = 1

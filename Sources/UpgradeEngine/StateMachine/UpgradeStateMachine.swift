@@ -75,7 +75,7 @@ public struct UpgradeStateMachine: Sendable, Hashable {
         case (.completed, .appleCredentialEvaluated), (.cancelled, .cancel):
             return .replay
         case (.completed, _), (.cancelled, _), (.failed, _), (.expired, _):
-            return .refused(.notAllowed(state: status.rawValue, event: kind.rawValue))
+            return .refused(refusal(of: kind))
         default:
             break
         }
@@ -103,7 +103,7 @@ public struct UpgradeStateMachine: Sendable, Hashable {
         case (.converting, .appleCredentialEvaluated):
             return .inProgress
         default:
-            return .refused(.notAllowed(state: status.rawValue, event: kind.rawValue))
+            return .refused(refusal(of: kind))
         }
     }
 
@@ -288,6 +288,12 @@ public struct UpgradeStateMachine: Sendable, Hashable {
     }
 
     private func notAllowed(_ event: UpgradeEvent) -> TransitionError {
-        .notAllowed(state: state.status.rawValue, event: event.name)
+        refusal(of: event.kind)
+    }
+
+    /// The refusal of an event of `kind` that this state does not take: what ``admission(of:now:)``
+    /// and ``apply(_:now:)`` answer, for a driver that has no event to apply.
+    public func refusal(of kind: UpgradeEvent.Kind) -> TransitionError {
+        .notAllowed(state: status.rawValue, event: kind.rawValue)
     }
 }

@@ -2,9 +2,8 @@
 ///
 /// Statements are written once, as literals or `static let`s, never built per call: the
 /// connection's statement cache finds them again by their text. Each aggregate's protocol is
-/// conformed to in its own file (`SQLiteTransaction+Accounts.swift` for `AccountStore`,
-/// `+AppleLinks`, `+UpgradeSessions`, `+Transfers`, `+Notifications`, `+Audit`); this file holds
-/// what their queries share.
+/// conformed to in its own file (`SQLiteTransaction+Accounts.swift` for `AccountStore`, and one
+/// `+X` file for each of the other twelve); this file holds what their queries share.
 struct SQLiteTransaction {
     let connection: SQLiteConnection
 

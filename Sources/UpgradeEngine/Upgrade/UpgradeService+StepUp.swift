@@ -35,8 +35,8 @@ extension UpgradeService {
                     // Nothing to check: the code is not touched.
                     return .failed(failure(for: refusal, machine: machine, id: id))
                 case .replay, .inProgress:
-                    let refusal = TransitionError.notAllowed(state: machine.status.rawValue, event: "stepUpEvaluated")
-                    return .failed(failure(for: refusal, machine: machine, id: id))
+                    // The machine answers these only for Apple's credential and a cancel.
+                    return .failed(failure(for: machine.refusal(of: .stepUpEvaluated), machine: machine, id: id))
                 case .proceed:
                     let throttle = try tx.throttle(usernameKey: record.usernameKey)
                     let decision = configuration.lockout.decision(

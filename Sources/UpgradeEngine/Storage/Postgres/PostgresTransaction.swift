@@ -2,8 +2,8 @@
 ///
 /// Statements are literals or `static let`s, prepared once per connection by `PostgresConnection`
 /// and then only executed. Each aggregate's protocol is conformed to in its own file
-/// (`PostgresTransaction+Accounts.swift`, `+AppleLinks`, `+UpgradeSessions`, `+Transfers`,
-/// `+Notifications`, `+Audit`), as for SQLite; this file holds what their statements share.
+/// (`PostgresTransaction+Accounts.swift` for `AccountStore`, and one `+X` file for each of the
+/// other twelve), as for SQLite; this file holds what their statements share.
 struct PostgresTransaction {
     let connection: PostgresConnection
     /// A read transaction sends a write at once, so that the call making it is refused, rather than
