@@ -27,26 +27,48 @@ extension UpgradeService {
         now: Int64
     ) throws {
         let detail = ["cause": cause.rawValue]
+        try endOpenUpgrades(of: accountID, except: except, with: .credentialsChanged, detail, policy, tx, now)
+        try endOpenPasswordChanges(of: accountID, except: except, with: .credentialsChanged, detail, policy, tx, now)
+        try tx.deleteUpgradeTickets(accountID: accountID)
+    }
+
+    /// Applies `event` to each open upgrade of the account but `except`, and persists it with
+    /// `detail`: `deadlinePassed` instead to one already past its deadline; a conversion in progress
+    /// runs to its end. What supersession (`superseded`) and a credential change
+    /// (`credentialsChanged`) share.
+    static func endOpenUpgrades(
+        of accountID: String,
+        except: String?,
+        with event: UpgradeEvent,
+        _ detail: [String: String],
+        _ policy: UpgradePolicy,
+        _ tx: any StoreTransaction,
+        _ now: Int64
+    ) throws {
         for record in try tx.openUpgradeSessions(accountID: accountID, limit: 1000) where record.id != except {
             var machine = try restore(record, policy: policy)
-            let event: UpgradeEvent
-            if machine.hasExpired(now: now) {
-                event = .deadlinePassed
-            } else if machine.status == .converting {
-                continue
-            } else {
-                event = .credentialsChanged
-            }
-            let transition = try machine.apply(event, now: now)
+            let expired = machine.hasExpired(now: now)
+            if !expired, machine.status == .converting { continue }
+            let transition = try machine.apply(expired ? .deadlinePassed : event, now: now)
             _ = try persist(transition, of: machine, to: record, detail: detail, in: tx, now: now)
         }
+    }
+
+    /// `endOpenUpgrades` for the account's open password changes.
+    static func endOpenPasswordChanges(
+        of accountID: String,
+        except: String?,
+        with event: PasswordChangeEvent,
+        _ detail: [String: String],
+        _ policy: UpgradePolicy,
+        _ tx: any StoreTransaction,
+        _ now: Int64
+    ) throws {
         for record in try tx.openPasswordChanges(accountID: accountID, limit: 1000) where record.id != except {
             var machine = try restore(record, policy: policy)
-            let event: PasswordChangeEvent = machine.hasExpired(now: now) ? .deadlinePassed : .credentialsChanged
-            let transition = try machine.apply(event, now: now)
+            let transition = try machine.apply(machine.hasExpired(now: now) ? .deadlinePassed : event, now: now)
             try persist(transition, of: machine, to: record, detail: detail, in: tx, now: now)
         }
-        try tx.deleteUpgradeTickets(accountID: accountID)
     }
 
     /// Inside a write transaction: stores a password change's new state over `record` (guarded by its

@@ -378,12 +378,15 @@ extension UpgradeService {
         in tx: any StoreTransaction,
         now: Int64
     ) throws {
-        for older in try tx.openPasswordChanges(accountID: accountID, limit: 1000) where older.id != newID {
-            var machine = try restore(older)
-            let event: PasswordChangeEvent = machine.hasExpired(now: now) ? .deadlinePassed : .superseded
-            let transition = try machine.apply(event, now: now)
-            try Self.persist(transition, of: machine, to: older, detail: ["supersededBy": newID], in: tx, now: now)
-        }
+        try Self.endOpenPasswordChanges(
+            of: accountID,
+            except: newID,
+            with: .superseded,
+            ["supersededBy": newID],
+            configuration.policy,
+            tx,
+            now
+        )
     }
 
     private func hashNewPassword(_ newPassword: String) throws(UpgradeFailure) -> String {

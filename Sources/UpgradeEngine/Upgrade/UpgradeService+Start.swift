@@ -212,19 +212,15 @@ extension UpgradeService {
         in tx: any StoreTransaction,
         now: Int64
     ) throws {
-        for older in try tx.openUpgradeSessions(accountID: accountID, limit: 1000) {
-            var machine = try restore(older)
-            let event: UpgradeEvent
-            if machine.hasExpired(now: now) {
-                event = .deadlinePassed
-            } else if machine.status == .converting {
-                continue
-            } else {
-                event = .superseded
-            }
-            let transition = try machine.apply(event, now: now)
-            _ = try persist(transition, of: machine, to: older, detail: ["supersededBy": newID], in: tx, now: now)
-        }
+        try Self.endOpenUpgrades(
+            of: accountID,
+            except: newID,
+            with: .superseded,
+            ["supersededBy": newID],
+            configuration.policy,
+            tx,
+            now
+        )
     }
 }
 
