@@ -55,9 +55,14 @@ let package = Package(
         // CICU behind plain C types: Foundation's own ICU has types of the same names, so Swift
         // cannot import ICU's headers beside it.
         .target(name: "CICUShims", dependencies: ["CICU"]),
+        // The pure state machines: no I/O, no clock, no dependency at all (docs/architecture.md §4).
+        .target(name: "UpgradeMachines"),
         .target(
             name: "UpgradeEngine",
-            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CLibPQ", "CICUShims", "CSystem"]
+            dependencies: [
+                "UpgradeMachines", "CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CLibPQ", "CICUShims",
+                "CSystem",
+            ]
         ),
         // epoll, eventfd, accept4, getrandom, futex and a signal forwarder: what Glibc does not expose to Swift.
         .target(name: "CSystem"),
@@ -84,6 +89,7 @@ let package = Package(
             path: "Benchmarks",
             exclude: ["README.md", "http-load.sh", "import-rows.sh", "readyz-ab.sh", "upgrade-cpu-ab.sh"]
         ),
+        .testTarget(name: "UpgradeMachinesTests", dependencies: ["UpgradeMachines"]),
         .testTarget(
             name: "UpgradeEngineTests",
             dependencies: ["UpgradeEngine"]

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import UpgradeEngine
+@testable import UpgradeMachines
 
 /// Every (state, event) pair of the upgrade machine: either the defined transition, with its exact
 /// next state, effects and problem, or a refusal that changes nothing.

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import UpgradeEngine
+@testable import UpgradeMachines
 
 /// Whole upgrade sessions fed event by event, the way the driver will, checking each answer.
 @Suite("Upgrade state machine: scenarios")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import UpgradeEngine
+@testable import UpgradeMachines
 
 /// The stored form of both machines' states: every state survives the round trip, and a record
 /// that no state would write is refused with the field named.

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import UpgradeEngine
+@testable import UpgradeMachines
 
 /// Team-transfer migrations fed event by event, as the batch jobs and the sign-in endpoint will.
 @Suite("Transfer state machine: scenarios")

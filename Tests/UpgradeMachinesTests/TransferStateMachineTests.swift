@@ -1,6 +1,6 @@
 import Testing
 
-@testable import UpgradeEngine
+@testable import UpgradeMachines
 
 /// Every (state, event) pair of the transfer machine, with the migration window open.
 @Suite("Transfer state machine: every state and event")

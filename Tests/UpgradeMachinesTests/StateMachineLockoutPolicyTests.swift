@@ -1,6 +1,6 @@
 import Testing
 
-@testable import UpgradeEngine
+@testable import UpgradeMachines
 
 /// Per-account throttling: free attempts, a doubling delay, then a lock; all from values passed in.
 @Suite("Lockout policy")
