@@ -66,19 +66,18 @@ let package = Package(
         ),
         // epoll, eventfd, accept4, getrandom, futex and a signal forwarder: what Glibc does not expose to Swift.
         .target(name: "CSystem"),
+        // The event-loop HTTP/1.1 server and its parser: knows nothing of the engine (docs/architecture.md §11).
+        .target(name: "HTTPCore", dependencies: ["CSystem"]),
         .target(
             name: "UpgradeAPI",
-            dependencies: ["UpgradeEngine", "CSystem"]
+            dependencies: ["UpgradeEngine", "HTTPCore"]
         ),
         // The REST API for an Account Authentication Modification extension: Foundation only. Its
         // sources live in the package an app adds from Xcode (Clients/UpgradeClient), which builds it
         // without the server's system libraries.
         .target(name: "UpgradeClient", path: "Clients/UpgradeClient/Sources/UpgradeClient"),
         // A minimal server answering /healthz, for Benchmarks/http-load.sh and the descriptor-exhaustion test.
-        .executableTarget(
-            name: "http-load-server",
-            dependencies: ["UpgradeAPI"]
-        ),
+        .executableTarget(name: "http-load-server", dependencies: ["HTTPCore"]),
         .executableTarget(
             name: "upgrade-cli",
             dependencies: ["UpgradeEngine", "UpgradeAPI"]

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeEngine
 
+@testable import HTTPCore
 @testable import UpgradeAPI
 
 /// `Schema/openapi.yaml` and the server agree: the router lists the same operations, and every
@@ -127,7 +128,7 @@ struct OpenAPIContractTests {
     @Test("every slug in the HTTP and REST sources and the failure tables is registered and documented")
     func sourceSlugsAreRegistered() throws {
         // The Apple ID emulator's `emulator-*` problems belong to its own document, not this one.
-        let writtenInSources = try Self.literals(in: "Sources/UpgradeAPI/HTTP", after: "slug: ")
+        let writtenInSources = try Self.literals(in: "Sources/HTTPCore", after: "slug: ")
             .union(Self.literals(in: "Sources/UpgradeAPI/REST", after: "slug: "))
             .union(Self.literals(in: "Sources/UpgradeAPI/Serve", after: "slug: "))
             .union(UpgradeProblems.table.values.map(\.slug))

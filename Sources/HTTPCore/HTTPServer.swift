@@ -1,7 +1,6 @@
 import CSystem
 import Glibc
 import Synchronization
-import UpgradeEngine
 
 /// A strict HTTP/1.1 server for hostile networks: epoll event loops (one per core) own the
 /// connections and parse with `HTTPRequestParser`; a bounded pool of worker threads runs the
@@ -174,7 +173,7 @@ public final class HTTPServer: Sendable {
             queueCapacity: configuration.workerQueueCapacity,
             onEvent: configuration.onEvent
         )
-        let randomBase = SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let randomBase = UInt64.random(in: .min ... .max)
         let context = ServerContext(
             configuration: configuration,
             handler: handler,
