@@ -72,6 +72,9 @@ let package = Package(
             name: "UpgradeAPI",
             dependencies: ["UpgradeEngine", "HTTPCore"]
         ),
+        // Apple's endpoints, and the emulator's own, for development and tests: outside the library
+        // products, so no server links it; upgrade-cli does for `serve --dev`, `demo` and `emulator serve`.
+        .target(name: "AppleEmulator", dependencies: ["UpgradeEngine", "HTTPCore", "UpgradeAPI"]),
         // The REST API for an Account Authentication Modification extension: Foundation only. Its
         // sources live in the package an app adds from Xcode (Clients/UpgradeClient), which builds it
         // without the server's system libraries.
@@ -80,29 +83,29 @@ let package = Package(
         .executableTarget(name: "http-load-server", dependencies: ["HTTPCore"]),
         .executableTarget(
             name: "upgrade-cli",
-            dependencies: ["UpgradeEngine", "UpgradeAPI"]
+            dependencies: ["UpgradeEngine", "UpgradeAPI", "AppleEmulator"]
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["UpgradeEngine"],
+            dependencies: ["UpgradeEngine", "AppleEmulator"],
             path: "Benchmarks",
             exclude: ["README.md", "http-load.sh", "import-rows.sh", "readyz-ab.sh", "upgrade-cpu-ab.sh"]
         ),
         .testTarget(name: "UpgradeMachinesTests", dependencies: ["UpgradeMachines"]),
         .testTarget(
             name: "UpgradeEngineTests",
-            dependencies: ["UpgradeEngine"]
+            dependencies: ["UpgradeEngine", "AppleEmulator"]
         ),
         .testTarget(
             name: "UpgradeAPITests",
-            dependencies: ["UpgradeAPI"]
+            dependencies: ["UpgradeAPI", "AppleEmulator"]
         ),
         // Drives the client, and the example extension's flow, against the real server on loopback:
         // DevServer.swift, TestBackend.swift and TicketHarness.swift are links to UpgradeAPITests' own,
         // and the flow's four files links to Examples/AccountModificationExtension.
         .testTarget(
             name: "UpgradeClientTests",
-            dependencies: ["UpgradeClient", "UpgradeAPI"]
+            dependencies: ["UpgradeClient", "UpgradeAPI", "AppleEmulator"]
         ),
     ],
     swiftLanguageModes: [.v6]

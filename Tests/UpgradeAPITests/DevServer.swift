@@ -1,3 +1,4 @@
+import AppleEmulator
 import Foundation
 import Synchronization
 import UpgradeAPI
@@ -62,6 +63,7 @@ final class DevServer: Sendable {
         let logs = self.logs
         application = try UpgradeApplication(
             settings: settings,
+            development: DevelopmentEmulator.self,
             log: RequestLog(write: { line in logs.lines.withLock { $0.append(line) } }),
             clock: { clock.now },
             revocationIntervalMilliseconds: revocationIntervalMilliseconds,
@@ -80,7 +82,7 @@ final class DevServer: Sendable {
 
     deinit { application.stop() }
 
-    var development: DevelopmentEnvironment { application.development! }
+    var development: DevelopmentEmulator { application.development as! DevelopmentEmulator }
 
     func get(_ path: String) async throws -> Response { try await send("GET", path, body: nil, contentType: nil) }
 

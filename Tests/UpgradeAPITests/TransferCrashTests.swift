@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import UpgradeAPI
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// `upgrade-cli transfer prepare` and `transfer complete` as real processes, each killed with

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import UpgradeAPI
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// `upgrade-cli serve` delivering webhooks is killed with SIGKILL while deliveries are in flight,

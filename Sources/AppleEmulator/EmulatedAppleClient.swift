@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// A team's client of the emulator: it makes a real ES256 client secret with
 /// `ClientSecretSigner` for every call and sends it through the emulator's endpoint code, so the
 /// whole path — secret, validation, grant — runs as it would against Apple.

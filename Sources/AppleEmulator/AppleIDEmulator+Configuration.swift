@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 extension AppleIDEmulator {
     /// The knobs where Apple's behaviour is undocumented or has changed over time (docs/apple-protocol.md §7), so
     /// tests can play each variant.

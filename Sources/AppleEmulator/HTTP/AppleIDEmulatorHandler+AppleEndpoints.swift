@@ -1,3 +1,4 @@
+import HTTPCore
 import UpgradeEngine
 
 /// Apple's REST endpoints (docs/apple-protocol.md §2), at Apple's paths, with Apple's validation and answers.

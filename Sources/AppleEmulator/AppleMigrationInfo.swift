@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// Apple's `/auth/usermigrationinfo` answer (docs/apple-protocol.md §3.3 / §3.4): the sender team gets a
 /// `transfer_sub`; the recipient team gets the user's new team-scoped id and, for users who hid
 /// their email, a new relay address.

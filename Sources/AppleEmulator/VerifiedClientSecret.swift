@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// A client secret whose ES256 signature verified with `key`, the key its team registered under
 /// `keyID`, and the claims the emulator judges on every request.
 struct VerifiedClientSecret: Sendable {

@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// Apple's REST endpoints (docs/apple-protocol.md §2, §3), taking the already percent-decoded form parameters
 /// and answering as Apple does: a value, or an `AppleEndpointError` with HTTP 400 and one of
 /// Apple's error codes. Messages explain the refusal for our logs; Apple's own body carries only

@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// The parameters of a form-encoded request to one of Apple's endpoints, already
 /// percent-decoded by the HTTP layer. Apple answers a repeated parameter with `invalid_request`
 /// (TN3107), so duplicates are an error here rather than first-or-last wins.

@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// A refused request to the emulator's own management API (adding teams, users, apps, transfers,
 /// authorizations). Apple's REST endpoints answer with `AppleEndpointError` instead.
 public struct AppleEmulatorError: Error, Sendable, Equatable, CustomStringConvertible {

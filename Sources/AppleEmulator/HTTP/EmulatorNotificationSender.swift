@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPCore
 import Synchronization
 import UpgradeEngine
 

@@ -1,3 +1,4 @@
+import HTTPCore
 import UpgradeEngine
 
 /// Reads the body of a request to one of Apple's form endpoints the strict way Apple does

@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// What the device receives from a successful Sign in with Apple authorization
 /// (`ASAuthorizationAppleIDCredential`): the identity token, a single-use authorization code, the
 /// team-scoped user id, the echoed `state`, and — on the first authorization only — the email

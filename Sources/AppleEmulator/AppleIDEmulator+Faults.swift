@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// What tests need beyond Apple's protocol: answers Apple gives when it is throttling or down, on
 /// demand, and a record of the tokens revoked.
 extension AppleIDEmulator {

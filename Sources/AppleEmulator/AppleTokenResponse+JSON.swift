@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 extension AppleTokenResponse {
     /// The `/auth/token` response body as Apple sends it (docs/apple-protocol.md §2.2); absent tokens are left out.
     public var json: JWSJSON {

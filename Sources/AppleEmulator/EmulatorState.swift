@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// Everything the emulator remembers, guarded by one lock in `AppleIDEmulator`.
 ///
 /// Secrets that callers present back (authorization codes, refresh and access tokens) are

@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 extension EmulatedAppleClient: AppleTokenRevoking {
     public func revokeRefreshToken(_ refreshToken: String, clientID: String) async throws(AppleEndpointError) {
         try emulator.revoke(form: [

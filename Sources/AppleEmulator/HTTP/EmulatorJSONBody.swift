@@ -1,3 +1,5 @@
+import HTTPCore
+import UpgradeAPI
 import UpgradeEngine
 
 /// The JSON object of a request to an emulator-only endpoint, read strictly: the media type must

@@ -1,3 +1,5 @@
+import UpgradeEngine
+
 /// A server-to-server notification the emulator has signed and queued for delivery (docs/apple-protocol.md §4):
 /// POST `{"payload": "<JWS>"}` to the endpoint configured for the app's primary App ID.
 public struct AppleServerNotification: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import UpgradeEngine
 
 /// An in-process model of Apple's Sign in with Apple service, built from docs/apple-protocol.md: teams
 /// and their registered client-secret keys, apps (bundle ids and Services ids) owned by teams,

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCore
 import UpgradeEngine
 
 /// The emulator-only endpoints under `/emulator/` (JSON in, JSON or problem+json out): setup and
