@@ -79,6 +79,16 @@ let package = Package(
         // sources live in the package an app adds from Xcode (Clients/UpgradeClient), which builds it
         // without the server's system libraries.
         .target(name: "UpgradeClient", path: "Clients/UpgradeClient/Sources/UpgradeClient"),
+        // The example extension's flow, everything but its UIKit shell, as the tests drive it;
+        // Scripts/typecheck-ios checks the whole extension against Apple's declarations.
+        .target(
+            name: "AccountModificationExtension",
+            dependencies: ["UpgradeClient"],
+            path: "Examples/AccountModificationExtension",
+            exclude: [
+                "AccountModificationViewController.swift", "Info.plist", "AccountModificationExtension.entitlements",
+            ]
+        ),
         // A minimal server answering /healthz, for Benchmarks/http-load.sh and the descriptor-exhaustion test.
         .executableTarget(name: "http-load-server", dependencies: ["HTTPCore"]),
         .executableTarget(
@@ -96,16 +106,23 @@ let package = Package(
             name: "UpgradeEngineTests",
             dependencies: ["UpgradeEngine", "AppleEmulator"]
         ),
+        // What the live-server tests share: the development server on loopback, a database of its own
+        // per backend, ticket minting.
+        .target(
+            name: "UpgradeTestSupport",
+            dependencies: ["UpgradeAPI", "AppleEmulator"],
+            path: "Tests/UpgradeTestSupport"
+        ),
         .testTarget(
             name: "UpgradeAPITests",
-            dependencies: ["UpgradeAPI", "AppleEmulator"]
+            dependencies: ["UpgradeAPI", "AppleEmulator", "UpgradeTestSupport"]
         ),
-        // Drives the client, and the example extension's flow, against the real server on loopback:
-        // DevServer.swift, TestBackend.swift and TicketHarness.swift are links to UpgradeAPITests' own,
-        // and the flow's four files links to Examples/AccountModificationExtension.
+        // Drives the client, and the example extension's flow, against the real server on loopback.
         .testTarget(
             name: "UpgradeClientTests",
-            dependencies: ["UpgradeClient", "UpgradeAPI", "AppleEmulator"]
+            dependencies: [
+                "UpgradeClient", "UpgradeAPI", "AppleEmulator", "AccountModificationExtension", "UpgradeTestSupport",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

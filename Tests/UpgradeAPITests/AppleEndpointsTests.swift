@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// Sign-in, credential state and Apple's server-to-server notifications over HTTP.
 @Suite("Apple endpoints end to end")

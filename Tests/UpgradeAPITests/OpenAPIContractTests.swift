@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UpgradeEngine
+import UpgradeTestSupport
 
 @testable import HTTPCore
 @testable import UpgradeAPI

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 import UpgradeAPI
+import UpgradeTestSupport
 
 @testable import AppleEmulator
 @testable import UpgradeEngine

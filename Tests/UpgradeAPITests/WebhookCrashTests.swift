@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UpgradeAPI
+import UpgradeTestSupport
 
 @testable import AppleEmulator
 @testable import UpgradeEngine

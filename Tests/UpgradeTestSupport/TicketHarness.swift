@@ -4,13 +4,13 @@ import UpgradeAPI
 import UpgradeEngine
 
 /// A development server with an admin token file: `backend` may mint tickets, `support` may not.
-final class TicketHarness: Sendable {
-    let server: DevServer
-    let directory: URL
-    let backendToken: String
-    let supportToken: String
+package final class TicketHarness: Sendable {
+    package let server: DevServer
+    package let directory: URL
+    package let backendToken: String
+    package let supportToken: String
 
-    init(_ backend: Backend, environment: [String: String] = [:]) throws {
+    package init(_ backend: Backend, environment: [String: String] = [:]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tickets-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent("admin-tokens").path
@@ -25,7 +25,7 @@ final class TicketHarness: Sendable {
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
-    func mint(
+    package func mint(
         _ username: String,
         secondFactorVerified: Bool? = nil,
         token: String? = nil
@@ -39,7 +39,7 @@ final class TicketHarness: Sendable {
         )
     }
 
-    func ticket(_ username: String, secondFactorVerified: Bool? = nil) async throws -> String {
+    package func ticket(_ username: String, secondFactorVerified: Bool? = nil) async throws -> String {
         let minted = try await mint(username, secondFactorVerified: secondFactorVerified)
         #expect(minted.status == 201, "\(String(decoding: minted.body, as: UTF8.self))")
         #expect(minted.headers["cache-control"] == "no-store")
@@ -48,14 +48,15 @@ final class TicketHarness: Sendable {
     }
 
     /// What the extension sends for an in-app upgrade; `password` nil leaves the field out.
-    func upgrade(_ username: String, ticket: String, password: String? = "") async throws -> DevServer.Response {
+    package func upgrade(_ username: String, ticket: String, password: String? = "") async throws -> DevServer.Response
+    {
         var body: [String: any Sendable] = ["username": username, "ticket": ticket, "serviceIdentifier": "s"]
         if let password { body["password"] = password }
         return try await server.post("/v1/upgrades", body)
     }
 
     /// Every log line and the given bodies hold no admin token and none of `tickets`.
-    func expectNoSecrets(_ tickets: [String], bodies: [DevServer.Response] = []) {
+    package func expectNoSecrets(_ tickets: [String], bodies: [DevServer.Response] = []) {
         let logs = server.logs.lines.withLock { $0.joined(separator: "\n") }
         #expect(!logs.isEmpty)
         for secret in [backendToken, supportToken] + tickets {

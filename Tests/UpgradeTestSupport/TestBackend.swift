@@ -5,25 +5,25 @@ import Testing
 
 /// The storage backend a server under test runs on: SQLite always, PostgreSQL too when
 /// `UPGRADE_TEST_POSTGRES` names a cluster (`Scripts/dev-postgres` starts one).
-enum Backend: String, Sendable, CustomTestStringConvertible {
+package enum Backend: String, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
 
-    static let cluster: String? = ProcessInfo.processInfo.environment["UPGRADE_TEST_POSTGRES"].flatMap {
+    package static let cluster: String? = ProcessInfo.processInfo.environment["UPGRADE_TEST_POSTGRES"].flatMap {
         $0.isEmpty ? nil : $0
     }
-    static let all: [Backend] = cluster == nil ? [.sqlite] : [.sqlite, .postgres]
+    package static let all: [Backend] = cluster == nil ? [.sqlite] : [.sqlite, .postgres]
 
-    var testDescription: String { rawValue }
+    package var testDescription: String { rawValue }
 }
 
 /// A fresh, empty database a server opens with `UPGRADE_DB = url`: a file in a directory of its own,
 /// or a database of its own on the test cluster. Removed when released.
-final class ServerDatabase: Sendable {
-    let url: String
+package final class ServerDatabase: Sendable {
+    package let url: String
     private let directory: URL?
     private let database: String?
 
-    init(_ backend: Backend) throws {
+    package init(_ backend: Backend) throws {
         switch backend {
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(

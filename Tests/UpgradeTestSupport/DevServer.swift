@@ -11,37 +11,44 @@ import FoundationNetworking
 /// The development server (in-process Apple emulator, demo account) on an ephemeral loopback port,
 /// with a clock the test moves, on a fresh database of the given backend. Stops and removes its
 /// database when released.
-final class DevServer: Sendable {
-    final class Clock: Sendable {
-        let value = Mutex<Int64>(Int64(Date().timeIntervalSince1970))
-        var now: Int64 { value.withLock { $0 } }
-        func advance(_ seconds: Int64) { value.withLock { $0 += seconds } }
+package final class DevServer: Sendable {
+    package final class Clock: Sendable {
+        package let value = Mutex<Int64>(Int64(Date().timeIntervalSince1970))
+        package var now: Int64 { value.withLock { $0 } }
+        package func advance(_ seconds: Int64) { value.withLock { $0 += seconds } }
     }
 
-    struct Response: Sendable {
-        let status: Int
-        let body: Data
-        let headers: [String: String]
-        var json: [String: Any] {
+    package struct Response: Sendable {
+        package let status: Int
+        package let body: Data
+        package let headers: [String: String]
+
+        package init(status: Int, body: Data, headers: [String: String]) {
+            self.status = status
+            self.body = body
+            self.headers = headers
+        }
+
+        package var json: [String: Any] {
             (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
         }
-        subscript(_ key: String) -> String? { json[key] as? String }
+        package subscript(_ key: String) -> String? { json[key] as? String }
         /// The last segment of a problem's `type`.
-        var problem: String? { self["type"].flatMap { $0.split(separator: "/").last.map(String.init) } }
+        package var problem: String? { self["type"].flatMap { $0.split(separator: "/").last.map(String.init) } }
     }
 
-    let clock = Clock()
-    final class LogCapture: Sendable {
-        let lines = Mutex<[String]>([])
+    package let clock = Clock()
+    package final class LogCapture: Sendable {
+        package let lines = Mutex<[String]>([])
     }
 
     /// Every log line the server wrote, in order.
-    let logs = LogCapture()
-    let database: ServerDatabase
-    let application: UpgradeApplication
-    let base: String
+    package let logs = LogCapture()
+    package let database: ServerDatabase
+    package let application: UpgradeApplication
+    package let base: String
 
-    init(
+    package init(
         _ backend: Backend = .sqlite,
         environment: [String: String] = [:],
         revocationIntervalMilliseconds: Int = 5000,
@@ -82,11 +89,13 @@ final class DevServer: Sendable {
 
     deinit { application.stop() }
 
-    var development: DevelopmentEmulator { application.development as! DevelopmentEmulator }
+    package var development: DevelopmentEmulator { application.development as! DevelopmentEmulator }
 
-    func get(_ path: String) async throws -> Response { try await send("GET", path, body: nil, contentType: nil) }
+    package func get(_ path: String) async throws -> Response {
+        try await send("GET", path, body: nil, contentType: nil)
+    }
 
-    func post(
+    package func post(
         _ path: String,
         _ body: [String: any Sendable],
         contentType: String = "application/json",
@@ -101,7 +110,7 @@ final class DevServer: Sendable {
         )
     }
 
-    func send(
+    package func send(
         _ method: String,
         _ path: String,
         body: Data?,
@@ -123,7 +132,7 @@ final class DevServer: Sendable {
     }
 
     /// A fresh nonce from `POST /v1/apple/sign-in/nonce`.
-    func signInNonce() async throws -> String {
+    package func signInNonce() async throws -> String {
         let issued = try await post("/v1/apple/sign-in/nonce", [:])
         guard issued.status == 201, let nonce = issued["nonce"] else {
             throw URLError(.badServerResponse)
@@ -132,7 +141,7 @@ final class DevServer: Sendable {
     }
 
     /// A password account without TOTP.
-    func addAccount(_ username: String, password: String) throws {
+    package func addAccount(_ username: String, password: String) throws {
         let hash = try PasswordHasher(parameters: .init(memoryKiB: 256, iterations: 1)).hash(password: password)
         try application.store.write { tx in
             let account = AccountRecord(
@@ -149,7 +158,7 @@ final class DevServer: Sendable {
         }
     }
 
-    func totpCode(at time: Int64? = nil) -> String {
+    package func totpCode(at time: Int64? = nil) -> String {
         TOTP.code(
             secret: Base32.decode(DevelopmentEnvironment.demoTOTPSecretBase32)!,
             parameters: .standard,
@@ -158,7 +167,7 @@ final class DevServer: Sendable {
     }
 
     /// The device's part: Apple's sheet with our state and nonce, as the emulator's user.
-    func appleCredential(
+    package func appleCredential(
         for answer: Response,
         userID: String? = nil,
         clientID: String = DevelopmentEnvironment.clientID
@@ -176,7 +185,7 @@ final class DevServer: Sendable {
         ]
     }
 
-    static let demoLogin: [String: any Sendable] = [
+    package static let demoLogin: [String: any Sendable] = [
         "username": DevelopmentEnvironment.demoUsername, "password": DevelopmentEnvironment.demoPassword,
         "serviceIdentifier": "example.com",
     ]
