@@ -107,8 +107,8 @@ let package = Package(
             dependencies: ["UpgradeEngine", "AppleEmulator"]
         ),
         // What the live-server tests share: the development server on loopback, a database of its own
-        // per backend, ticket minting.
-        .target(
+        // per backend, ticket minting. A test target, so release builds leave it out.
+        .testTarget(
             name: "UpgradeTestSupport",
             dependencies: ["UpgradeAPI", "AppleEmulator"],
             path: "Tests/UpgradeTestSupport"
