@@ -55,49 +55,74 @@ let package = Package(
         // CICU behind plain C types: Foundation's own ICU has types of the same names, so Swift
         // cannot import ICU's headers beside it.
         .target(name: "CICUShims", dependencies: ["CICU"]),
+        // The pure state machines: no I/O, no clock, no dependency at all (docs/architecture.md §4).
+        .target(name: "UpgradeMachines"),
         .target(
             name: "UpgradeEngine",
-            dependencies: ["CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CLibPQ", "CICUShims", "CSystem"]
+            dependencies: [
+                "UpgradeMachines", "CSQLite", "COpenSSL", "CCrypt", "CArgon2", "CCurl", "CLibPQ", "CICUShims",
+                "CSystem",
+            ]
         ),
         // epoll, eventfd, accept4, getrandom, futex and a signal forwarder: what Glibc does not expose to Swift.
         .target(name: "CSystem"),
+        // The event-loop HTTP/1.1 server and its parser: knows nothing of the engine (docs/architecture.md §11).
+        .target(name: "HTTPCore", dependencies: ["CSystem"]),
         .target(
             name: "UpgradeAPI",
-            dependencies: ["UpgradeEngine", "CSystem"]
+            dependencies: ["UpgradeEngine", "HTTPCore"]
         ),
+        // Apple's endpoints, and the emulator's own, for development and tests: outside the library
+        // products, so no server links it; upgrade-cli does for `serve --dev`, `demo` and `emulator serve`.
+        .target(name: "AppleEmulator", dependencies: ["UpgradeEngine", "HTTPCore", "UpgradeAPI"]),
         // The REST API for an Account Authentication Modification extension: Foundation only. Its
         // sources live in the package an app adds from Xcode (Clients/UpgradeClient), which builds it
         // without the server's system libraries.
         .target(name: "UpgradeClient", path: "Clients/UpgradeClient/Sources/UpgradeClient"),
-        // A minimal server answering /healthz, for Benchmarks/http-load.sh and the descriptor-exhaustion test.
-        .executableTarget(
-            name: "http-load-server",
-            dependencies: ["UpgradeAPI"]
+        // The example extension's flow, everything but its UIKit shell, as the tests drive it;
+        // Scripts/typecheck-ios checks the whole extension against Apple's declarations.
+        .target(
+            name: "AccountModificationExtension",
+            dependencies: ["UpgradeClient"],
+            path: "Examples/AccountModificationExtension",
+            exclude: [
+                "AccountModificationViewController.swift", "Info.plist", "AccountModificationExtension.entitlements",
+            ]
         ),
+        // A minimal server answering /healthz, for Benchmarks/http-load.sh and the descriptor-exhaustion test.
+        .executableTarget(name: "http-load-server", dependencies: ["HTTPCore"]),
         .executableTarget(
             name: "upgrade-cli",
-            dependencies: ["UpgradeEngine", "UpgradeAPI"]
+            dependencies: ["UpgradeEngine", "UpgradeAPI", "AppleEmulator"]
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["UpgradeEngine"],
+            dependencies: ["UpgradeEngine", "AppleEmulator"],
             path: "Benchmarks",
             exclude: ["README.md", "http-load.sh", "import-rows.sh", "readyz-ab.sh", "upgrade-cpu-ab.sh"]
         ),
+        .testTarget(name: "UpgradeMachinesTests", dependencies: ["UpgradeMachines"]),
         .testTarget(
             name: "UpgradeEngineTests",
-            dependencies: ["UpgradeEngine"]
+            dependencies: ["UpgradeEngine", "AppleEmulator"]
+        ),
+        // What the live-server tests share: the development server on loopback, a database of its own
+        // per backend, ticket minting. A test target, so release builds leave it out.
+        .testTarget(
+            name: "UpgradeTestSupport",
+            dependencies: ["UpgradeAPI", "AppleEmulator"],
+            path: "Tests/UpgradeTestSupport"
         ),
         .testTarget(
             name: "UpgradeAPITests",
-            dependencies: ["UpgradeAPI"]
+            dependencies: ["UpgradeAPI", "AppleEmulator", "UpgradeTestSupport"]
         ),
-        // Drives the client, and the example extension's flow, against the real server on loopback:
-        // DevServer.swift, TestBackend.swift and TicketHarness.swift are links to UpgradeAPITests' own,
-        // and the flow's four files links to Examples/AccountModificationExtension.
+        // Drives the client, and the example extension's flow, against the real server on loopback.
         .testTarget(
             name: "UpgradeClientTests",
-            dependencies: ["UpgradeClient", "UpgradeAPI"]
+            dependencies: [
+                "UpgradeClient", "UpgradeAPI", "AppleEmulator", "AccountModificationExtension", "UpgradeTestSupport",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -15,7 +15,7 @@ mkdir -p "$out/corpus-http"
 # lets the fuzzer link them without the rest of the server.
 echo "== build fuzzer"
 swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld \
-    Sources/UpgradeAPI/HTTP/Parser/*.swift Fuzz/HTTPParserFuzzer/*.swift \
+    Sources/HTTPCore/Parser/*.swift Fuzz/HTTPParserFuzzer/*.swift \
     -o "$out/http-parser-fuzzer"
 
 echo "== fuzz for ${seconds}s"

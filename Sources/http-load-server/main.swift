@@ -1,5 +1,5 @@
 import Glibc
-import UpgradeAPI
+import HTTPCore
 
 // A minimal server for load tests and the descriptor-exhaustion test: `GET /healthz` and `POST /echo`.
 // Prints "listening PORT" on standard output once bound, then runs until SIGTERM or SIGINT.

@@ -1,3 +1,4 @@
+import AppleEmulator
 import Foundation
 import UpgradeAPI
 import UpgradeEngine
@@ -38,7 +39,7 @@ struct DemoCommand: CLICommand {
         let application = try ServeOptions.assemble(settings, log: RequestLog(write: { _ in }), shutdownSignals: [])
         try application.server.start()
         defer { application.stop() }
-        guard let development = application.development else {
+        guard let development = application.development as? DevelopmentEmulator else {
             throw CommandFailure("the demo needs the development environment")
         }
         let base = "http://127.0.0.1:\(application.server.port)"

@@ -1,3 +1,4 @@
+import AppleEmulator
 import Foundation
 import UpgradeAPI
 import UpgradeEngine
@@ -77,6 +78,7 @@ enum ServeOptions {
         do {
             return try UpgradeApplication(
                 settings: settings,
+                development: DevelopmentEmulator.self,
                 log: log,
                 configureServer: { $0.shutdownSignals = shutdownSignals }
             )

@@ -1,8 +1,10 @@
+import AppleEmulator
 import Foundation
 import Glibc
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// `upgrade-cli accounts delete` killed with SIGKILL at random moments: before, during or after its
 /// deletion commits, or while it waits to retry Apple. Whatever the moment, an account is either

@@ -1,7 +1,9 @@
+import AppleEmulator
 import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UpgradeAPI
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 

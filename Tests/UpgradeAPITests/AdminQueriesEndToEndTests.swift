@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// `GET /v1/admin/audit` and `GET /v1/admin/accounts/{username}` over HTTP on loopback: the
 /// `support` token has the `audit` and `accounts` scopes, the `backend` token only `tickets`.

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import AppleEmulator
 @testable import UpgradeAPI
 @testable import UpgradeEngine
 

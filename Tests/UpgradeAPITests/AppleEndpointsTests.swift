@@ -1,7 +1,9 @@
+import AppleEmulator
 import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// Sign-in, credential state and Apple's server-to-server notifications over HTTP.
 @Suite("Apple endpoints end to end")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 @Suite("Per-client throttling of failed credential checks")
 struct ClientThrottleTests {

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import HTTPCore
 @testable import UpgradeAPI
 
 /// `Connection.expiry`: which deadline has passed, from the connection's timestamps alone.

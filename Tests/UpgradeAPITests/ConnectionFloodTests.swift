@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UpgradeAPI
+import UpgradeTestSupport
 
 /// `serve`'s defences against a client that opens connections and sends nothing: the per-client
 /// connection limit, and the separate health listener that answers while the API's table is full.

@@ -1,3 +1,4 @@
+import AppleEmulator
 import Foundation
 import Glibc
 import Synchronization

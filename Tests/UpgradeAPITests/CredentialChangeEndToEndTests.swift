@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// The takeover a credential change must stop, over HTTP on every backend: someone who knows the old
 /// password opens an upgrade (by password, or in-app by ticket, or with the TOTP step-up still to do),

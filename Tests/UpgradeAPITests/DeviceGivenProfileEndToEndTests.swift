@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

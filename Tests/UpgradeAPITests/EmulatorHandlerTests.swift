@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeEngine
 
+@testable import AppleEmulator
 @testable import UpgradeAPI
 
 @Suite("Apple ID emulator over HTTP: which requests are answered on the event loop")

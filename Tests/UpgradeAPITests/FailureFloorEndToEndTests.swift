@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// The timing oracle over HTTP: a wrong password for an imported account with a legacy hash cost that
 /// hash's full price (bcrypt 12 about 200 ms), an unknown username the dummy argon2id check (26 ms), so

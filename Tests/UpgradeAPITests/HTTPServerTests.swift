@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import HTTPCore
 @testable import UpgradeAPI
 
 /// The server over real loopback sockets. Each test starts its own server on a free port and stops it.

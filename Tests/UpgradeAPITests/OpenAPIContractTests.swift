@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 import UpgradeEngine
+import UpgradeTestSupport
 
+@testable import HTTPCore
 @testable import UpgradeAPI
 
 /// `Schema/openapi.yaml` and the server agree: the router lists the same operations, and every
@@ -127,7 +129,7 @@ struct OpenAPIContractTests {
     @Test("every slug in the HTTP and REST sources and the failure tables is registered and documented")
     func sourceSlugsAreRegistered() throws {
         // The Apple ID emulator's `emulator-*` problems belong to its own document, not this one.
-        let writtenInSources = try Self.literals(in: "Sources/UpgradeAPI/HTTP", after: "slug: ")
+        let writtenInSources = try Self.literals(in: "Sources/HTTPCore", after: "slug: ")
             .union(Self.literals(in: "Sources/UpgradeAPI/REST", after: "slug: "))
             .union(Self.literals(in: "Sources/UpgradeAPI/Serve", after: "slug: "))
             .union(UpgradeProblems.table.values.map(\.slug))

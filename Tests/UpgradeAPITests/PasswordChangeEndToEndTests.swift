@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// Strong-password changes over HTTP on loopback (`POST /v1/password-changes` and its step-up), on
 /// every backend: the old password stops working at once and the new one works.

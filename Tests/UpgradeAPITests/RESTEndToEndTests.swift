@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// The upgrade over HTTP on loopback against the development server and its Apple emulator. The
 /// flows that store something run on every backend (`Backend.all`).

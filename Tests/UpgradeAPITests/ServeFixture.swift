@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import UpgradeAPI
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 #if canImport(FoundationNetworking)

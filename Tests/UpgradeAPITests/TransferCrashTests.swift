@@ -3,7 +3,9 @@ import Glibc
 import Synchronization
 import Testing
 import UpgradeAPI
+import UpgradeTestSupport
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// `upgrade-cli transfer prepare` and `transfer complete` as real processes, each killed with

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// In-app upgrades over HTTP on loopback: the app's backend mints a ticket with an admin token
 /// (`POST /v1/upgrade-tickets`), the extension spends it with an empty password.

@@ -2,7 +2,9 @@ import Foundation
 import Glibc
 import Testing
 import UpgradeAPI
+import UpgradeTestSupport
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// `upgrade-cli serve` delivering webhooks is killed with SIGKILL while deliveries are in flight,

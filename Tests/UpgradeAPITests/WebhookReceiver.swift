@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UpgradeEngine
+import UpgradeTestSupport
 
 /// `Tests/Fixtures/webhooks/receiver.py` as a process: a loopback webhook receiver that verifies
 /// every delivery with python's `standardwebhooks` and records it. `stop()` ends it; it also ends

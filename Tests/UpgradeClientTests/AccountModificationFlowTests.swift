@@ -3,6 +3,9 @@ import Testing
 import UpgradeAPI
 import UpgradeClient
 import UpgradeEngine
+import UpgradeTestSupport
+
+@testable import AccountModificationExtension
 
 /// The example extension's flow (Examples/AccountModificationExtension, everything but the UIKit
 /// shell) on every path the system can start, against the server on loopback with its Apple

@@ -2,6 +2,9 @@ import Foundation
 import UpgradeAPI
 import UpgradeClient
 import UpgradeEngine
+import UpgradeTestSupport
+
+@testable import AccountModificationExtension
 
 /// The system's side of the extension, as the tests play it: Apple's sheet is the server's emulator
 /// (or a dismissal), and every completion, cancellation and screen is recorded.

@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import UpgradeClient
 
+@testable import AccountModificationExtension
+
 /// The real client with a hand on it, as an app's test double would be written against
 /// `UpgradeServing`: it records every call and can hold a step-up or a cancel at a gate that
 /// ignores task cancellation, as a request stuck on the network would.

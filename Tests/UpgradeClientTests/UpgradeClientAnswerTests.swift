@@ -3,6 +3,9 @@ import Testing
 import UpgradeAPI
 import UpgradeClient
 import UpgradeEngine
+import UpgradeTestSupport
+
+@testable import AccountModificationExtension
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

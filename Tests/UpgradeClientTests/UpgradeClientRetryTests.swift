@@ -3,6 +3,9 @@ import Testing
 import UpgradeAPI
 import UpgradeClient
 import UpgradeEngine
+import UpgradeTestSupport
+
+@testable import AccountModificationExtension
 
 /// Which calls the client repeats: those the server documents as safe to repeat (the Apple credential
 /// with the same state, cancel, the upgrade's status) after a lost answer, a `503` or

@@ -1,9 +1,13 @@
+import AppleEmulator
 import Foundation
 import Glibc
 import Testing
 import UpgradeAPI
 import UpgradeClient
 import UpgradeEngine
+import UpgradeTestSupport
+
+@testable import AccountModificationExtension
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

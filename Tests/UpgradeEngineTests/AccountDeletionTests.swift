@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// `AccountDeletionService` and `AppleRevocationSender` against the Apple ID emulator: a converted

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 @Suite("Apple server-to-server notifications")

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// What one completed upgrade costs the database, and the rule that lets PostgreSQL send writes

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// A team transfer against the Apple ID emulator: team A owns the app and its users are linked to

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// The `prepare` and `complete` batches against the Apple ID emulator (docs/architecture.md §6, docs/apple-protocol.md §3).

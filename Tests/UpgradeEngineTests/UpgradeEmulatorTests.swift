@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import AppleEmulator
 @testable import UpgradeEngine
 
 /// The upgrade service against the Apple ID emulator: identity tokens signed with the emulator's

@@ -6,7 +6,7 @@ import UpgradeEngine
 ///
 /// Bodies have a handful of fields, so the allowed names are a list and members are looked up by
 /// comparing names in order: no set or dictionary is built per request.
-struct JSONBody {
+package struct JSONBody {
     private let members: [JWSJSON.Member]
 
     /// Whether the media type (before any `;` parameters, spaces and tabs around it ignored, any
@@ -14,7 +14,7 @@ struct JSONBody {
     /// quoted or not): the body is parsed as UTF-8, so a body announced in another charset is refused
     /// rather than misread. Other parameters are ignored, as RFC 8259 defines none; one that is not
     /// `name=value` is refused.
-    static func isJSON(contentType: String?) -> Bool {
+    package static func isJSON(contentType: String?) -> Bool {
         guard let contentType else { return false }
         let parts = contentType.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false)
         // Letters compare with their lowercase bit (0x20) set on the received byte; '/' and '-' exactly.

@@ -2,8 +2,8 @@ import Foundation
 import UpgradeEngine
 
 /// The assembled server: store, secrets, Apple connections, upgrade and transfer services, REST
-/// handler and HTTP server, from validated `ServerSettings`. In development it also runs the Apple
-/// ID emulator on its own loopback port and reaches it through the same HTTPS client as production.
+/// handler and HTTP server, from validated `ServerSettings`. In development it also runs the given
+/// stand-in for Apple (the Apple ID emulator) and reaches it through the same HTTPS client as production.
 public final class UpgradeApplication: Sendable {
     public let settings: ServerSettings
     public let store: any UpgradeStore
@@ -13,7 +13,7 @@ public final class UpgradeApplication: Sendable {
     public let server: HTTPServer
     /// The `UPGRADE_HEALTH_LISTEN` listener (`/healthz` and `/readyz` only), if configured.
     public let healthServer: HTTPServer?
-    public let development: DevelopmentEnvironment?
+    public let development: (any DevelopmentApple)?
     public let metrics: Metrics
     /// Sends the queue of Apple revocations left by account deletions.
     public let revocations: AppleRevocationSender
@@ -26,8 +26,10 @@ public final class UpgradeApplication: Sendable {
     /// Every routed operation as `METHOD /pattern`.
     public let operations: [String]
 
+    /// `development` is started in place of Apple when `settings.development` is set, and required then.
     public init(
         settings: ServerSettings,
+        development: (any DevelopmentApple.Type)? = nil,
         log: RequestLog = RequestLog(),
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         revocationIntervalMilliseconds: Int = 5000,
@@ -53,18 +55,21 @@ public final class UpgradeApplication: Sendable {
 
         let teamID: String
         if settings.development {
-            let environment = try DevelopmentEnvironment(
+            guard let development else {
+                throw ServerSettingsError(problems: ["--dev: this program has no stand-in for Apple to run"])
+            }
+            let environment = try development.init(
                 clientIDs: settings.clientIDs,
                 emulatorPort: settings.emulatorPort,
                 clock: clock,
                 log: { line in log.log("info", "emulator", [("detail", .string(line))]) }
             )
-            development = environment
+            self.development = environment
             apple = try environment.connections(audiences: Set(settings.clientIDs))
             teamID = DevelopmentEnvironment.teamID
             try DevelopmentEnvironment.ensureDemoAccount(store: store, secrets: secrets, now: now)
         } else {
-            development = nil
+            self.development = nil
             apple = try AppleConnections.live(settings)
             teamID = settings.teamID ?? ""
         }

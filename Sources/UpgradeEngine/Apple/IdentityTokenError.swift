@@ -60,7 +60,7 @@ public struct IdentityTokenError: Error, Sendable, Equatable, CustomStringConver
     public var description: String { message }
 
     /// `value` in double quotes, at most 64 characters of printable ASCII (others become `?`).
-    static func quoted(_ value: String) -> String {
+    package static func quoted(_ value: String) -> String {
         var out = "\""
         var count = 0
         for scalar in value.unicodeScalars {

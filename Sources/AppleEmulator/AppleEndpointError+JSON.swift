@@ -1,0 +1,9 @@
+import UpgradeEngine
+
+extension AppleEndpointError {
+    /// The error body Apple sends with HTTP 400: `{"error":"invalid_grant"}`. The message stays
+    /// on our side (logs), as Apple's answers carry no description.
+    public var json: JWSJSON {
+        .object(["error": .string(code.rawValue)])
+    }
+}

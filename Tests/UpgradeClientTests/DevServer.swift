@@ -1,1 +1,0 @@
-../UpgradeAPITests/DevServer.swift

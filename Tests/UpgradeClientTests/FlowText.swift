@@ -1,1 +1,0 @@
-../../Examples/AccountModificationExtension/FlowText.swift

@@ -1,1 +1,0 @@
-../../Examples/AccountModificationExtension/StepUpScreen.swift

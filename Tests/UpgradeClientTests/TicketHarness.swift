@@ -1,1 +1,0 @@
-../UpgradeAPITests/TicketHarness.swift
