@@ -30,9 +30,6 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let clock: @Sendable () -> Int64
     let metrics: Metrics
     let log: RequestLog
-    /// Failed credential checks per client (`UPGRADE_CLIENT_THROTTLE`), counted in the database;
-    /// nil when turned off.
-    let clientThrottle: ClientThrottle?
     /// Proxies whose `X-Forwarded-For` names the client (`UPGRADE_TRUSTED_PROXIES`).
     let trustedProxies: TrustedProxies
     /// Bearer tokens for the admin routes (`UPGRADE_ADMIN_TOKENS_FILE`).
@@ -52,7 +49,6 @@ public final class UpgradeAPIHandler: HTTPHandler {
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
-        clientThrottle: ClientThrottle.Policy? = .default,
         adminThrottle: ClientThrottle.Policy? = .default,
         trustedProxies: TrustedProxies = .none,
         adminTokens: AdminTokenSet? = nil,
@@ -70,7 +66,6 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.clock = clock
         self.metrics = metrics
         self.log = log
-        self.clientThrottle = clientThrottle.map { ClientThrottle(policy: $0, store: store) }
         self.trustedProxies = trustedProxies
         self.admin = AdminAuthenticator(
             tokens: adminTokens,
@@ -241,7 +236,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
                     )
                 )
             }
-            if let clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
+            if let clientThrottle = upgrades.clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
                 gauges.append(
                     (
                         "client_throttle_clients",
@@ -259,12 +254,13 @@ public final class UpgradeAPIHandler: HTTPHandler {
             // password is required.
             let ticket = try body.string("ticket")
             let password = try ticket == nil ? body.requiredString("password") : body.string("password") ?? ""
-            let answer = try throttled(request, now: now) {
+            let answer = try recorded {
                 try upgrades.start(
                     username: try body.requiredString("username"),
                     password: password,
                     ticket: ticket,
                     serviceIdentifier: try body.requiredString("serviceIdentifier"),
+                    clientKey: request.clientKey,
                     now: now
                 )
             }
@@ -296,7 +292,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
             case (nil, let recovery?): code = .recoveryCode(recovery)
             default: throw APIProblem.validation("send exactly one of 'code' and 'recoveryCode'")
             }
-            return Self.render(try throttled(request, now: now) { try upgrades.stepUp(id: id, code: code, now: now) })
+            return Self.render(
+                try recorded { try upgrades.stepUp(id: id, code: code, clientKey: request.clientKey, now: now) }
+            )
         case .appleCredential:
             let body = try JSONBody(
                 request,
@@ -348,41 +346,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         }
     }
 
-    /// Failures that count against the client: each is a credential checked (or tried on a locked
-    /// username) and found wrong.
-    static let clientFailureKinds: Set<UpgradeFailure.Kind> = [
-        .invalidCredentials, .invalidTicket, .locked, .invalidCode, .tooManyAttempts,
-    ]
-
-    /// A credential-checking call under the per-client limit: refused before any work while the
-    /// client is over it, and its credential failures counted.
-    func throttled<Answer>(
-        _ request: HTTPRequest,
-        now: Int64,
-        _ body: () throws -> Answer
-    ) throws
-        -> Answer
-    {
-        guard let clientThrottle, let client = request.client else { return try recorded(body) }
-        let clientKey = client.throttleKey.description
-        if let wait = try clientThrottle.retryAfter(clientKey: clientKey, now: now) {
-            throw UpgradeFailure(
-                .rateLimited,
-                "too many failed attempts from this client; retry in \(wait) s",
-                retryAfter: wait
-            )
-        }
-        do {
-            return try recorded(body)
-        } catch let failure as UpgradeFailure where Self.clientFailureKinds.contains(failure.kind) {
-            try clientThrottle.recordFailure(clientKey: clientKey, now: now)
-            throw failure
-        }
-    }
-
     /// Counts the outcome of an upgrade call for `upgrade_transitions_total` (password changes are
     /// not upgrades and are not counted there).
-    private func recorded<Answer>(_ body: () throws -> Answer) throws -> Answer {
+    func recorded<Answer>(_ body: () throws -> Answer) throws -> Answer {
         do {
             let answer = try body()
             if let answer = answer as? UpgradeAnswer {
@@ -441,4 +407,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
         return response
     }
+}
+
+extension HTTPRequest {
+    /// The key the engine counts this client's failed credential checks under (an IPv6 client by its /64).
+    var clientKey: String? { client?.throttleKey.description }
 }
