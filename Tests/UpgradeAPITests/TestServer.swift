@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+
 @testable import UpgradeAPI
 
 /// Lets a test hold handler calls inside the handler and release them when it chooses.

@@ -135,31 +135,24 @@ public final class UpgradeAPIHandler: HTTPHandler {
             case .notFound:
                 throw APIProblem(status: 404, slug: "not-found", detail: "no such resource")
             }
-        } catch let problem as APIProblem {
-            problemSlug = problem.slug
-            cause = problem.cause
-            response = problem.response
-        } catch let failure as UpgradeFailure {
-            if failure.notBefore != nil { metrics.recordFailureHeld() }
-            let problem = APIProblem(failure)
-            problemSlug = problem.slug
-            cause = problem.cause
-            response = problem.response
-        } catch let failure as SignInFailure {
-            let problem = APIProblem(failure)
-            problemSlug = problem.slug
-            cause = problem.cause
-            response = problem.response
         } catch {
-            // Anything unexpected is logged here and answered as a bare 500, never echoed.
-            log.log(
-                "error",
-                "unhandled error",
-                [("requestId", .string("\(request.id)")), ("error", .string(String(describing: type(of: error))))]
-            )
-            problemSlug = "internal"
-            response =
-                APIProblem(status: 500, slug: "internal", detail: "the server could not answer this request").response
+            if let failure = error as? UpgradeFailure, failure.notBefore != nil { metrics.recordFailureHeld() }
+            if let problem = UpgradeProblems.problem(for: error) {
+                problemSlug = problem.slug
+                cause = problem.cause
+                response = problem.response
+            } else {
+                // Anything unexpected is logged here and answered as a bare 500, never echoed.
+                log.log(
+                    "error",
+                    "unhandled error",
+                    [("requestId", .string("\(request.id)")), ("error", .string(String(describing: type(of: error))))]
+                )
+                problemSlug = "internal"
+                response =
+                    APIProblem(status: 500, slug: "internal", detail: "the server could not answer this request")
+                    .response
+            }
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         metrics.recordRequest(route: route, method: request.method, status: response.status, seconds: seconds)
@@ -205,45 +198,38 @@ public final class UpgradeAPIHandler: HTTPHandler {
                 )
                 gauges.append(("http_connections_open", "Open client connections.", Double(statistics.connectionsOpen)))
             }
-            // Counted in the database, so every instance reports the same number; a database that
-            // does not answer leaves the gauge out rather than failing the scrape.
-            if let pending = try? store.read({ try $0.pendingAppleRevocationCount() }) {
-                gauges.append(
+            // One read of the engine's backlog; a database that does not answer leaves these gauges
+            // out rather than failing the scrape.
+            if let backlog = try? adminQueries.backlog(clients: upgrades.clientThrottle != nil, now: now) {
+                gauges += [
                     (
                         "upgrade_apple_revocations_pending",
-                        "Apple refresh tokens of deleted accounts not yet revoked at Apple.", Double(pending)
-                    )
-                )
-            }
-            if let webhooks = try? store.read({ try $0.webhookOutboxCounts() }) {
-                gauges.append(
+                        "Apple refresh tokens of deleted accounts not yet revoked at Apple.",
+                        Double(backlog.pendingAppleRevocations)
+                    ),
                     (
                         "upgrade_webhooks_pending", "Webhook events neither delivered nor given up.",
-                        Double(webhooks.pending)
-                    )
-                )
-                gauges.append(
+                        Double(backlog.webhooks.pending)
+                    ),
                     (
                         "upgrade_webhooks_failed", "Webhook events given up after their retry window (replay them).",
-                        Double(webhooks.failed)
-                    )
-                )
-                gauges.append(
+                        Double(backlog.webhooks.failed)
+                    ),
                     (
                         "upgrade_webhooks_oldest_pending_age_seconds",
                         "Age of the oldest pending webhook event (0: none).",
-                        Double(webhooks.oldestPendingAt.map { max(0, now - $0) } ?? 0)
+                        Double(backlog.webhooks.oldestPendingAt.map { max(0, now - $0) } ?? 0)
+                    ),
+                ]
+                if let clients = backlog.clientsInDebt {
+                    gauges.append(
+                        (
+                            "client_throttle_clients",
+                            "Clients whose failed credential checks or wrong admin tokens still count against them.",
+                            Double(clients)
+                        )
                     )
-                )
-            }
-            if let clientThrottle = upgrades.clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
-                gauges.append(
-                    (
-                        "client_throttle_clients",
-                        "Clients whose failed credential checks or wrong admin tokens still count against them.",
-                        Double(clients)
-                    )
-                )
+                }
             }
             var response = HTTPResponse.text(metrics.render(gauges: gauges))
             response.headers.replaceOrAppend(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
@@ -340,9 +326,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case .searchAudit:
             return try searchAudit(request, now: now)
         case .accountOverview:
-            return try accountOverview(request, username: parameters["username"] ?? "", now: now)
+            return try accountOverview(request, username: parameters["username"], now: now)
         case .deleteAccount:
-            return try deleteAccount(request, username: parameters["username"] ?? "", now: now)
+            return try deleteAccount(request, username: parameters["username"], now: now)
         }
     }
 
