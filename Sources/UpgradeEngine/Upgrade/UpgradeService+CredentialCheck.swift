@@ -3,7 +3,7 @@ extension UpgradeService {
     /// legacy one), a password change replaces it.
     enum CredentialUse { case upgrade, passwordChange }
 
-    /// The one credential check of `start` and `startPasswordChange` (docs/architecture.md §4.3),
+    /// The one credential check of `start` and `startPasswordChange` (docs/architecture.md §5),
     /// between its two halves: `checkCredential` read and did the slow work; `settle` runs in the
     /// flow's write. A wrong password costs one read and one write transaction.
     struct CredentialCheck {
