@@ -213,7 +213,9 @@ extension UpgradeService {
             verdict = .changed
         }
         switch verdict {
-        case .password(.accepted), .ticketAccepted:
+        // A password change clears them for a right credential even when the account changed since.
+        case .password(.accepted), .ticketAccepted,
+            .changed where check.use == .passwordChange:
             // Most sign-ins follow no failure: then there is no throttle row to clear.
             if check.snapshot.throttle != nil { try tx.clearFailures(usernameKey: check.username.value) }
             // The re-read above found the credential unchanged, so the rehash replaces the hash checked.
