@@ -49,10 +49,14 @@ struct AccountsDeleteCommand: CLICommand {
         let store = try StoreOption.openMigrated(location)
         let deletion: AccountDeletion
         do {
-            deletion = try AccountDeletionService(store: store).delete(
+            deletion = try AccountDeletionService(store: store).deleteAndRevoke(
                 username: username.value,
                 deletedBy: "cli",
-                now: Clock.nowSeconds
+                revocations: apple.flatMap { apple in
+                    secrets.map { AppleRevocationSender(store: store, secrets: $0, apple: apple) }
+                },
+                waits: waits,
+                clock: { Clock.nowSeconds }
             )
         } catch  where error.kind == .accountNotFound {
             throw CommandFailure("no account named '\(username)'")
@@ -60,26 +64,18 @@ struct AccountsDeleteCommand: CLICommand {
             throw CommandFailure("not deleted: \(error.message)\(error.cause.map { " (\($0))" } ?? "")")
         }
         var line = "deleted account \(username) (id \(deletion.accountID)); appleRevocation: "
-        guard let id = deletion.revocationID else {
+        guard let id = deletion.revocationID, let outcome = deletion.appleRevocation else {
             Console.out(line + "none")
             return ExitCode.success
         }
-        guard let apple, let secrets else {
+        guard apple != nil else {
             Console.out(
                 line
                     + "pending (APPLE_TEAM_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are not set; serve's revocation worker will send it)"
             )
             return ExitCode.success
         }
-        let sender = AppleRevocationSender(store: store, secrets: secrets, apple: apple)
-        var outcome = AppleRevocationSender.Outcome.pending
-        for attempt in 0...waits.count {
-            outcome = try BlockingRunner.run { () async throws(StorageError) -> AppleRevocationSender.Outcome in
-                try await sender.attempt(id: id, clock: { Clock.nowSeconds })
-            }
-            guard outcome == .pending, attempt < waits.count else { break }
-            Thread.sleep(forTimeInterval: Double(waits[attempt].components.seconds))
-        }
+        if let error = deletion.revocationError { throw CommandFailure(error) }
         line += outcome.rawValue
         if outcome == .pending {
             let reason = try store.read { try $0.appleRevocation(id: id)?.lastError } ?? "another sender holds it"

@@ -21,10 +21,15 @@ struct AdminQueriesEndToEndTests {
     }
 
     /// The request line exactly as written, so that a test controls every byte of the target.
-    func rawGet(_ harness: Harness, _ target: String) throws -> TestClient.Response {
+    func rawGet(
+        _ harness: Harness,
+        _ target: String,
+        method: String = "GET",
+        token: String? = nil
+    ) throws -> TestClient.Response {
         let client = try TestClient(port: harness.server.application.server.port)
         try client.send(
-            "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(harness.supportToken)\r\nConnection: close\r\n\r\n"
+            "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token ?? harness.supportToken)\r\nConnection: close\r\n\r\n"
         )
         return try client.readResponse()
     }
@@ -235,6 +240,11 @@ struct AdminQueriesEndToEndTests {
         for bad in ["a%E2%80%8Bb", "a%C3", "a%FF", "%C0%AF"] {
             let invalid = try rawGet(harness, "/v1/admin/accounts/\(bad)")
             #expect(invalid.status == 422 && invalid.problemSlug == "validation", "\(bad): \(invalid.status)")
+            // DELETE decodes the path as strictly, and only once the token is checked.
+            let delete = try rawGet(harness, "/v1/admin/accounts/\(bad)", method: "DELETE")
+            #expect(delete.status == 422 && delete.problemSlug == "validation", "DELETE \(bad): \(delete.status)")
+            let stranger = try rawGet(harness, "/v1/admin/accounts/\(bad)", method: "DELETE", token: "wrong")
+            #expect(stranger.status == 401 && stranger.problemSlug == "unauthorized", "DELETE \(bad)")
         }
         let invalid = try await get(harness, "/v1/admin/accounts/a%E2%80%8Bb")
         let missing = try await harness.server.get("/v1/admin/accounts/plain")

@@ -58,7 +58,7 @@ struct DatabaseLossAPITests {
     func problems() {
         let failures = [
             APIProblem(UpgradeFailure(.databaseUnavailable, "the database cannot be reached", cause: "storage x")),
-            UpgradeAPIHandler.problem(TransferFailure(.unavailable, "the database cannot be reached")),
+            APIProblem(TransferFailure(.unavailable, "the database cannot be reached")),
             APIProblem(SignInFailure(TransferFailure(.unavailable, "the database cannot be reached"))),
             APIProblem(SignInFailure(.storeUnavailable, "the database cannot be reached")),
         ]

@@ -134,6 +134,7 @@ struct OpenAPIContractTests {
             .union(Self.literals(in: "Sources/UpgradeAPI/Serve", after: "slug: "))
             .union(UpgradeProblems.table.values.map(\.slug))
             .union(UpgradeProblems.signInTable.values.map(\.slug))
+            .union(UpgradeProblems.transferTable.values.map(\.slug))
         // How an upgrade ended is also shown as a slug; `apple-exchange-failed` only ever in its history.
         let endings = UpgradeFailureReason.allCases.filter(\.endsUpgrade).map(UpgradeProblems.slug(for:))
         let written = writtenInSources.union(endings.filter { $0 != "apple-exchange-failed" })

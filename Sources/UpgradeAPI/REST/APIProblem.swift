@@ -72,6 +72,23 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         cause = failure.cause
     }
 
+    /// A transfer-service refusal, by `UpgradeProblems`' table; an internal or database failure says
+    /// only that, its cause kept for the log.
+    public init(_ failure: TransferFailure) {
+        switch failure.code {
+        case .unavailable: self = .databaseUnavailable(cause: failure.cause)
+        case .validation: self = .validation(failure.message)
+        default:
+            let (status, slug) = UpgradeProblems.transferTable[failure.code] ?? (500, "internal")
+            self.init(
+                status: status,
+                slug: slug,
+                detail: status == 500 ? "the server could not answer this request" : failure.message
+            )
+            cause = failure.cause
+        }
+    }
+
     /// `Retry-After` seconds while the database cannot be reached: a restart or failover takes a few.
     static let databaseRetryAfter = "2"
 

@@ -27,7 +27,9 @@ struct Router<Operation: Sendable>: Sendable {
 
     private(set) var routes: [Route] = []
     /// Captures (by name) that take any path-segment text (RFC 3986 `pchar`, percent-encoded as
-    /// needed, up to `maxTextCaptureBytes`) rather than identifier bytes; the handler decodes them.
+    /// needed, up to `maxTextCaptureBytes`) rather than identifier bytes. The router decodes them
+    /// (`PercentEncoding`), once for every route; one that is not percent-encoded UTF-8 is left out
+    /// of the parameters, for the handler to refuse after its other checks.
     let textCaptures: Set<String>
     static var maxTextCaptureBytes: Int { 1024 }
 
@@ -118,9 +120,9 @@ struct Router<Operation: Sendable>: Sendable {
     ) -> [String: String] {
         var parameters: [String: String] = [:]
         for (expected, range) in zip(pattern, path) {
-            if case .capture(let name, _) = expected {
-                parameters[name] = String(decoding: bytes[range], as: UTF8.self)
-            }
+            guard case .capture(let name, let text) = expected else { continue }
+            let raw = String(decoding: bytes[range], as: UTF8.self)
+            parameters[name] = text ? PercentEncoding.decoded(Substring(raw)) : raw
         }
         return parameters
     }

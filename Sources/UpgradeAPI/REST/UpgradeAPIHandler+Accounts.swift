@@ -1,4 +1,3 @@
-import Foundation
 import UpgradeEngine
 
 /// The admin routes on accounts (docs/architecture.md §7.1).
@@ -7,31 +6,20 @@ extension UpgradeAPIHandler {
     /// transaction, then tries its Apple revocation once, bounded by the revocation client's
     /// timeouts. `appleRevocation` is `done` when Apple answered, `pending` when the queue will
     /// retry it, `none` when the account had no refresh token.
-    func deleteAccount(_ request: HTTPRequest, username raw: String, now: Int64) throws -> HTTPResponse {
+    func deleteAccount(_ request: HTTPRequest, username: String?, now: Int64) throws -> HTTPResponse {
         // The token is checked before anything else: an unauthenticated caller learns nothing.
         let token = try admin.authorize(request, scope: .accounts, now: now)
-        guard let username = raw.removingPercentEncoding else {
-            throw APIProblem.validation("the username in the path is not valid percent-encoded UTF-8")
+        let deletion = try deletions.deleteAndRevoke(
+            username: try Self.pathUsername(username),
+            deletedBy: token.name,
+            revocations: revocations,
+            clock: clock
+        )
+        if let cause = deletion.revocationError, let id = deletion.revocationID {
+            // The deletion is committed and its revocation queued: the worker sends it.
+            log.log("error", "revocation", [("revocation", .string(id)), ("cause", .string(cause))])
         }
-        let deletion = try deletions.delete(username: username, deletedBy: token.name, now: now)
-        var outcome = "none"
-        if let id = deletion.revocationID {
-            outcome = AppleRevocationSender.Outcome.pending.rawValue
-            if let revocations {
-                do {
-                    outcome = try blockingWait { () async throws(StorageError) -> AppleRevocationSender.Outcome in
-                        try await revocations.attempt(id: id, clock: self.clock)
-                    }.rawValue
-                } catch {
-                    // The deletion is committed and its revocation queued: the worker sends it.
-                    log.log(
-                        "error",
-                        "revocation",
-                        [("revocation", .string(id)), ("cause", .string(error.description))]
-                    )
-                }
-            }
-        }
+        let outcome = deletion.appleRevocation?.rawValue ?? "none"
         var response = HTTPResponse(
             body: JWSJSON.object([
                 "accountId": .string(deletion.accountID), "deleted": .bool(true),

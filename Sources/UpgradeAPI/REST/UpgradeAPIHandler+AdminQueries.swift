@@ -36,13 +36,20 @@ extension UpgradeAPIHandler {
         return Self.noStoreJSON(AdminJSON.page(page, cursors: auditCursors))
     }
 
-    /// `GET /v1/admin/accounts/{username}`: `username` is the path segment, percent-encoded.
-    func accountOverview(_ request: HTTPRequest, username raw: String, now: Int64) throws -> HTTPResponse {
+    /// `GET /v1/admin/accounts/{username}`: `username` as the router decoded it.
+    func accountOverview(_ request: HTTPRequest, username: String?, now: Int64) throws -> HTTPResponse {
         _ = try admin.authorize(request, scope: .accounts, now: now)
-        guard let username = Self.percentDecoded(Substring(raw)) else {
+        let username = try Self.pathUsername(username)
+        return Self.noStoreJSON(AdminJSON.overview(try adminQueries.account(username: username)))
+    }
+
+    /// The `{username}` path segment the router decoded (nil: it was not percent-encoded UTF-8),
+    /// looked at only once the admin token is checked.
+    static func pathUsername(_ username: String?) throws -> String {
+        guard let username else {
             throw APIProblem.validation("the username in the path is not valid percent-encoded UTF-8")
         }
-        return Self.noStoreJSON(AdminJSON.overview(try adminQueries.account(username: username)))
+        return username
     }
 
     static func noStoreJSON(_ body: JWSJSON) -> HTTPResponse {
@@ -74,43 +81,11 @@ extension UpgradeAPIHandler {
                 throw APIProblem.validation("unknown query parameter '\(shown)'; the parameters are \(known)")
             }
             guard parameters[name] == nil else { throw APIProblem.validation("\(name) is given more than once") }
-            guard parts.count == 2, let value = percentDecoded(parts[1], plusIsSpace: true) else {
+            guard parts.count == 2, let value = PercentEncoding.decoded(parts[1], plusIsSpace: true) else {
                 throw APIProblem.validation("\(name) needs a percent-encoded value")
             }
             parameters[name] = value
         }
         return parameters
-    }
-
-    /// `text` percent-decoded (RFC 3986 §2.1), strictly: every `%` starts two hex digits and the
-    /// bytes are UTF-8; nil otherwise. (Foundation's `removingPercentEncoding` leaves a stray `%`
-    /// in place on some platforms.) In a query, `+` is a space (HTML form encoding).
-    static func percentDecoded(_ text: Substring, plusIsSpace: Bool = false) -> String? {
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        let input = Array(text.utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(input.count)
-        var index = 0
-        while index < input.count {
-            let byte = input[index]
-            if byte == UInt8(ascii: "%") {
-                guard index + 2 < input.count, let high = hex(input[index + 1]), let low = hex(input[index + 2]) else {
-                    return nil
-                }
-                output.append(high << 4 | low)
-                index += 3
-            } else {
-                output.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
-                index += 1
-            }
-        }
-        return String(validating: output, as: UTF8.self)
     }
 }

@@ -51,12 +51,7 @@ extension UpgradeAPIHandler {
         guard users.count == 1, let user = users.first, !user.isEmpty, user.utf8.count <= 256 else {
             throw APIProblem.validation("give exactly one 'user' query parameter: the Apple user id")
         }
-        let state: AppleCredentialState
-        do {
-            state = try transfers.credentialState(userID: user)
-        } catch {
-            throw Self.problem(error)
-        }
+        let state = try transfers.credentialState(userID: user)
         return .json(
             JWSJSON.object(["state": .string(state.name), "rawValue": .integer(Int64(state.rawValue))]).serializedString
         )
@@ -77,26 +72,6 @@ extension UpgradeAPIHandler {
             return .json(
                 JWSJSON.object(["status": .string("processed"), "outcome": .string(outcome.rawValue)]).serializedString
             )
-        }
-    }
-
-    static func problem(_ failure: TransferFailure) -> APIProblem {
-        switch failure.code {
-        case .notFound: APIProblem(status: 404, slug: "not-found", detail: failure.message)
-        case .revoked: APIProblem(status: 403, slug: "revoked", detail: failure.message)
-        case .conflict: APIProblem(status: 409, slug: "sub-conflict", detail: failure.message)
-        case .validation: APIProblem.validation(failure.message)
-        case .unavailable: APIProblem.databaseUnavailable(cause: failure.cause)
-        default:
-            {
-                var problem = APIProblem(
-                    status: 500,
-                    slug: "internal",
-                    detail: "the server could not answer this request"
-                )
-                problem.cause = failure.cause
-                return problem
-            }()
         }
     }
 

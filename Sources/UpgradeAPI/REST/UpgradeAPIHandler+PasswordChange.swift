@@ -1,7 +1,7 @@
 import UpgradeEngine
 
 /// Strong-password changes (the extension's `changePasswordWithoutUserInteraction`): decode, one
-/// service call under the per-client limit, render.
+/// service call, render.
 extension UpgradeAPIHandler {
     /// `POST /v1/password-changes`.
     func startPasswordChange(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
@@ -12,13 +12,14 @@ extension UpgradeAPIHandler {
         // As for an upgrade: a ticket comes with an empty (or no) password; without one the password is required.
         let ticket = try body.string("ticket")
         let password = try ticket == nil ? body.requiredString("password") : body.string("password") ?? ""
-        let answer = try throttled(request, now: now) {
+        let answer = try recorded {
             try upgrades.startPasswordChange(
                 username: try body.requiredString("username"),
                 password: password,
                 ticket: ticket,
                 newPassword: try body.requiredString("newPassword"),
                 serviceIdentifier: try body.requiredString("serviceIdentifier"),
+                clientKey: request.clientKey,
                 now: now
             )
         }
@@ -35,7 +36,7 @@ extension UpgradeAPIHandler {
         default: throw APIProblem.validation("send exactly one of 'code' and 'recoveryCode'")
         }
         return Self.render(
-            try throttled(request, now: now) { try upgrades.stepUpPasswordChange(id: id, code: code, now: now) }
+            try upgrades.stepUpPasswordChange(id: id, code: code, clientKey: request.clientKey, now: now)
         )
     }
 

@@ -30,9 +30,6 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let clock: @Sendable () -> Int64
     let metrics: Metrics
     let log: RequestLog
-    /// Failed credential checks per client (`UPGRADE_CLIENT_THROTTLE`), counted in the database;
-    /// nil when turned off.
-    let clientThrottle: ClientThrottle?
     /// Proxies whose `X-Forwarded-For` names the client (`UPGRADE_TRUSTED_PROXIES`).
     let trustedProxies: TrustedProxies
     /// Bearer tokens for the admin routes (`UPGRADE_ADMIN_TOKENS_FILE`).
@@ -52,7 +49,6 @@ public final class UpgradeAPIHandler: HTTPHandler {
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
-        clientThrottle: ClientThrottle.Policy? = .default,
         adminThrottle: ClientThrottle.Policy? = .default,
         trustedProxies: TrustedProxies = .none,
         adminTokens: AdminTokenSet? = nil,
@@ -70,7 +66,6 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.clock = clock
         self.metrics = metrics
         self.log = log
-        self.clientThrottle = clientThrottle.map { ClientThrottle(policy: $0, store: store) }
         self.trustedProxies = trustedProxies
         self.admin = AdminAuthenticator(
             tokens: adminTokens,
@@ -140,31 +135,24 @@ public final class UpgradeAPIHandler: HTTPHandler {
             case .notFound:
                 throw APIProblem(status: 404, slug: "not-found", detail: "no such resource")
             }
-        } catch let problem as APIProblem {
-            problemSlug = problem.slug
-            cause = problem.cause
-            response = problem.response
-        } catch let failure as UpgradeFailure {
-            if failure.notBefore != nil { metrics.recordFailureHeld() }
-            let problem = APIProblem(failure)
-            problemSlug = problem.slug
-            cause = problem.cause
-            response = problem.response
-        } catch let failure as SignInFailure {
-            let problem = APIProblem(failure)
-            problemSlug = problem.slug
-            cause = problem.cause
-            response = problem.response
         } catch {
-            // Anything unexpected is logged here and answered as a bare 500, never echoed.
-            log.log(
-                "error",
-                "unhandled error",
-                [("requestId", .string("\(request.id)")), ("error", .string(String(describing: type(of: error))))]
-            )
-            problemSlug = "internal"
-            response =
-                APIProblem(status: 500, slug: "internal", detail: "the server could not answer this request").response
+            if let failure = error as? UpgradeFailure, failure.notBefore != nil { metrics.recordFailureHeld() }
+            if let problem = UpgradeProblems.problem(for: error) {
+                problemSlug = problem.slug
+                cause = problem.cause
+                response = problem.response
+            } else {
+                // Anything unexpected is logged here and answered as a bare 500, never echoed.
+                log.log(
+                    "error",
+                    "unhandled error",
+                    [("requestId", .string("\(request.id)")), ("error", .string(String(describing: type(of: error))))]
+                )
+                problemSlug = "internal"
+                response =
+                    APIProblem(status: 500, slug: "internal", detail: "the server could not answer this request")
+                    .response
+            }
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         metrics.recordRequest(route: route, method: request.method, status: response.status, seconds: seconds)
@@ -210,45 +198,38 @@ public final class UpgradeAPIHandler: HTTPHandler {
                 )
                 gauges.append(("http_connections_open", "Open client connections.", Double(statistics.connectionsOpen)))
             }
-            // Counted in the database, so every instance reports the same number; a database that
-            // does not answer leaves the gauge out rather than failing the scrape.
-            if let pending = try? store.read({ try $0.pendingAppleRevocationCount() }) {
-                gauges.append(
+            // One read of the engine's backlog; a database that does not answer leaves these gauges
+            // out rather than failing the scrape.
+            if let backlog = try? adminQueries.backlog(clients: upgrades.clientThrottle != nil, now: now) {
+                gauges += [
                     (
                         "upgrade_apple_revocations_pending",
-                        "Apple refresh tokens of deleted accounts not yet revoked at Apple.", Double(pending)
-                    )
-                )
-            }
-            if let webhooks = try? store.read({ try $0.webhookOutboxCounts() }) {
-                gauges.append(
+                        "Apple refresh tokens of deleted accounts not yet revoked at Apple.",
+                        Double(backlog.pendingAppleRevocations)
+                    ),
                     (
                         "upgrade_webhooks_pending", "Webhook events neither delivered nor given up.",
-                        Double(webhooks.pending)
-                    )
-                )
-                gauges.append(
+                        Double(backlog.webhooks.pending)
+                    ),
                     (
                         "upgrade_webhooks_failed", "Webhook events given up after their retry window (replay them).",
-                        Double(webhooks.failed)
-                    )
-                )
-                gauges.append(
+                        Double(backlog.webhooks.failed)
+                    ),
                     (
                         "upgrade_webhooks_oldest_pending_age_seconds",
                         "Age of the oldest pending webhook event (0: none).",
-                        Double(webhooks.oldestPendingAt.map { max(0, now - $0) } ?? 0)
+                        Double(backlog.webhooks.oldestPendingAt.map { max(0, now - $0) } ?? 0)
+                    ),
+                ]
+                if let clients = backlog.clientsInDebt {
+                    gauges.append(
+                        (
+                            "client_throttle_clients",
+                            "Clients whose failed credential checks or wrong admin tokens still count against them.",
+                            Double(clients)
+                        )
                     )
-                )
-            }
-            if let clientThrottle, let clients = try? clientThrottle.clientsInDebt(now: now) {
-                gauges.append(
-                    (
-                        "client_throttle_clients",
-                        "Clients whose failed credential checks or wrong admin tokens still count against them.",
-                        Double(clients)
-                    )
-                )
+                }
             }
             var response = HTTPResponse.text(metrics.render(gauges: gauges))
             response.headers.replaceOrAppend(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
@@ -259,12 +240,13 @@ public final class UpgradeAPIHandler: HTTPHandler {
             // password is required.
             let ticket = try body.string("ticket")
             let password = try ticket == nil ? body.requiredString("password") : body.string("password") ?? ""
-            let answer = try throttled(request, now: now) {
+            let answer = try recorded {
                 try upgrades.start(
                     username: try body.requiredString("username"),
                     password: password,
                     ticket: ticket,
                     serviceIdentifier: try body.requiredString("serviceIdentifier"),
+                    clientKey: request.clientKey,
                     now: now
                 )
             }
@@ -296,7 +278,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
             case (nil, let recovery?): code = .recoveryCode(recovery)
             default: throw APIProblem.validation("send exactly one of 'code' and 'recoveryCode'")
             }
-            return Self.render(try throttled(request, now: now) { try upgrades.stepUp(id: id, code: code, now: now) })
+            return Self.render(
+                try recorded { try upgrades.stepUp(id: id, code: code, clientKey: request.clientKey, now: now) }
+            )
         case .appleCredential:
             let body = try JSONBody(
                 request,
@@ -342,47 +326,15 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case .searchAudit:
             return try searchAudit(request, now: now)
         case .accountOverview:
-            return try accountOverview(request, username: parameters["username"] ?? "", now: now)
+            return try accountOverview(request, username: parameters["username"], now: now)
         case .deleteAccount:
-            return try deleteAccount(request, username: parameters["username"] ?? "", now: now)
-        }
-    }
-
-    /// Failures that count against the client: each is a credential checked (or tried on a locked
-    /// username) and found wrong.
-    static let clientFailureKinds: Set<UpgradeFailure.Kind> = [
-        .invalidCredentials, .invalidTicket, .locked, .invalidCode, .tooManyAttempts,
-    ]
-
-    /// A credential-checking call under the per-client limit: refused before any work while the
-    /// client is over it, and its credential failures counted.
-    func throttled<Answer>(
-        _ request: HTTPRequest,
-        now: Int64,
-        _ body: () throws -> Answer
-    ) throws
-        -> Answer
-    {
-        guard let clientThrottle, let client = request.client else { return try recorded(body) }
-        let clientKey = client.throttleKey.description
-        if let wait = try clientThrottle.retryAfter(clientKey: clientKey, now: now) {
-            throw UpgradeFailure(
-                .rateLimited,
-                "too many failed attempts from this client; retry in \(wait) s",
-                retryAfter: wait
-            )
-        }
-        do {
-            return try recorded(body)
-        } catch let failure as UpgradeFailure where Self.clientFailureKinds.contains(failure.kind) {
-            try clientThrottle.recordFailure(clientKey: clientKey, now: now)
-            throw failure
+            return try deleteAccount(request, username: parameters["username"], now: now)
         }
     }
 
     /// Counts the outcome of an upgrade call for `upgrade_transitions_total` (password changes are
     /// not upgrades and are not counted there).
-    private func recorded<Answer>(_ body: () throws -> Answer) throws -> Answer {
+    func recorded<Answer>(_ body: () throws -> Answer) throws -> Answer {
         do {
             let answer = try body()
             if let answer = answer as? UpgradeAnswer {
@@ -441,4 +393,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
         return response
     }
+}
+
+extension HTTPRequest {
+    /// The key the engine counts this client's failed credential checks under (an IPv6 client by its /64).
+    var clientKey: String? { client?.throttleKey.description }
 }

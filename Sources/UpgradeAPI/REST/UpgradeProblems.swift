@@ -1,10 +1,21 @@
 import UpgradeEngine
 
-/// How the REST API answers the upgrade engine's failures: one table from each failure kind to its
-/// HTTP status and problem slug, and from each way an upgrade can end to the slug clients see. The
-/// engine knows neither; its stored failure reasons have codes of their own, so renaming a slug here
-/// never changes stored data.
+/// How the REST API answers the engine's failures, the one place where they become problems: a
+/// table per failure type from each kind to its HTTP status and problem slug, and from each way an
+/// upgrade can end to the slug clients see. The engine knows neither; its stored failure reasons
+/// have codes of their own, so renaming a slug here never changes stored data.
 enum UpgradeProblems {
+    /// The problem that answers `error`, or nil for an error no table knows (a bare 500, logged).
+    static func problem(for error: any Error) -> APIProblem? {
+        switch error {
+        case let problem as APIProblem: problem
+        case let failure as UpgradeFailure: APIProblem(failure)
+        case let failure as SignInFailure: APIProblem(failure)
+        case let failure as TransferFailure: APIProblem(failure)
+        default: nil
+        }
+    }
+
     /// The HTTP status and problem slug of a failure kind.
     static func problem(for kind: UpgradeFailure.Kind) -> (status: Int, slug: String) {
         table[kind] ?? (500, "internal")
@@ -53,6 +64,16 @@ enum UpgradeProblems {
         .subConflict: (409, "sub-conflict"),
         .invalidNotification: (400, "invalid-notification"),
         .storeUnavailable: (503, "database-unavailable"),
+        .internalError: (500, "internal"),
+    ]
+
+    /// The HTTP status and problem slug of a transfer-service failure (`GET /v1/apple/credential-state`).
+    static let transferTable: [TransferFailure.Code: (status: Int, slug: String)] = [
+        .validation: (422, "validation"),
+        .notFound: (404, "not-found"),
+        .revoked: (403, "revoked"),
+        .conflict: (409, "sub-conflict"),
+        .unavailable: (503, "database-unavailable"),
         .internalError: (500, "internal"),
     ]
 

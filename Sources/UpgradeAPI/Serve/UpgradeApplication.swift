@@ -84,6 +84,7 @@ public final class UpgradeApplication: Sendable {
         )
         upgradeConfiguration.passwordRules = settings.passwordRules
         upgradeConfiguration.failureFloor = settings.failureFloor
+        upgradeConfiguration.clientThrottle = settings.clientThrottle
         upgradeConfiguration.onFailureFloorOverrun = { _ in metrics.recordFailureFloorOverrun() }
         service = UpgradeService(
             store: store,
@@ -213,7 +214,6 @@ public final class UpgradeApplication: Sendable {
             clock: clock,
             metrics: metrics,
             log: log,
-            clientThrottle: settings.clientThrottle,
             adminThrottle: settings.adminThrottle,
             trustedProxies: settings.trustedProxies,
             adminTokens: settings.adminTokens,

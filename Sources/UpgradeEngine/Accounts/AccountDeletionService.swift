@@ -1,3 +1,5 @@
+import Foundation
+
 /// Deletes accounts (`DELETE /v1/admin/accounts/{username}`, `upgrade-cli accounts delete`), as
 /// Apple asks of apps that create accounts (TN3194), in one transaction: the account row and, by the
 /// schema's cascades, its password, TOTP, recovery codes, profile, upgrade sessions and tickets,
@@ -76,6 +78,38 @@ public struct AccountDeletionService: Sendable {
         }
     }
 
+    /// `delete`, then, when the account had a refresh token, its revocation through `revocations`
+    /// (`DELETE /v1/admin/accounts/{username}` and `upgrade-cli accounts delete` alike): one
+    /// attempt, and one more after each of `waits` while Apple leaves it pending, on the calling
+    /// thread (`BlockingRunner`). Whatever is not sent stays queued for the revocation worker; a
+    /// storage error of an attempt leaves it `pending`, with the error in `revocationError`.
+    public func deleteAndRevoke(
+        username: String,
+        deletedBy: String,
+        revocations: AppleRevocationSender?,
+        waits: [Duration] = [],
+        clock: @escaping @Sendable () -> Int64
+    ) throws(UpgradeFailure) -> AccountDeletion {
+        var deletion = try delete(username: username, deletedBy: deletedBy, now: clock())
+        guard let id = deletion.revocationID else { return deletion }
+        deletion.appleRevocation = .pending
+        guard let revocations else { return deletion }
+        for attempt in 0...waits.count {
+            do {
+                deletion.appleRevocation = try BlockingRunner.run {
+                    () async throws(StorageError) -> AppleRevocationSender.Outcome in
+                    try await revocations.attempt(id: id, clock: clock)
+                }
+            } catch {
+                deletion.revocationError = error.description
+                break
+            }
+            guard deletion.appleRevocation == .pending, attempt < waits.count else { break }
+            Thread.sleep(forTimeInterval: Double(waits[attempt].components.seconds))
+        }
+        return deletion
+    }
+
     static func newRevocationID() -> String { "rev_" + SecureRandom.token(byteCount: 16) }
 }
 
@@ -84,6 +118,10 @@ public struct AccountDeletionService: Sendable {
 public struct AccountDeletion: Sendable, Equatable {
     public let accountID: String
     public let revocationID: String?
+    /// After `deleteAndRevoke`: whether Apple revoked the token (nil: there was none to revoke).
+    public var appleRevocation: AppleRevocationSender.Outcome?
+    /// Why an attempt at the revocation failed (a storage error), for the log; the queue retries it.
+    public var revocationError: String?
 
     public init(accountID: String, revocationID: String?) {
         self.accountID = accountID

@@ -14,6 +14,32 @@ public struct AdminQueryService: Sendable {
         public var nextBeforeID: Int64?
     }
 
+    /// What is waiting in the database, for `/metrics`: counted there, so every instance reports the
+    /// same numbers.
+    public struct Backlog: Sendable, Equatable {
+        /// Apple refresh tokens of deleted accounts not yet revoked at Apple.
+        public var pendingAppleRevocations: Int
+        public var webhooks: WebhookOutboxCounts
+        /// Clients whose failed credential checks or wrong admin tokens still count against them;
+        /// nil when not asked for.
+        public var clientsInDebt: Int?
+    }
+
+    /// The backlog, read in one transaction; `clients` asks for the clients in debt too.
+    public func backlog(clients: Bool, now: Int64) throws(UpgradeFailure) -> Backlog {
+        do {
+            return try store.read { tx in
+                Backlog(
+                    pendingAppleRevocations: try tx.pendingAppleRevocationCount(),
+                    webhooks: try tx.webhookOutboxCounts(),
+                    clientsInDebt: clients ? try tx.clientsInDebt(now: now * 1000) : nil
+                )
+            }
+        } catch {
+            throw UpgradeService.storageFailure(error)
+        }
+    }
+
     /// How many events `GET /v1/admin/accounts/{username}` lists.
     public static let overviewEvents = 20
     /// Event types are short dotted names; a longer filter cannot match one.

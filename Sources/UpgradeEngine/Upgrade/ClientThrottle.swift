@@ -103,36 +103,40 @@ public final class ClientThrottle: Sendable {
     }
 
     /// Seconds the client with `clientKey` must wait before its next credential check, or nil if it
-    /// may go on.
-    public func retryAfter(clientKey: String, now: Int64) throws(UpgradeFailure) -> Int64? {
-        let paidOffAt: Int64?
-        let key = namespace.keyPrefix + clientKey
-        do {
-            paidOffAt = try store.read { try $0.clientThrottlePaidOffAt(clientKey: key) }
-        } catch {
-            throw UpgradeService.storageFailure(error)
-        }
-        return policy.retryAfter(paidOffAt: paidOffAt, now: now)
+    /// may go on, read in the caller's transaction.
+    public func retryAfter(clientKey: String, in tx: any StoreTransaction, now: Int64) throws -> Int64? {
+        policy.retryAfter(
+            paidOffAt: try tx.clientThrottlePaidOffAt(clientKey: namespace.keyPrefix + clientKey),
+            now: now
+        )
     }
 
-    /// Counts one failed credential check by the client with `clientKey`.
-    public func recordFailure(clientKey: String, now: Int64) throws(UpgradeFailure) {
+    /// Counts one failed credential check by the client with `clientKey`, in the caller's write.
+    public func recordFailure(clientKey: String, in tx: any StoreTransaction, now: Int64) throws {
         let sweep = sweptAt.withLock { last in
             guard now > last else { return false }
             last = now
             return true
         }
-        let policy = self.policy
         let key = namespace.keyPrefix + clientKey
+        if sweep { try tx.deletePaidClientThrottles(now: now * 1000) }
+        let paidOffAt = try tx.clientThrottlePaidOffAt(clientKey: key)
+        try tx.setClientThrottle(clientKey: key, paidOffAt: policy.paidOffAt(afterFailureFrom: paidOffAt, now: now))
+    }
+
+    /// `retryAfter` in a read of its own (the admin routes, where no service transaction surrounds it).
+    public func retryAfter(clientKey: String, now: Int64) throws(UpgradeFailure) -> Int64? {
         do {
-            try store.write { tx in
-                if sweep { try tx.deletePaidClientThrottles(now: now * 1000) }
-                let paidOffAt = try tx.clientThrottlePaidOffAt(clientKey: key)
-                try tx.setClientThrottle(
-                    clientKey: key,
-                    paidOffAt: policy.paidOffAt(afterFailureFrom: paidOffAt, now: now)
-                )
-            }
+            return try store.read { tx in try retryAfter(clientKey: clientKey, in: tx, now: now) }
+        } catch {
+            throw UpgradeService.storageFailure(error)
+        }
+    }
+
+    /// `recordFailure` in a write of its own.
+    public func recordFailure(clientKey: String, now: Int64) throws(UpgradeFailure) {
+        do {
+            try store.write { tx in try recordFailure(clientKey: clientKey, in: tx, now: now) }
         } catch {
             throw UpgradeService.storageFailure(error)
         }

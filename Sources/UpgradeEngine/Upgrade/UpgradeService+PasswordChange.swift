@@ -11,37 +11,21 @@ extension UpgradeService {
     /// username cost and look the same, or the ticket: valid for the account, it is compared with the
     /// new password against the stored hash before it is spent, so an unchanged password leaves it
     /// unspent. An account without a password answers `invalidCredentials` on the password path
-    /// (anything else would tell a stranger it exists) and `notEligible` with a valid ticket.
+    /// (anything else would tell a stranger it exists) and `notEligible` with a valid ticket. The
+    /// check itself, with the client's count, is the upgrade's (`checkCredential`, `settle`).
     public func startPasswordChange(
         username: String,
         password: String,
         ticket: String? = nil,
         newPassword: String,
         serviceIdentifier: String,
+        clientKey: String? = nil,
         now: Int64
     ) throws(UpgradeFailure) -> PasswordChangeAnswer {
         let started = ContinuousClock.now
-        try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
-        if let ticket {
-            guard password.isEmpty else {
-                throw UpgradeFailure(.validation, "send a password or a ticket, not both")
-            }
-            try Self.require(ticket, "ticket", maxBytes: Self.maxTicketBytes)
-        } else {
-            try Self.require(password, "password", maxBytes: Self.maxPasswordBytes)
-        }
+        let prepared = try Self.credentialFields(username: username, password: password, ticket: ticket)
         try Self.require(newPassword, "newPassword", maxBytes: Self.maxPasswordBytes)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
-        let prepared: Username
-        do {
-            prepared = try Username(username)
-        } catch {
-            throw UpgradeFailure(
-                .validation,
-                error.code == .empty ? "username is required" : "username: \(error.message)"
-            )
-        }
-        let usernameKey = prepared.value
         var machine = PasswordChangeStateMachine.start(now: now, policy: configuration.policy)
         if let violation = configuration.passwordRules.violation(of: newPassword) {
             try refuseNewPassword(violation, machine: &machine, now: now)
@@ -50,97 +34,39 @@ extension UpgradeService {
             try refuseNewPassword(.sameAsCurrent, machine: &machine, now: now)
         }
 
-        let snapshot: PasswordCheckSnapshot
-        do {
-            snapshot = try store.read { tx in try tx.passwordCheckSnapshot(username: prepared) }
-        } catch {
-            throw Self.storageFailure(error)
-        }
-        let eligible: Bool
-        if let account = snapshot.account, account.credentialKind == .password, snapshot.credential != nil {
-            eligible = true
-        } else {
-            eligible = false
-        }
-
         let id = Self.newPasswordChangeID()
-        var known: PasswordChangeEvent?
-        var retryAfter: Int64?
-        var auditDetail = ["serviceIdentifier": serviceIdentifier]
+        let check = try checkCredential(
+            prepared,
+            password: password,
+            ticket: ticket,
+            clientKey: clientKey,
+            use: .passwordChange,
+            for: id,
+            now: now
+        )
         var newHash: String?
-        let lockedFor = try lockedFor(snapshot, now: now)
-        switch lockedFor {
-        case .some(let wait):
-            known = ticket == nil ? .passwordEvaluated(.rejected(reason: .locked)) : .ticketRejected(reason: .locked)
-            retryAfter = wait
-        case nil:
-            if let ticket {
-                auditDetail["credential"] = "ticket"
-                if eligible, let account = snapshot.account, let credential = snapshot.credential,
-                    try ticketIsValid(ticket, accountID: account.id, for: id, now: now)
-                {
-                    // Only the ticket's holder learns this, and before the ticket is spent.
-                    if (try? passwords.verify(password: newPassword, encodedHash: credential.hash)) == true {
-                        try refuseNewPassword(.sameAsCurrent, machine: &machine, now: now)
-                    }
-                    newHash = try hashNewPassword(newPassword)
-                }
-            } else {
-                let outcome: UpgradeEvent.PasswordOutcome
-                if eligible, let credential = snapshot.credential {
-                    do {
-                        let matches = try passwords.verify(password: password, encodedHash: credential.hash)
-                        outcome =
-                            matches
-                            ? .accepted(secondFactor: snapshot.hasSecondFactor) : .rejected(reason: .invalidCredentials)
-                    } catch {
-                        passwords.verifyDummy(password: password)
-                        outcome = .rejected(reason: .invalidCredentials)
-                        auditDetail["hash"] = "\(error.code)"
-                    }
-                } else {
-                    // Unknown username, or an account without a password: the cost of a real check.
-                    passwords.verifyDummy(password: password)
-                    outcome = .rejected(reason: .invalidCredentials)
-                }
-                if case .accepted = outcome { newHash = try hashNewPassword(newPassword) }
-                known = .passwordEvaluated(outcome)
+        if case .password(.accepted) = check.known {
+            newHash = try hashNewPassword(newPassword)
+        } else if check.known == nil, check.ticketUsable, check.eligible, let credential = check.snapshot.credential {
+            // Only the ticket's holder learns this, and before the ticket is spent.
+            if (try? passwords.verify(password: newPassword, encodedHash: credential.hash)) == true {
+                try refuseNewPassword(.sameAsCurrent, machine: &machine, now: now)
             }
+            newHash = try hashNewPassword(newPassword)
         }
 
-        let accountID = snapshot.account?.id
-        let ticketHash = ticket.map(Self.hashOneTimeValue)
+        let accountID = check.snapshot.account?.id
         let transition: PasswordChangeTransition
         do {
             (machine, transition) = try store.write { tx in
-                var event: PasswordChangeEvent
-                if let known {
-                    event = known
-                } else {
-                    // As in an upgrade: spent only if it is this account's and unexpired, and unused or
-                    // still held by an open change (the silent call before this interactive one).
-                    let spent = try spendTicket(hash: ticketHash ?? "", accountID: accountID, for: id, in: tx, now: now)
-                    if let spent, snapshot.account != nil {
-                        event =
-                            eligible && newHash != nil
-                            ? .ticketAccepted(secondFactor: snapshot.hasSecondFactor && !spent.secondFactorVerified)
-                            : .ticketRejected(reason: .notEligible)
-                    } else {
-                        event = .ticketRejected(reason: .invalidTicket)
-                    }
-                }
-                let accepted: Bool
-                switch event {
-                case .passwordEvaluated(.accepted), .ticketAccepted: accepted = true
-                default: accepted = false
-                }
-                // The password checked above must still be the account's: a change that completed
-                // meanwhile, or an upgrade to Apple, ends this one.
-                if accepted, let accountID,
-                    try tx.passwordCredential(accountID: accountID) != snapshot.credential
-                        || tx.account(id: accountID)?.credentialKind != .password
-                {
-                    event = .accountChanged
+                var (verdict, detail) = try settle(check, for: id, in: tx, now: now)
+                detail["serviceIdentifier"] = serviceIdentifier
+                let event: PasswordChangeEvent
+                switch verdict {
+                case .password(let outcome): event = .passwordEvaluated(outcome)
+                case .ticketAccepted(let secondFactor): event = .ticketAccepted(secondFactor: secondFactor)
+                case .ticketRejected(let reason): event = .ticketRejected(reason: reason)
+                case .changed: event = .accountChanged
                 }
                 var machine = PasswordChangeStateMachine.start(now: now, policy: configuration.policy)
                 let transition: PasswordChangeTransition
@@ -152,7 +78,7 @@ extension UpgradeService {
                 let record = PasswordChangeRecord(
                     id: id,
                     accountID: accountID,
-                    usernameKey: usernameKey,
+                    usernameKey: prepared.value,
                     serviceIdentifier: serviceIdentifier,
                     status: machine.status.rawValue,
                     machine: Self.encode(machine),
@@ -161,18 +87,13 @@ extension UpgradeService {
                     expiresAt: machine.deadline ?? now,
                     updatedAt: now
                 )
-                if accepted {
-                    if snapshot.throttle != nil { try tx.clearFailures(usernameKey: usernameKey) }
-                    if let accountID, event != .accountChanged {
-                        try supersedeOpenPasswordChanges(of: accountID, by: id, in: tx, now: now)
-                    }
-                } else if case .passwordEvaluated(.rejected(reason: .invalidCredentials)) = event {
-                    _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
-                } else if case .ticketRejected(reason: .invalidTicket) = event {
-                    _ = try tx.recordFailure(usernameKey: usernameKey, now: now)
+                switch event {
+                case .passwordEvaluated(.accepted), .ticketAccepted:
+                    if let accountID { try supersedeOpenPasswordChanges(of: accountID, by: id, in: tx, now: now) }
+                default: break
                 }
                 try tx.insertPasswordChange(record)
-                try tx.appendAudit(Self.audit(transition, change: record, now: now, detail: auditDetail))
+                try tx.appendAudit(Self.audit(transition, change: record, now: now, detail: detail))
                 try performPasswordChangeEffects(transition.effects, change: record, newHash: newHash, in: tx, now: now)
                 return (machine, transition)
             }
@@ -181,7 +102,7 @@ extension UpgradeService {
         }
         guard transition.problem == nil else {
             var failure = passwordChangeFailure(machine, id: id, problem: transition.problem)
-            failure.retryAfter = retryAfter
+            failure.retryAfter = check.retryAfter
             throw heldToFloor(failure, since: started)
         }
         return passwordChangeAnswer(machine, id: id)
@@ -193,6 +114,7 @@ extension UpgradeService {
     public func stepUpPasswordChange(
         id: String,
         code: StepUpCode,
+        clientKey: String? = nil,
         now: Int64
     ) throws(UpgradeFailure) -> PasswordChangeAnswer {
         switch code {
@@ -203,82 +125,85 @@ extension UpgradeService {
         guard !id.isEmpty, id.utf8.count <= 64 else { throw notFound }
         let outcome: Result<PasswordChangeAnswer, UpgradeFailure>
         do {
-            outcome = try store.write { tx throws -> Result<PasswordChangeAnswer, UpgradeFailure> in
-                guard let record = try tx.passwordChange(id: id) else { return .failure(notFound) }
-                var machine = try restore(record)
-                let event: PasswordChangeEvent
-                var countsAsFailure = false
-                switch machine.admission(of: .stepUpEvaluated, now: now) {
-                case .lapsed:
-                    event = .deadlinePassed
-                case .refused, .replay:
-                    // Nothing to check: the code is not touched.
-                    return .failure(passwordChangeRefusal(machine, id: id))
-                case .proceed:
-                    let throttle = try tx.throttle(usernameKey: record.usernameKey)
-                    let decision = configuration.lockout.decision(
-                        failures: throttle?.failures ?? 0,
-                        lastFailureAt: throttle?.lastFailureAt ?? 0,
+            outcome = try store.write { tx in
+                try clientThrottled(clientKey, in: tx, now: now) {
+                    () throws -> Result<PasswordChangeAnswer, UpgradeFailure> in
+                    guard let record = try tx.passwordChange(id: id) else { return .failure(notFound) }
+                    var machine = try restore(record)
+                    let event: PasswordChangeEvent
+                    var countsAsFailure = false
+                    switch machine.admission(of: .stepUpEvaluated, now: now) {
+                    case .lapsed:
+                        event = .deadlinePassed
+                    case .refused, .replay:
+                        // Nothing to check: the code is not touched.
+                        return .failure(passwordChangeRefusal(machine, id: id))
+                    case .proceed:
+                        let throttle = try tx.throttle(usernameKey: record.usernameKey)
+                        let decision = configuration.lockout.decision(
+                            failures: throttle?.failures ?? 0,
+                            lastFailureAt: throttle?.lastFailureAt ?? 0,
+                            now: now
+                        )
+                        if case .delayed(let until) = decision {
+                            var failure = UpgradeFailure(
+                                .rateLimited,
+                                "too many wrong codes in a row; retry in \(max(1, until - now)) s",
+                                result: .twoFactorAuthRequired,
+                                upgradeID: id,
+                                attemptsRemaining: machine.attemptsRemaining,
+                                retryAfter: max(1, until - now)
+                            )
+                            failure.passwordChangeStatus = machine.status
+                            return .failure(failure)
+                        } else if case .locked = decision {
+                            event = .stepUpEvaluated(.rejected(reason: .locked))
+                        } else if try checkCode(code, accountID: record.accountID, tx: tx, now: now) {
+                            event = try passwordStillCurrent(record, tx) ? .stepUpEvaluated(.accepted) : .accountChanged
+                        } else {
+                            event = .stepUpEvaluated(.rejected(reason: .invalidCode))
+                            countsAsFailure = true
+                        }
+                    }
+                    let transition: PasswordChangeTransition
+                    do {
+                        transition = try machine.apply(event, now: now)
+                    } catch {
+                        return .failure(passwordChangeRefusal(machine, id: id))
+                    }
+                    var next = record
+                    next.status = machine.status.rawValue
+                    next.machine = Self.encode(machine)
+                    next.expiresAt = machine.deadline ?? record.expiresAt
+                    next.updatedAt = now
+                    if machine.status.isTerminal { next.newPasswordHash = nil }
+                    if countsAsFailure {
+                        _ = try tx.recordFailure(usernameKey: record.usernameKey, now: now)
+                    } else if case .stepUpEvaluated(.accepted) = event {
+                        try tx.clearFailures(usernameKey: record.usernameKey)
+                    }
+                    try tx.updatePasswordChange(next, expectedVersion: record.version)
+                    var detail: [String: String] = [:]
+                    if case .stepUpEvaluated(.accepted) = event {
+                        if case .recoveryCode = code {
+                            detail["factor"] = "recoveryCode"
+                        } else {
+                            detail["factor"] = "totp"
+                        }
+                    }
+                    try tx.appendAudit(Self.audit(transition, change: record, now: now, detail: detail))
+                    try performPasswordChangeEffects(
+                        transition.effects,
+                        change: record,
+                        newHash: record.newPasswordHash,
+                        in: tx,
                         now: now
                     )
-                    if case .delayed(let until) = decision {
-                        var failure = UpgradeFailure(
-                            .rateLimited,
-                            "too many wrong codes in a row; retry in \(max(1, until - now)) s",
-                            result: .twoFactorAuthRequired,
-                            upgradeID: id,
-                            attemptsRemaining: machine.attemptsRemaining,
-                            retryAfter: max(1, until - now)
-                        )
-                        failure.passwordChangeStatus = machine.status
-                        return .failure(failure)
-                    } else if case .locked = decision {
-                        event = .stepUpEvaluated(.rejected(reason: .locked))
-                    } else if try checkCode(code, accountID: record.accountID, tx: tx, now: now) {
-                        event = try passwordStillCurrent(record, tx) ? .stepUpEvaluated(.accepted) : .accountChanged
-                    } else {
-                        event = .stepUpEvaluated(.rejected(reason: .invalidCode))
-                        countsAsFailure = true
+                    if let problem = transition.problem {
+                        return .failure(passwordChangeFailure(machine, id: id, problem: problem))
                     }
+                    return .success(passwordChangeAnswer(machine, id: id))
                 }
-                let transition: PasswordChangeTransition
-                do {
-                    transition = try machine.apply(event, now: now)
-                } catch {
-                    return .failure(passwordChangeRefusal(machine, id: id))
-                }
-                var next = record
-                next.status = machine.status.rawValue
-                next.machine = Self.encode(machine)
-                next.expiresAt = machine.deadline ?? record.expiresAt
-                next.updatedAt = now
-                if machine.status.isTerminal { next.newPasswordHash = nil }
-                if countsAsFailure {
-                    _ = try tx.recordFailure(usernameKey: record.usernameKey, now: now)
-                } else if case .stepUpEvaluated(.accepted) = event {
-                    try tx.clearFailures(usernameKey: record.usernameKey)
-                }
-                try tx.updatePasswordChange(next, expectedVersion: record.version)
-                var detail: [String: String] = [:]
-                if case .stepUpEvaluated(.accepted) = event {
-                    if case .recoveryCode = code {
-                        detail["factor"] = "recoveryCode"
-                    } else {
-                        detail["factor"] = "totp"
-                    }
-                }
-                try tx.appendAudit(Self.audit(transition, change: record, now: now, detail: detail))
-                try performPasswordChangeEffects(
-                    transition.effects,
-                    change: record,
-                    newHash: record.newPasswordHash,
-                    in: tx,
-                    now: now
-                )
-                if let problem = transition.problem {
-                    return .failure(passwordChangeFailure(machine, id: id, problem: problem))
-                }
-                return .success(passwordChangeAnswer(machine, id: id))
             }
         } catch {
             throw Self.storageFailure(error)
@@ -350,23 +275,6 @@ extension UpgradeService {
         var failure = UpgradeFailure(Self.passwordChangeKind(for: problem), violation.description)
         failure.rule = violation.rule
         throw failure
-    }
-
-    /// Whether `ticket` would be spent for `accountID` on the change `id` at `now`, read without
-    /// spending it.
-    private func ticketIsValid(
-        _ ticket: String,
-        accountID: String,
-        for id: String,
-        now: Int64
-    ) throws(UpgradeFailure) -> Bool {
-        do {
-            return try store.read { tx in
-                try usableTicket(hash: Self.hashOneTimeValue(ticket), accountID: accountID, for: id, in: tx, now: now)
-            } != nil
-        } catch {
-            throw Self.storageFailure(error)
-        }
     }
 
     /// An account has at most one open password change: a newer one whose current password or ticket

@@ -7,109 +7,109 @@ extension UpgradeService {
 
     /// `POST /v1/upgrades/{id}/step-up`. TOTP and recovery-code checks are cheap, so the whole step
     /// runs inside one write transaction: the code's use (the TOTP step advanced, the recovery code
-    /// marked used), the attempt count and the new state commit together or not at all.
-    public func stepUp(id: String, code: StepUpCode, now: Int64) throws(UpgradeFailure) -> UpgradeAnswer {
+    /// marked used), the attempt count and the new state commit together or not at all, and with a
+    /// `clientKey` the client's count (`clientThrottled`).
+    public func stepUp(
+        id: String,
+        code: StepUpCode,
+        clientKey: String? = nil,
+        now: Int64
+    ) throws(UpgradeFailure) -> UpgradeAnswer {
         switch code {
         case .totp(let value): try Self.require(value, "code", maxBytes: 16)
         case .recoveryCode(let value): try Self.require(value, "recoveryCode", maxBytes: 64)
         }
         _ = try load(id)
 
-        enum Outcome {
-            case answered(UpgradeAnswer, state: String?, nonce: String?)
-            case failed(UpgradeFailure)
-        }
-        let outcome: Outcome
+        let outcome: Result<UpgradeAnswer, UpgradeFailure>
         do {
-            outcome = try store.write { tx throws -> Outcome in
-                guard let record = try tx.upgradeSession(id: id) else {
-                    return .failed(UpgradeFailure(.notFound, "no upgrade with this id"))
-                }
-                var machine = try restore(record)
-                let event: UpgradeEvent
-                var countsAsFailure = false
-                switch machine.admission(of: .stepUpEvaluated, now: now) {
-                case .lapsed:
-                    event = .deadlinePassed
-                case .refused(let refusal):
-                    // Nothing to check: the code is not touched.
-                    return .failed(failure(for: refusal, machine: machine, id: id))
-                case .replay, .inProgress:
-                    // The machine answers these only for Apple's credential and a cancel.
-                    return .failed(failure(for: machine.refusal(of: .stepUpEvaluated), machine: machine, id: id))
-                case .proceed:
-                    let throttle = try tx.throttle(usernameKey: record.usernameKey)
-                    let decision = configuration.lockout.decision(
-                        failures: throttle?.failures ?? 0,
-                        lastFailureAt: throttle?.lastFailureAt ?? 0,
+            outcome = try store.write { tx in
+                try clientThrottled(clientKey, in: tx, now: now) { () throws -> Result<UpgradeAnswer, UpgradeFailure> in
+                    guard let record = try tx.upgradeSession(id: id) else {
+                        return .failure(UpgradeFailure(.notFound, "no upgrade with this id"))
+                    }
+                    var machine = try restore(record)
+                    let event: UpgradeEvent
+                    var countsAsFailure = false
+                    switch machine.admission(of: .stepUpEvaluated, now: now) {
+                    case .lapsed:
+                        event = .deadlinePassed
+                    case .refused(let refusal):
+                        // Nothing to check: the code is not touched.
+                        return .failure(failure(for: refusal, machine: machine, id: id))
+                    case .replay, .inProgress:
+                        // The machine answers these only for Apple's credential and a cancel.
+                        return .failure(failure(for: machine.refusal(of: .stepUpEvaluated), machine: machine, id: id))
+                    case .proceed:
+                        let throttle = try tx.throttle(usernameKey: record.usernameKey)
+                        let decision = configuration.lockout.decision(
+                            failures: throttle?.failures ?? 0,
+                            lastFailureAt: throttle?.lastFailureAt ?? 0,
+                            now: now
+                        )
+                        if case .delayed(let until) = decision {
+                            // Between failures the user waits; the upgrade and its attempt count stay as they are.
+                            return .failure(
+                                UpgradeFailure(
+                                    .rateLimited,
+                                    "too many wrong codes in a row; retry in \(max(1, until - now)) s",
+                                    result: .twoFactorAuthRequired,
+                                    upgradeID: id,
+                                    status: machine.status,
+                                    attemptsRemaining: machine.attemptsRemaining,
+                                    retryAfter: max(1, until - now)
+                                )
+                            )
+                        } else if case .locked = decision {
+                            event = .stepUpEvaluated(.rejected(reason: .locked))
+                        } else if try checkCode(code, accountID: record.accountID, tx: tx, now: now) {
+                            event = .stepUpEvaluated(.accepted)
+                        } else {
+                            event = .stepUpEvaluated(.rejected(reason: .invalidCode))
+                            countsAsFailure = true
+                        }
+                    }
+
+                    let transition: UpgradeTransition
+                    do {
+                        transition = try machine.apply(event, now: now)
+                    } catch let error as TransitionError {
+                        return .failure(failure(for: error, machine: machine, id: id))
+                    }
+                    var next = updated(record, machine, now: now)
+                    let issued = try performInTransaction(
+                        transition.effects,
+                        record: &next,
+                        inputs: EffectInputs(),
+                        in: tx,
                         now: now
                     )
-                    if case .delayed(let until) = decision {
-                        // Between failures the user waits; the upgrade and its attempt count stay as they are.
-                        return .failed(
-                            UpgradeFailure(
-                                .rateLimited,
-                                "too many wrong codes in a row; retry in \(max(1, until - now)) s",
-                                result: .twoFactorAuthRequired,
-                                upgradeID: id,
-                                status: machine.status,
-                                attemptsRemaining: machine.attemptsRemaining,
-                                retryAfter: max(1, until - now)
-                            )
-                        )
-                    } else if case .locked = decision {
-                        event = .stepUpEvaluated(.rejected(reason: .locked))
-                    } else if try checkCode(code, accountID: record.accountID, tx: tx, now: now) {
-                        event = .stepUpEvaluated(.accepted)
-                    } else {
-                        event = .stepUpEvaluated(.rejected(reason: .invalidCode))
-                        countsAsFailure = true
+                    if countsAsFailure {
+                        _ = try tx.recordFailure(usernameKey: record.usernameKey, now: now)
+                    } else if case .stepUpEvaluated(.accepted) = event {
+                        try tx.clearFailures(usernameKey: record.usernameKey)
                     }
+                    try tx.updateUpgradeSession(next, expectedVersion: record.version)
+                    var detail: [String: String] = [:]
+                    if case .recoveryCode = code, case .stepUpEvaluated(.accepted) = event {
+                        detail["factor"] = "recoveryCode"
+                    }
+                    if case .totp = code, case .stepUpEvaluated(.accepted) = event { detail["factor"] = "totp" }
+                    try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
+                    try Self.enqueueFailure(transition, machine: machine, record: record, in: tx, now: now)
+                    if let problem = transition.problem {
+                        return .failure(failure(for: machine, id: id, problem: problem))
+                    }
+                    var answer = answer(machine, id: id)
+                    answer.state = issued.state
+                    answer.nonce = issued.nonce
+                    return .success(answer)
                 }
-
-                let transition: UpgradeTransition
-                do {
-                    transition = try machine.apply(event, now: now)
-                } catch let error as TransitionError {
-                    return .failed(failure(for: error, machine: machine, id: id))
-                }
-                var next = updated(record, machine, now: now)
-                let issued = try performInTransaction(
-                    transition.effects,
-                    record: &next,
-                    inputs: EffectInputs(),
-                    in: tx,
-                    now: now
-                )
-                if countsAsFailure {
-                    _ = try tx.recordFailure(usernameKey: record.usernameKey, now: now)
-                } else if case .stepUpEvaluated(.accepted) = event {
-                    try tx.clearFailures(usernameKey: record.usernameKey)
-                }
-                try tx.updateUpgradeSession(next, expectedVersion: record.version)
-                var detail: [String: String] = [:]
-                if case .recoveryCode = code, case .stepUpEvaluated(.accepted) = event {
-                    detail["factor"] = "recoveryCode"
-                }
-                if case .totp = code, case .stepUpEvaluated(.accepted) = event { detail["factor"] = "totp" }
-                try tx.appendAudit(Self.audit(transition, record: record, now: now, detail: detail))
-                try Self.enqueueFailure(transition, machine: machine, record: record, in: tx, now: now)
-                if let problem = transition.problem {
-                    return .failed(failure(for: machine, id: id, problem: problem))
-                }
-                return .answered(answer(machine, id: id), state: issued.state, nonce: issued.nonce)
             }
         } catch {
             throw Self.storageFailure(error)
         }
-        switch outcome {
-        case .failed(let failure):
-            throw failure
-        case .answered(var answer, let state, let nonce):
-            answer.state = state
-            answer.nonce = nonce
-            return answer
-        }
+        return try outcome.get()
     }
 
     /// Checks and consumes a code inside the caller's transaction. A replayed TOTP code, one for a step

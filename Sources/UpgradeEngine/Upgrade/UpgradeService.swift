@@ -13,6 +13,8 @@ public final class UpgradeService: Sendable {
     let configuration: UpgradeServiceConfiguration
     /// Raises the failure floor after refusals that overran it (`heldToFloor`).
     let failureFloors = FailureFloorTracker()
+    /// Failed credential checks per client, counted in the credential check's own transactions.
+    public let clientThrottle: ClientThrottle?
 
     public init(
         store: any UpgradeStore,
@@ -28,6 +30,7 @@ public final class UpgradeService: Sendable {
         self.identityTokens = identityTokens
         self.apple = apple
         self.configuration = configuration
+        self.clientThrottle = configuration.clientThrottle.map { ClientThrottle(policy: $0, store: store) }
     }
 
     // MARK: Input limits (checked before any work; a violation changes nothing)

@@ -12,6 +12,8 @@ public struct UpgradeServiceConfiguration: Sendable {
     /// checked out against a legacy hash (another format, older argon2id parameters) is rehashed with
     /// them in the transaction that records the successful check.
     public var passwordHasher = PasswordHasher()
+    /// Per-client limit on failed credential checks (`UPGRADE_CLIENT_THROTTLE`); nil turns it off.
+    public var clientThrottle: ClientThrottle.Policy?
     /// How long an in-app upgrade ticket may wait to be spent (seconds).
     public var ticketLifetime: Int64 = 300
     /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`).
