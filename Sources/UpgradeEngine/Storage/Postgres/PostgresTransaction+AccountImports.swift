@@ -14,7 +14,7 @@ extension PostgresTransaction: AccountImportStore {
                 email_source = excluded.email_source, display_name_source = excluded.display_name_source,
                 full_name = excluded.full_name, real_user_status = excluded.real_user_status
             """
-    ) { "$\($0)" }
+    )
 
     func upsertAccountProfile(_ profile: AccountProfileRecord) throws(StorageError) {
         try upsertAccountProfiles([profile])

@@ -3,7 +3,7 @@ extension PostgresTransaction: AuditStore {
     private static let insertAudit = MultiRowInsert(
         "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail)",
         columns: 7
-    ) { "$\($0)" }
+    )
 
     func appendAudit(_ event: AuditEvent) throws(StorageError) {
         try appendAudit([event])
