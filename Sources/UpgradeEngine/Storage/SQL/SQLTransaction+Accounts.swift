@@ -16,9 +16,7 @@ extension SQLTransaction {
         guard accounts.count == usernameSkeletons.count else {
             throw StorageError(.constraint, "accounts.username_skeleton: one skeleton per account is needed")
         }
-        try AccountSQL.insertAccounts.write(AccountRow.rows(accounts, usernameSkeletons)) {
-            sql,
-            values throws(StorageError) in
+        try AccountSQL.insertAccounts.write(AccountRow.rows(accounts, usernameSkeletons)) { sql, values throws(StorageError) in
             try send(sql, values)
         }
     }

@@ -39,8 +39,9 @@ extension SQLTransaction {
         try rows(AppleLinkSQL.selectLinkBySub, [.text(sub)]).first.map(Self.link)
     }
 
-    /// `sub` is indexed, and only a team transfer changes it: set apart where the dialect sets
-    /// indexed columns apart, a notification or a stored refresh token writes no page of its index.
+    /// `sub` is indexed, and only a team transfer changes it. Where the dialect sets indexed columns
+    /// apart, it gets a statement of its own, so a notification or a stored refresh token writes no
+    /// page of its index.
     func updateAppleLink(_ link: AppleLinkRecord, expectedVersion: Int64) throws(StorageError) {
         var arguments: [SQLValue] = [
             .text(link.teamID), .text(link.clientID), SQLValue(link.email), SQLValue(link.isPrivateEmail),
