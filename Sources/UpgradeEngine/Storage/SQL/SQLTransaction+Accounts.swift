@@ -16,9 +16,8 @@ extension SQLTransaction {
         guard accounts.count == usernameSkeletons.count else {
             throw StorageError(.constraint, "accounts.username_skeleton: one skeleton per account is needed")
         }
-        try AccountSQL.insertAccounts.write(AccountRow.rows(accounts, usernameSkeletons)) { sql, values throws(StorageError) in
-            try send(sql, values)
-        }
+        let records = AccountRow.rows(accounts, usernameSkeletons)
+        try AccountSQL.insertAccounts.write(records) { sql, values throws(StorageError) in try send(sql, values) }
     }
 
     func account(id: String) throws(StorageError) -> AccountRecord? {
