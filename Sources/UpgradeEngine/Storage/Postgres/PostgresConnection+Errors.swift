@@ -36,10 +36,11 @@ extension PostgresConnection {
         return PostgresError(.misuse, "PostgreSQL connection to \(endpoint): \(what) (\(cause))")
     }
 
-    /// A failed result as a `PostgresError`, a lost connection when libpq has given up on it.
-    func error(from result: OpaquePointer) -> PostgresError {
+    /// A failed result as a `PostgresError`, a lost connection when libpq has given up on it:
+    /// `lost`, or by default libpq's connection status.
+    func error(from result: OpaquePointer?, lost: Bool? = nil) -> PostgresError {
         let error = Self.error(from: result, connectionMessage: String(cString: PQerrorMessage(handle)))
-        if PQstatus(handle) != CONNECTION_OK {
+        if lost ?? (PQstatus(handle) != CONNECTION_OK) {
             return PostgresError(
                 .connectionLost,
                 "lost the connection to PostgreSQL at \(endpoint): \(error.message)",
@@ -54,7 +55,7 @@ extension PostgresConnection {
     }
 
     /// Passes a result with an expected status through; anything else becomes a `PostgresError`
-    /// (the result is freed), marked as a lost connection when libpq has given up on it.
+    /// (the result is freed), marked as a lost connection when the connection is broken.
     func check(
         _ result: OpaquePointer?,
         expecting statuses: [ExecStatusType]
@@ -63,19 +64,7 @@ extension PostgresConnection {
     {
         if let result, statuses.contains(PQresultStatus(result)) { return result }
         defer { PQclear(result) }
-        let error = Self.error(from: result, connectionMessage: String(cString: PQerrorMessage(handle)))
-        if isBroken {
-            throw PostgresError(
-                .connectionLost,
-                "lost the connection to PostgreSQL at \(endpoint): \(error.message)",
-                sqlstate: error.sqlstate
-            )
-        }
-        if error.sqlstate == PostgresError.SQLState.invalidSQLStatementName {
-            // Someone deallocated our statements (a pooler's DISCARD ALL): prepare them afresh.
-            prepared.removeAll()
-        }
-        throw error
+        throw error(from: result, lost: isBroken)
     }
 
     static func error(from result: OpaquePointer?, connectionMessage: String) -> PostgresError {
