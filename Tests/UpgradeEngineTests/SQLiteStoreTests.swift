@@ -322,7 +322,7 @@ struct SQLiteStoreTests {
         let db = try Backend.sqlite.database()
         let plans = try db.store.read { tx in
             try [
-                (SQLiteTransaction.selectAuditNamingPersonalData, [SQLValue.text("a"), .text(#"["001.a"]"#)]),
+                (AuditSQL.selectNamingPersonalData[.sqlite], [SQLValue.text("a"), .text(#"["001.a"]"#)]),
                 ("SELECT id FROM upgrade_sessions WHERE account_id IS NULL AND username_key = ?", [.text("a")]),
                 ("SELECT id FROM password_changes WHERE account_id IS NULL AND username_key = ?", [.text("a")]),
             ].map { sql, arguments in

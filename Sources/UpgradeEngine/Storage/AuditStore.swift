@@ -38,14 +38,13 @@ extension AuditStore {
 }
 
 extension AuditSearch {
-    /// The WHERE clause and its values, shared by the backends: `placeholder` spells the n-th
-    /// parameter (1-based) in the backend's dialect.
-    func whereClause(_ placeholder: (Int) -> String) -> (sql: String, values: [SQLValue]) {
+    /// The WHERE clause and its values, parameters `$1` onwards.
+    func whereClause() -> (sql: String, values: [SQLValue]) {
         var conditions: [String] = []
         var values: [SQLValue] = []
         func add(_ column: String, _ operation: String, _ value: SQLValue) {
             values.append(value)
-            conditions.append("\(column) \(operation) \(placeholder(values.count))")
+            conditions.append("\(column) \(operation) $\(values.count)")
         }
         if let accountID { add("account_id", "=", .text(accountID)) }
         if let event { add("event", "=", .text(event)) }

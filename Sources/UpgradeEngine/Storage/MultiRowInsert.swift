@@ -13,12 +13,12 @@ struct MultiRowInsert: Sendable {
     let many: String
 
     /// `head` names the table and its columns (`INSERT INTO t (a, b)`); `tail` follows the rows (an
-    /// `ON CONFLICT` clause). `placeholder` spells the n-th parameter (1-based) in the backend's dialect.
-    init(_ head: String, columns: Int, tail: String = "", placeholder: (Int) -> String) {
+    /// `ON CONFLICT` clause).
+    init(_ head: String, columns: Int, tail: String = "") {
         self.columns = columns
         func statement(rows: Int) -> String {
             let values = (0..<rows).map { row in
-                "(" + (1...columns).map { placeholder(row * columns + $0) }.joined(separator: ", ") + ")"
+                "(" + (1...columns).map { "$\(row * columns + $0)" }.joined(separator: ", ") + ")"
             }
             return head + " VALUES " + values.joined(separator: ", ") + (tail.isEmpty ? "" : " " + tail)
         }

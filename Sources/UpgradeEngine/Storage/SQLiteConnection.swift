@@ -134,7 +134,8 @@ final class SQLiteConnection {
         let key = StatementKey(sql)
         if let cached = statementCache[key] { return cached }
         var raw: OpaquePointer?
-        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        let text = SQLDialect.sqlite.placeholders(in: sql)
+        let rc = sqlite3_prepare_v3(handle, text, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard rc == SQLITE_OK, let raw else {
             throw Self.error(code: rc, message: String(cString: sqlite3_errmsg(handle)), handle: handle)
         }

@@ -1,18 +1,23 @@
-/// `StoreTransaction` over one SQLite connection inside an open transaction.
-///
-/// Statements are written once, as literals or `static let`s, never built per call: the
-/// connection's statement cache finds them again by their text. Each aggregate's protocol is
-/// conformed to in its own file (`SQLiteTransaction+Accounts.swift` for `AccountStore`, and one
-/// `+X` file for each of the other twelve); this file holds what their queries share.
+/// `SQLTransaction` over one SQLite connection inside an open transaction. The store protocols'
+/// statements are `SQLTransaction`'s (`SQL/SQLTransaction+Accounts.swift` and the other `+X` files);
+/// the connection's statement cache finds each again by its text.
 struct SQLiteTransaction {
     let connection: SQLiteConnection
+}
+
+extension SQLiteTransaction: SQLTransaction {
+    var dialect: SQLDialect { .sqlite }
 
     @discardableResult
-    func rows(_ sql: String, _ arguments: [SQLValue] = []) throws(StorageError) -> [[SQLValue]] {
+    func rows(_ sql: String, _ arguments: [SQLValue]) throws(StorageError) -> [[SQLValue]] {
         try connection.query(sql, arguments)
     }
 
-    /// Runs an UPDATE guarded by `version = expectedVersion`; no row changed means someone else won.
+    /// Writers are serialised (BEGIN IMMEDIATE) and the database is local: nothing to gain by waiting.
+    func send(_ sql: String, _ arguments: [SQLValue]) throws(StorageError) {
+        try connection.query(sql, arguments)
+    }
+
     func versionedUpdate(_ sql: String, _ arguments: [SQLValue], what: String) throws(StorageError) {
         try connection.query(sql, arguments)
         guard connection.changes == 1 else {
@@ -20,14 +25,5 @@ struct SQLiteTransaction {
         }
     }
 
-    /// Sets one indexed column of one row, and only if its value differs. SQLite deletes and
-    /// reinserts the index entry of every column an UPDATE names, even one set to its own value, so
-    /// the versioned updates leave indexed columns out and set each through this, and a row whose
-    /// indexed values stay as they were costs no index page. `sql` names the new value `?1` and the
-    /// row's key `?2`, e.g. `UPDATE t SET c = ?1 WHERE id = ?2 AND c IS NOT ?1`.
-    func setIndexedColumn(_ sql: String, to value: SQLValue, key: String) throws(StorageError) {
-        try rows(sql, [value, .text(key)])
-    }
+    var changes: Int { connection.changes }
 }
-
-extension SQLiteTransaction: StoreTransaction {}

@@ -29,19 +29,18 @@ public struct LinkedAccountTransfer: Sendable, Equatable {
         self.record = record
     }
 
-    /// The page's query, shared by the backends: the link's columns, then the record's (all NULL
-    /// for an account no step touched yet). `p(n)` spells the n-th parameter: 1 = the account id
-    /// to list after, 2 = the limit.
-    static func selection(linkColumns: String, transferColumns: String, _ p: (Int) -> String) -> String {
+    /// The page's query: the link's columns, then the record's (all NULL for an account no step
+    /// touched yet). Parameter 1 is the account id to list after, 2 the limit.
+    static func selection(linkColumns: String, transferColumns: String) -> String {
         func prefixed(_ table: String, _ columns: String) -> String {
             columns.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
         }
         return "SELECT " + prefixed("l", linkColumns) + ", " + prefixed("t", transferColumns)
             + " FROM apple_links AS l LEFT JOIN transfer_records AS t ON t.account_id = l.account_id"
-            + " WHERE l.status = 'linked' AND l.account_id > \(p(1)) ORDER BY l.account_id LIMIT \(p(2))"
+            + " WHERE l.status = 'linked' AND l.account_id > $1 ORDER BY l.account_id LIMIT $2"
     }
 
-    /// One row of `selection`'s answer, read with the backend's row readers.
+    /// One row of `selection`'s answer, read with the aggregates' row readers.
     init(
         row: [SQLValue],
         linkColumnCount: Int,

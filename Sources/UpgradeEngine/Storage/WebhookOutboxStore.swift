@@ -151,9 +151,10 @@ public struct WebhookEventRecord: Sendable, Equatable {
         )
     }
 
-    /// The INSERT's values: `p(n)` spells the n-th parameter; the sequence is computed from the
-    /// account's rows (parameter 2, the account id).
-    static func insertValues(_ p: (Int) -> String) -> String {
+    /// The INSERT's values; the sequence is computed from the account's rows (parameter 2, the
+    /// account id, typed since `IS NULL` gives PostgreSQL nothing to infer its type from).
+    static func insertValues(_ dialect: SQLDialect) -> String {
+        func p(_ number: Int) -> String { number == 2 ? dialect.parameter(2, as: "text") : "$\(number)" }
         let sequence =
             "CASE WHEN \(p(2)) IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(account_seq), 0) + 1 FROM webhook_outbox WHERE account_id = \(p(2))) END"
         return "(" + ([p(1), p(2), sequence] + (3...13).map(p)).joined(separator: ", ") + ")"
@@ -173,18 +174,17 @@ public struct WebhookEventRecord: Sendable, Equatable {
         }
     }
 
-    /// The claim's selection, shared by the backends: pending, due, unclaimed, and first of its
-    /// account among pending events. `p(n)` spells the n-th parameter: 1 = now, 2 = limit.
-    static func dueSelection(_ p: (Int) -> String) -> String {
+    /// The claim's selection: pending, due, unclaimed, and first of its account among pending
+    /// events. Parameter 1 is now, 2 the limit.
+    static let dueSelection =
         """
         SELECT o.id FROM webhook_outbox o
-        WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.next_attempt_at <= \(p(1))
-            AND (o.claimed_until IS NULL OR o.claimed_until <= \(p(1)))
+        WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.next_attempt_at <= $1
+            AND (o.claimed_until IS NULL OR o.claimed_until <= $1)
             AND (o.account_id IS NULL OR NOT EXISTS (
                 SELECT 1 FROM webhook_outbox e
                 WHERE e.account_id = o.account_id AND e.account_seq < o.account_seq
                     AND e.delivered_at IS NULL AND e.failed_at IS NULL))
-        ORDER BY o.next_attempt_at, o.created_at, o.id LIMIT \(p(2))
+        ORDER BY o.next_attempt_at, o.created_at, o.id LIMIT $2
         """
-    }
 }

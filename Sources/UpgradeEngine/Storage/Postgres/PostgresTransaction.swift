@@ -1,9 +1,6 @@
-/// `StoreTransaction` over one PostgreSQL connection inside an open transaction.
-///
-/// Statements are literals or `static let`s, prepared once per connection by `PostgresConnection`
-/// and then only executed. Each aggregate's protocol is conformed to in its own file
-/// (`PostgresTransaction+Accounts.swift` for `AccountStore`, and one `+X` file for each of the
-/// other twelve), as for SQLite; this file holds what their statements share.
+/// `SQLTransaction` over one PostgreSQL connection inside an open transaction. The store protocols'
+/// statements are `SQLTransaction`'s (`SQL/SQLTransaction+Accounts.swift` and the other `+X` files),
+/// each prepared once per connection by `PostgresConnection` and then only executed.
 struct PostgresTransaction {
     let connection: PostgresConnection
     /// A read transaction sends a write at once, so that the call making it is refused, rather than
@@ -22,7 +19,7 @@ struct PostgresTransaction {
 
     /// Runs one statement and returns its rows.
     @discardableResult
-    func rows(_ sql: String, _ arguments: [SQLValue] = []) throws(StorageError) -> [[SQLValue]] {
+    func rows(_ sql: String, _ arguments: [SQLValue]) throws(StorageError) -> [[SQLValue]] {
         do {
             return try connection.query(sql, arguments)
         } catch {
@@ -34,15 +31,7 @@ struct PostgresTransaction {
     /// Rows the last statement changed.
     var changes: Int { connection.changes }
 
-    /// The first column of the first row as an integer (a count), nil without one.
-    func scalarInt(_ sql: String, _ arguments: [SQLValue] = []) throws(StorageError) -> Int64? {
-        guard case .integer(let value) = try rows(sql, arguments).first?.first else { return nil }
-        return value
-    }
-
-    /// Queues a write whose answer the caller does not need: it travels with the transaction's next
-    /// statement that returns something, or with its COMMIT, so a run of writes costs no round trip
-    /// of its own. Its failure is thrown by that later call (`UpgradeStore` allows it).
+    /// Queues the write, so a run of writes costs no round trip of its own.
     func send(_ sql: String, _ arguments: [SQLValue]) throws(StorageError) {
         if readOnly {
             try rows(sql, arguments)
@@ -55,10 +44,9 @@ struct PostgresTransaction {
         }
     }
 
-    /// Queues an UPDATE guarded by `version = expectedVersion`, like `send`. No row changed means
-    /// someone else won; the server itself must refuse that, since the COMMIT may already be on its
-    /// way behind the update: the statement divides by the number of rows it changed, and that
-    /// division by zero is reported as the version conflict.
+    /// Queues the UPDATE, like `send`. The server itself must refuse a stale version, since the
+    /// COMMIT may already be on its way behind the update: the statement divides by the number of
+    /// rows it changed, and that division by zero is reported as the version conflict.
     func versionedUpdate(_ sql: String, _ arguments: [SQLValue], what: String) throws(StorageError) {
         if readOnly {
             try rows(sql, arguments)
@@ -78,4 +66,6 @@ struct PostgresTransaction {
     }
 }
 
-extension PostgresTransaction: StoreTransaction {}
+extension PostgresTransaction: SQLTransaction {
+    var dialect: SQLDialect { .postgres }
+}

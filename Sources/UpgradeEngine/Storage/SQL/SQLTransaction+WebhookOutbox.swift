@@ -1,16 +1,14 @@
-/// The webhook outbox. Writers are serialised (BEGIN IMMEDIATE), so an account's next sequence
-/// number read here is still free at the insert, and a claim is one conditional UPDATE.
-extension SQLiteTransaction: WebhookOutboxStore {
+/// The webhook outbox. On SQLite writers are serialised (BEGIN IMMEDIATE), so an account's next
+/// sequence number read here is still free at the insert, and a claim is one conditional UPDATE. On
+/// PostgreSQL two SERIALIZABLE transactions that number one account's events, or claim one row,
+/// conflict: the second is rolled back and run again, and finds the number taken or the row claimed.
+extension SQLTransaction {
     func insertWebhookEvent(_ event: WebhookEventRecord) throws(StorageError) {
-        try rows(Self.insertWebhookEventSQL, event.insertArguments)
+        try send(WebhookOutboxSQL.insertWebhookEvent[dialect], event.insertArguments)
     }
 
-    /// Built once: the statement cache is keyed by the SQL text.
-    private static let insertWebhookEventSQL =
-        "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES \(WebhookEventRecord.insertValues { "?\($0)" })"
-
     func webhookEvent(id: String) throws(StorageError) -> WebhookEventRecord? {
-        try rows("SELECT \(WebhookEventRecord.columns) FROM webhook_outbox WHERE id = ?", [.text(id)])
+        try rows("SELECT \(WebhookEventRecord.columns) FROM webhook_outbox WHERE id = $1", [.text(id)])
             .first.map(WebhookEventRecord.init(row:))
     }
 
@@ -22,12 +20,7 @@ extension SQLiteTransaction: WebhookOutboxStore {
     ) throws(StorageError) -> [WebhookEventRecord] {
         WebhookEventRecord.ordered(
             try rows(
-                """
-                UPDATE webhook_outbox SET claim_token = ?3, claimed_until = ?4,
-                    first_attempt_at = COALESCE(first_attempt_at, ?1)
-                WHERE id IN (\(WebhookEventRecord.dueSelection { "?\($0)" }))
-                RETURNING \(WebhookEventRecord.columns)
-                """,
+                WebhookOutboxSQL.claimDue,
                 [.integer(now), .integer(Int64(max(0, limit))), .text(token), .integer(claimedUntil)]
             )
         )
@@ -36,13 +29,13 @@ extension SQLiteTransaction: WebhookOutboxStore {
     func finishWebhookEvent(id: String, token: String, now: Int64) throws(StorageError) -> Bool {
         try rows(
             """
-            UPDATE webhook_outbox SET delivered_at = ?, attempts = attempts + 1, claim_token = NULL,
+            UPDATE webhook_outbox SET delivered_at = $1, attempts = attempts + 1, claim_token = NULL,
                 claimed_until = NULL, last_error = NULL
-            WHERE id = ? AND claim_token = ? AND delivered_at IS NULL AND failed_at IS NULL
+            WHERE id = $2 AND claim_token = $3 AND delivered_at IS NULL AND failed_at IS NULL
             """,
             [.integer(now), .text(id), .text(token)]
         )
-        return connection.changes == 1
+        return changes == 1
     }
 
     func deferWebhookEvent(
@@ -54,25 +47,25 @@ extension SQLiteTransaction: WebhookOutboxStore {
     ) throws(StorageError) -> Bool {
         try rows(
             """
-            UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ?, failed_at = ?,
-                claim_token = NULL, claimed_until = NULL, last_error = ?
-            WHERE id = ? AND claim_token = ? AND delivered_at IS NULL AND failed_at IS NULL
+            UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = $1, failed_at = $2,
+                claim_token = NULL, claimed_until = NULL, last_error = $3
+            WHERE id = $4 AND claim_token = $5 AND delivered_at IS NULL AND failed_at IS NULL
             """,
             [.integer(nextAttemptAt), SQLValue(failedAt), .text(error), .text(id), .text(token)]
         )
-        return connection.changes == 1
+        return changes == 1
     }
 
     func replayWebhookEvents(since: Int64, now: Int64) throws(StorageError) -> Int {
         try rows(
             """
-            UPDATE webhook_outbox SET delivered_at = NULL, failed_at = NULL, attempts = 0, next_attempt_at = ?,
+            UPDATE webhook_outbox SET delivered_at = NULL, failed_at = NULL, attempts = 0, next_attempt_at = $1,
                 first_attempt_at = NULL, claim_token = NULL, claimed_until = NULL, last_error = NULL
-            WHERE created_at >= ?
+            WHERE created_at >= $2
             """,
             [.integer(now), .integer(since)]
         )
-        return connection.changes
+        return changes
     }
 
     func webhookOutboxCounts() throws(StorageError) -> WebhookOutboxCounts {
@@ -93,25 +86,38 @@ extension SQLiteTransaction: WebhookOutboxStore {
         try rows(
             """
             SELECT \(WebhookEventRecord.columns) FROM webhook_outbox WHERE failed_at IS NOT NULL
-            ORDER BY failed_at DESC, id DESC LIMIT ?
+            ORDER BY failed_at DESC, id DESC LIMIT $1
             """,
             [.integer(Int64(max(0, limit)))]
         ).map(WebhookEventRecord.init(row:))
     }
 
-    private static let selectWebhooksNamingPersonalData = """
-        SELECT \(WebhookEventRecord.columns) FROM webhook_outbox
-        WHERE account_id = ? AND \(PersonalData.mentionsKey(column: "payload", names: PersonalData.payloadKeys))
-        ORDER BY account_seq
-        """
-
     func webhookEventsNamingPersonalData(accountID: String) throws(StorageError) -> [WebhookEventRecord] {
-        try rows(Self.selectWebhooksNamingPersonalData, [.text(accountID)]).map(WebhookEventRecord.init(row:))
+        try rows(WebhookOutboxSQL.selectWebhooksNamingPersonalData, [.text(accountID)]).map(
+            WebhookEventRecord.init(row:)
+        )
     }
 
     func replaceWebhookPayload(id: String, payload: String) throws(StorageError) {
-        try rows("UPDATE webhook_outbox SET payload = ? WHERE id = ?", [.text(payload), .text(id)])
+        try send("UPDATE webhook_outbox SET payload = $1 WHERE id = $2", [.text(payload), .text(id)])
     }
+}
+
+private enum WebhookOutboxSQL {
+    static let insertWebhookEvent = DialectSQL {
+        "INSERT INTO webhook_outbox (\(WebhookEventRecord.columns)) VALUES \(WebhookEventRecord.insertValues($0))"
+    }
+    static let claimDue = """
+        UPDATE webhook_outbox SET claim_token = $3, claimed_until = $4,
+            first_attempt_at = COALESCE(first_attempt_at, $1)
+        WHERE id IN (\(WebhookEventRecord.dueSelection))
+        RETURNING \(WebhookEventRecord.columns)
+        """
+    static let selectWebhooksNamingPersonalData = """
+        SELECT \(WebhookEventRecord.columns) FROM webhook_outbox
+        WHERE account_id = $1 AND \(PersonalData.mentionsKey(column: "payload", names: PersonalData.payloadKeys))
+        ORDER BY account_seq
+        """
 }
 
 extension WebhookOutboxCounts {

@@ -1,5 +1,5 @@
 /// The per-client count of failed credential checks, shared by every server on the database.
-extension PostgresTransaction: ClientThrottleStore {
+extension SQLTransaction {
     func clientThrottlePaidOffAt(clientKey: String) throws(StorageError) -> Int64? {
         try rows("SELECT paid_off_at FROM client_throttle WHERE client_key = $1", [.text(clientKey)]).first?.first?.int
     }

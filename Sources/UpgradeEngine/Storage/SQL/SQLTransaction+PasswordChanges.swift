@@ -1,14 +1,14 @@
 /// Strong-password changes: one row per change, updated by each transition.
-extension SQLiteTransaction: PasswordChangeStore {
+extension SQLTransaction {
     func insertPasswordChange(_ change: PasswordChangeRecord) throws(StorageError) {
-        try rows(
-            "INSERT INTO password_changes (\(PasswordChangeRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        try send(
+            "INSERT INTO password_changes (\(PasswordChangeRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             change.insertValues
         )
     }
 
     func passwordChange(id: String) throws(StorageError) -> PasswordChangeRecord? {
-        try rows("SELECT \(PasswordChangeRecord.columns) FROM password_changes WHERE id = ?", [.text(id)]).first.map(
+        try rows("SELECT \(PasswordChangeRecord.columns) FROM password_changes WHERE id = $1", [.text(id)]).first.map(
             PasswordChangeRecord.init(row:)
         )
     }
@@ -16,9 +16,9 @@ extension SQLiteTransaction: PasswordChangeStore {
     func updatePasswordChange(_ change: PasswordChangeRecord, expectedVersion: Int64) throws(StorageError) {
         try versionedUpdate(
             """
-            UPDATE password_changes SET status = ?, machine = ?, new_password_hash = ?, expires_at = ?, updated_at = ?,
-                version = version + 1
-            WHERE id = ? AND version = ?
+            UPDATE password_changes SET status = $1, machine = $2, new_password_hash = $3, expires_at = $4,
+                updated_at = $5, version = version + 1
+            WHERE id = $6 AND version = $7
             """,
             change.updateValues + [.integer(expectedVersion)],
             what: "password change"
@@ -29,7 +29,7 @@ extension SQLiteTransaction: PasswordChangeStore {
         try rows(
             """
             SELECT \(PasswordChangeRecord.columns) FROM password_changes
-            WHERE account_id = ? AND status IN ('started', 'stepUpRequired') ORDER BY created_at, id LIMIT ?
+            WHERE account_id = $1 AND status IN ('started', 'stepUpRequired') ORDER BY created_at, id LIMIT $2
             """,
             [.text(accountID), .integer(Int64(limit))]
         ).map(PasswordChangeRecord.init(row:))
@@ -37,6 +37,6 @@ extension SQLiteTransaction: PasswordChangeStore {
 
     /// Reads the partial index `password_changes_accountless` (migration 17).
     func deleteAccountlessPasswordChanges(usernameKey: String) throws(StorageError) {
-        try rows("DELETE FROM password_changes WHERE account_id IS NULL AND username_key = ?", [.text(usernameKey)])
+        try send("DELETE FROM password_changes WHERE account_id IS NULL AND username_key = $1", [.text(usernameKey)])
     }
 }

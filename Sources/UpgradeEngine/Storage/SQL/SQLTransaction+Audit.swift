@@ -1,16 +1,12 @@
-/// The append-only audit trail. Ids come from the table's identity sequence (docs/architecture.md §8.4).
-extension PostgresTransaction: AuditStore {
-    private static let insertAudit = MultiRowInsert(
-        "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail)",
-        columns: 7
-    ) { "$\($0)" }
-
+/// The append-only audit trail. Ids come from the table: SQLite's rowid, PostgreSQL's identity
+/// sequence (docs/architecture.md §8.4).
+extension SQLTransaction {
     func appendAudit(_ event: AuditEvent) throws(StorageError) {
         try appendAudit([event])
     }
 
     func appendAudit(_ events: [AuditEvent]) throws(StorageError) {
-        try Self.insertAudit.write(events) { sql, values throws(StorageError) in try send(sql, values) }
+        try AuditSQL.insertAudit.write(events) { sql, values throws(StorageError) in try send(sql, values) }
     }
 
     private static func audit(_ row: [SQLValue]) -> AuditEvent {
@@ -42,7 +38,7 @@ extension PostgresTransaction: AuditStore {
 
     func auditEvents(_ search: AuditSearch) throws(StorageError) -> [AuditEvent] {
         // The limit is bound too: one statement text per combination of filters, a bounded set to prepare.
-        let (conditions, values) = search.whereClause { "$\($0)" }
+        let (conditions, values) = search.whereClause()
         return try rows(
             "SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events\(conditions) ORDER BY id DESC LIMIT $\(values.count + 1)",
             values + [.integer(Int64(max(search.limit, 0)))]
@@ -52,22 +48,10 @@ extension PostgresTransaction: AuditStore {
 
 /// Redaction (docs/architecture.md §7.1): the schema's trigger admits an UPDATE of a row only when
 /// it replaces values that name a person with the marker.
-extension PostgresTransaction {
-    /// The second half reads the partial expression index `audit_events_sub` (migration 17), whose
-    /// predicate it repeats so that the planner may use it.
-    private static let selectAuditNamingPersonalData = """
-        SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events
-        WHERE account_id = $1 AND \(PersonalData.mentionsKey(column: "detail"))
-        UNION
-        SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events
-        WHERE strpos(detail, '"sub":') > 0
-            AND ((detail::jsonb) ->> 'sub') = ANY (ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))
-        ORDER BY id
-        """
-
+extension SQLTransaction {
     func auditEventsNamingPersonalData(accountID: String, subs: [String]) throws(StorageError) -> [AuditEvent] {
         try rows(
-            Self.selectAuditNamingPersonalData,
+            AuditSQL.selectNamingPersonalData,
             [.text(accountID), .text(JWSJSON.array(subs.map(JWSJSON.string)).serializedString)]
         ).map(Self.audit)
     }
@@ -78,4 +62,31 @@ extension PostgresTransaction {
             [.text(AuditEvent.json(detail: detail)), .integer(id)]
         )
     }
+}
+
+enum AuditSQL {
+    static let insertAudit = MultiRowInsert(
+        "INSERT INTO audit_events (at, account_id, upgrade_id, event, from_status, to_status, detail)",
+        columns: 7
+    )
+    /// The second half reads the partial expression index `audit_events_sub` (migration 17), whose
+    /// predicate it repeats so that the planner picks it.
+    static let selectNamingPersonalData = DialectSQL {
+        """
+        SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events
+        WHERE account_id = $1 AND \(PersonalData.mentionsKey(column: "detail"))
+        UNION
+        SELECT id, at, account_id, upgrade_id, event, from_status, to_status, detail FROM audit_events
+        \($0 == .sqlite ? sqliteSubs : postgresSubs)
+        ORDER BY id
+        """
+    }
+    private static let sqliteSubs = """
+        WHERE instr(detail, '"sub":') > 0 AND json_valid(detail)
+            AND json_extract(detail, '$.sub') IN (SELECT value FROM json_each($2))
+        """
+    private static let postgresSubs = """
+        WHERE strpos(detail, '"sub":') > 0
+            AND ((detail::jsonb) ->> 'sub') = ANY (ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))
+        """
 }

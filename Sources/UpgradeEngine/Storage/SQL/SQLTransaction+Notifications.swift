@@ -1,8 +1,8 @@
 /// Apple's server-to-server notifications already processed, and sign-in nonces already used.
-/// Both are single-statement conditional inserts: of two transactions inserting one key, one
-/// inserts and the other waits for it, then (SERIALIZABLE) is rolled back and run again, and finds
-/// the key taken.
-extension PostgresTransaction: NotificationStore {
+/// Both are single-statement conditional inserts. On PostgreSQL, of two transactions inserting one
+/// key, one inserts and the other waits for it, then (SERIALIZABLE) is rolled back and run again,
+/// and finds the key taken.
+extension SQLTransaction {
     func recordNotification(jti: String, type: String, now: Int64) throws(StorageError) -> Bool {
         try rows(
             "INSERT INTO apple_notifications (jti, type, received_at) VALUES ($1, $2, $3) ON CONFLICT (jti) DO NOTHING",

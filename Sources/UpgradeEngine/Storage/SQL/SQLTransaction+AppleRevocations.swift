@@ -1,6 +1,7 @@
-/// The revocation queue. A claim is one conditional UPDATE: of two SERIALIZABLE transactions
-/// claiming one row, the second is rolled back and run again, and finds the row claimed.
-extension PostgresTransaction: AppleRevocationStore {
+/// The revocation queue. A claim is one conditional UPDATE: on SQLite writers are serialised (BEGIN
+/// IMMEDIATE); on PostgreSQL, of two SERIALIZABLE transactions claiming one row, the second is
+/// rolled back and run again, and finds the row claimed.
+extension SQLTransaction {
     func insertAppleRevocation(_ revocation: AppleRevocationRecord) throws(StorageError) {
         try send(
             "INSERT INTO apple_revocations (\(AppleRevocationRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
@@ -51,11 +52,7 @@ extension PostgresTransaction: AppleRevocationStore {
 
     func finishAppleRevocation(id: String, now: Int64, note: String?) throws(StorageError) -> Bool {
         try rows(
-            """
-            UPDATE apple_revocations SET done_at = $1, token_ciphertext = ''::bytea, attempts = attempts + 1,
-                claim_token = NULL, claimed_until = NULL, last_error = $2
-            WHERE id = $3 AND done_at IS NULL
-            """,
+            AppleRevocationSQL.finish,
             [.integer(now), SQLValue(note), .text(id)]
         )
         return changes == 1
@@ -80,5 +77,15 @@ extension PostgresTransaction: AppleRevocationStore {
 
     func pendingAppleRevocationCount() throws(StorageError) -> Int {
         Int(try scalarInt("SELECT COUNT(*) FROM apple_revocations WHERE done_at IS NULL") ?? 0)
+    }
+}
+
+private enum AppleRevocationSQL {
+    static let finish = DialectSQL {
+        """
+        UPDATE apple_revocations SET done_at = $1, token_ciphertext = \($0.emptyBytes), attempts = attempts + 1,
+            claim_token = NULL, claimed_until = NULL, last_error = $2
+        WHERE id = $3 AND done_at IS NULL
+        """
     }
 }

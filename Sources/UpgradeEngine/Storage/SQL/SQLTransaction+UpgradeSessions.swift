@@ -1,14 +1,8 @@
 /// Upgrade sessions: one row per upgrade attempt, updated by each transition.
-extension SQLiteTransaction: UpgradeSessionStore {
-    private static let sessionColumns =
-        "id, account_id, username_key, service_identifier, status, machine, state_hash, nonce_hash, linked_sub, created_at, expires_at, updated_at, version"
-    private static let insertSession =
-        "INSERT INTO upgrade_sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    private static let selectSessionByID = "SELECT \(Self.sessionColumns) FROM upgrade_sessions WHERE id = ?"
-
+extension SQLTransaction {
     func insertUpgradeSession(_ session: UpgradeSessionRecord) throws(StorageError) {
-        try rows(
-            Self.insertSession,
+        try send(
+            UpgradeSessionSQL.insertSession,
             [
                 .text(session.id), SQLValue(session.accountID), .text(session.usernameKey),
                 .text(session.serviceIdentifier),
@@ -21,31 +15,22 @@ extension SQLiteTransaction: UpgradeSessionStore {
     }
 
     func upgradeSession(id: String) throws(StorageError) -> UpgradeSessionRecord? {
-        try rows(Self.selectSessionByID, [.text(id)]).first.map(Self.session)
+        try rows(UpgradeSessionSQL.selectSessionByID, [.text(id)]).first.map(Self.session)
     }
 
-    private static let selectOpenSessions = """
-        SELECT \(sessionColumns) FROM upgrade_sessions
-        WHERE account_id = ? AND status IN ('started', 'stepUpRequired', 'awaitingAppleCredential', 'converting')
-        ORDER BY created_at, id LIMIT ?
-        """
-    /// Matches the partial index `upgrade_sessions_converting`.
-    private static let selectConversionsExpiring = """
-        SELECT \(sessionColumns) FROM upgrade_sessions
-        WHERE status = 'converting' AND expires_at <= ? ORDER BY expires_at LIMIT ?
-        """
-
     func openUpgradeSessions(accountID: String, limit: Int) throws(StorageError) -> [UpgradeSessionRecord] {
-        try rows(Self.selectOpenSessions, [.text(accountID), .integer(Int64(limit))]).map(Self.session)
+        try rows(UpgradeSessionSQL.selectOpenSessions, [.text(accountID), .integer(Int64(limit))]).map(Self.session)
     }
 
     func conversions(expiringBy time: Int64, limit: Int) throws(StorageError) -> [UpgradeSessionRecord] {
-        try rows(Self.selectConversionsExpiring, [.integer(time), .integer(Int64(limit))]).map(Self.session)
+        try rows(UpgradeSessionSQL.selectConversionsExpiring, [.integer(time), .integer(Int64(limit))]).map(
+            Self.session
+        )
     }
 
     /// Reads the partial index `upgrade_sessions_accountless` (migration 17).
     func deleteAccountlessUpgradeSessions(usernameKey: String) throws(StorageError) {
-        try rows("DELETE FROM upgrade_sessions WHERE account_id IS NULL AND username_key = ?", [.text(usernameKey)])
+        try send("DELETE FROM upgrade_sessions WHERE account_id IS NULL AND username_key = $1", [.text(usernameKey)])
     }
 
     private static func session(_ row: [SQLValue]) -> UpgradeSessionRecord {
@@ -66,15 +51,15 @@ extension SQLiteTransaction: UpgradeSessionStore {
         )
     }
 
-    /// Sets only the columns a transition changes. `account_id`, the one indexed column, never
-    /// changes, and naming it here even unchanged rewrote its `upgrade_sessions_account` entry (see
-    /// `setIndexedColumn`): one more page per transition.
+    /// Sets only the columns a transition changes; `account_id`, `username_key`,
+    /// `service_identifier` and `created_at` are fixed by the insert. On SQLite, naming `account_id`,
+    /// the one indexed column, even unchanged would rewrite its `upgrade_sessions_account` entry.
     func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError) {
         try versionedUpdate(
             """
-            UPDATE upgrade_sessions SET status = ?, machine = ?, state_hash = ?, nonce_hash = ?, linked_sub = ?,
-                expires_at = ?, updated_at = ?, version = version + 1
-            WHERE id = ? AND version = ?
+            UPDATE upgrade_sessions SET status = $1, machine = $2, state_hash = $3, nonce_hash = $4, linked_sub = $5,
+                expires_at = $6, updated_at = $7, version = version + 1
+            WHERE id = $8 AND version = $9
             """,
             [
                 .text(session.status), .text(session.machine), SQLValue(session.stateHash),
@@ -85,4 +70,22 @@ extension SQLiteTransaction: UpgradeSessionStore {
             what: "upgrade"
         )
     }
+}
+
+private enum UpgradeSessionSQL {
+    static let sessionColumns =
+        "id, account_id, username_key, service_identifier, status, machine, state_hash, nonce_hash, linked_sub, created_at, expires_at, updated_at, version"
+    static let insertSession =
+        "INSERT INTO upgrade_sessions (\(sessionColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+    static let selectSessionByID = "SELECT \(sessionColumns) FROM upgrade_sessions WHERE id = $1"
+    static let selectOpenSessions = """
+        SELECT \(sessionColumns) FROM upgrade_sessions
+        WHERE account_id = $1 AND status IN ('started', 'stepUpRequired', 'awaitingAppleCredential', 'converting')
+        ORDER BY created_at, id LIMIT $2
+        """
+    /// Matches the partial index `upgrade_sessions_converting`.
+    static let selectConversionsExpiring = """
+        SELECT \(sessionColumns) FROM upgrade_sessions
+        WHERE status = 'converting' AND expires_at <= $1 ORDER BY expires_at LIMIT $2
+        """
 }

@@ -1,33 +1,18 @@
 /// Account profiles and import progress for `accounts import`.
-extension PostgresTransaction: AccountImportStore {
-    private static let profileColumns =
-        "account_id, email, display_name, import_run, import_line, updated_at, email_source, display_name_source, full_name, real_user_status"
-    private static let runColumns =
-        "id, source, last_line, created, updated, skipped, failed, started_at, updated_at, finished_at"
-
-    private static let upsertProfiles = MultiRowInsert(
-        "INSERT INTO account_profiles (\(profileColumns))",
-        columns: 10,
-        tail: """
-            ON CONFLICT (account_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name,
-                import_run = excluded.import_run, import_line = excluded.import_line, updated_at = excluded.updated_at,
-                email_source = excluded.email_source, display_name_source = excluded.display_name_source,
-                full_name = excluded.full_name, real_user_status = excluded.real_user_status
-            """
-    ) { "$\($0)" }
-
+extension SQLTransaction {
     func upsertAccountProfile(_ profile: AccountProfileRecord) throws(StorageError) {
         try upsertAccountProfiles([profile])
     }
 
     func upsertAccountProfiles(_ profiles: [AccountProfileRecord]) throws(StorageError) {
-        try Self.upsertProfiles.write(profiles) { sql, values throws(StorageError) in try send(sql, values) }
+        try AccountImportSQL.upsertProfiles.write(profiles) { sql, values throws(StorageError) in try send(sql, values)
+        }
     }
 
     func accountProfile(accountID: String) throws(StorageError) -> AccountProfileRecord? {
         guard
             let row = try rows(
-                "SELECT \(Self.profileColumns) FROM account_profiles WHERE account_id = $1",
+                "SELECT \(AccountImportSQL.profileColumns) FROM account_profiles WHERE account_id = $1",
                 [.text(accountID)]
             ).first
         else { return nil }
@@ -52,7 +37,7 @@ extension PostgresTransaction: AccountImportStore {
     func upsertImportRun(_ run: ImportRunRecord) throws(StorageError) {
         try rows(
             """
-            INSERT INTO import_runs (\(Self.runColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            INSERT INTO import_runs (\(AccountImportSQL.runColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
             ON CONFLICT (id) DO UPDATE SET source = excluded.source, last_line = excluded.last_line,
                 created = excluded.created, updated = excluded.updated, skipped = excluded.skipped,
                 failed = excluded.failed, started_at = excluded.started_at, updated_at = excluded.updated_at,
@@ -68,7 +53,8 @@ extension PostgresTransaction: AccountImportStore {
 
     func importRun(id: String) throws(StorageError) -> ImportRunRecord? {
         guard
-            let row = try rows("SELECT \(Self.runColumns) FROM import_runs WHERE id = $1", [.text(id)]).first
+            let row = try rows("SELECT \(AccountImportSQL.runColumns) FROM import_runs WHERE id = $1", [.text(id)])
+                .first
         else { return nil }
         return ImportRunRecord(
             id: row[0].string ?? "",
@@ -83,4 +69,21 @@ extension PostgresTransaction: AccountImportStore {
             finishedAt: row[9].int
         )
     }
+}
+
+private enum AccountImportSQL {
+    static let profileColumns =
+        "account_id, email, display_name, import_run, import_line, updated_at, email_source, display_name_source, full_name, real_user_status"
+    static let runColumns =
+        "id, source, last_line, created, updated, skipped, failed, started_at, updated_at, finished_at"
+    static let upsertProfiles = MultiRowInsert(
+        "INSERT INTO account_profiles (\(profileColumns))",
+        columns: 10,
+        tail: """
+            ON CONFLICT (account_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name,
+                import_run = excluded.import_run, import_line = excluded.import_line, updated_at = excluded.updated_at,
+                email_source = excluded.email_source, display_name_source = excluded.display_name_source,
+                full_name = excluded.full_name, real_user_status = excluded.real_user_status
+            """
+    )
 }

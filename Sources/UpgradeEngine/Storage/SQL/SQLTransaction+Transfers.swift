@@ -1,0 +1,144 @@
+/// Team transfer: one record per Apple-linked account being moved to another team.
+extension SQLTransaction {
+    static func transfer(_ row: [SQLValue]) -> TransferRecord {
+        TransferRecord(
+            accountID: row[0].string ?? "",
+            status: row[1].string ?? "",
+            machine: row[2].string ?? "",
+            oldSub: row[3].string ?? "",
+            transferSub: row[4].string,
+            newSub: row[5].string,
+            targetTeamID: row[6].string ?? "",
+            failureReason: row[7].string,
+            attempts: Int(row[8].int ?? 0),
+            windowEndsAt: row[9].int,
+            updatedAt: row[10].int ?? 0,
+            version: row[11].int ?? 0
+        )
+    }
+
+    func upsertTransferRecord(_ record: TransferRecord, expectedVersion: Int64?) throws(StorageError) {
+        guard let expectedVersion else {
+            try rows(
+                TransferSQL.insertTransfer,
+                [
+                    .text(record.accountID), .text(record.status), .text(record.machine), .text(record.oldSub),
+                    SQLValue(record.transferSub), SQLValue(record.newSub), .text(record.targetTeamID),
+                    SQLValue(record.failureReason), .integer(Int64(record.attempts)), SQLValue(record.windowEndsAt),
+                    .integer(record.updatedAt),
+                ]
+            )
+            // Read as absent, inserted by another request since: the same lost race as a stale version.
+            guard changes == 1 else {
+                throw StorageError(.versionConflict, "transfer record was created by another request; reload and retry")
+            }
+            return
+        }
+        // `old_sub` never changes after the insert. Most transitions change `status` alone: where the
+        // dialect sets indexed columns apart, the others' indexes are then left as they were.
+        var arguments: [SQLValue] = [
+            .text(record.machine), SQLValue(record.newSub), .text(record.targetTeamID), SQLValue(record.failureReason),
+            .integer(Int64(record.attempts)), SQLValue(record.windowEndsAt), .integer(record.updatedAt),
+            .text(record.accountID), .integer(expectedVersion),
+        ]
+        let apart = dialect.setsIndexedColumnsApart
+        if !apart { arguments += [.text(record.status), SQLValue(record.transferSub)] }
+        try versionedUpdate(TransferSQL.update, arguments, what: "transfer record")
+        guard apart else { return }
+        try setIndexedColumn(
+            "UPDATE transfer_records SET status = $1 WHERE account_id = $2 AND status IS NOT $1",
+            to: .text(record.status),
+            key: record.accountID
+        )
+        try setIndexedColumn(
+            "UPDATE transfer_records SET transfer_sub = $1 WHERE account_id = $2 AND transfer_sub IS NOT $1",
+            to: SQLValue(record.transferSub),
+            key: record.accountID
+        )
+    }
+
+    func transferRecord(accountID: String) throws(StorageError) -> TransferRecord? {
+        try rows(TransferSQL.selectTransferByAccount, [.text(accountID)]).first.map(Self.transfer)
+    }
+
+    func transferRecord(transferSub: String) throws(StorageError) -> TransferRecord? {
+        try rows(TransferSQL.selectTransferBySub, [.text(transferSub)]).first.map(Self.transfer)
+    }
+
+    func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord] {
+        if let status {
+            return try rows(TransferSQL.selectTransfersByStatus, [.text(status), .integer(Int64(limit))]).map(
+                Self.transfer
+            )
+        }
+        return try rows(TransferSQL.selectTransfers, [.integer(Int64(limit))]).map(Self.transfer)
+    }
+
+    func transferRecord(oldSub: String) throws(StorageError) -> TransferRecord? {
+        try rows(TransferSQL.selectTransferByOldSub, [.text(oldSub)]).first.map(Self.transfer)
+    }
+
+    func transferProgress() throws(StorageError) -> TransferProgress {
+        var counts: [String: Int] = [:]
+        for row in try rows("SELECT status, count(*) FROM transfer_records GROUP BY status") {
+            counts[row[0].string ?? ""] = Int(row[1].int ?? 0)
+        }
+        let untouched = try scalarInt(
+            """
+            SELECT count(*) FROM apple_links AS l WHERE l.status = 'linked'
+                AND NOT EXISTS (SELECT 1 FROM transfer_records AS t WHERE t.account_id = l.account_id)
+            """
+        )
+        let windowEndsAt = try rows("SELECT max(window_ends_at) FROM transfer_records").first?[0].int
+        return TransferProgress(
+            recordsByStatus: counts,
+            untouchedLinkedAccounts: Int(untouched ?? 0),
+            latestWindowEndsAt: windowEndsAt
+        )
+    }
+
+    func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer] {
+        try rows(TransferSQL.selectLinkedAccounts, [.text(afterAccountID ?? ""), .integer(Int64(limit))]).map { row in
+            LinkedAccountTransfer(
+                row: row,
+                linkColumnCount: TransferSQL.linkColumnCount,
+                link: Self.link,
+                record: Self.transfer
+            )
+        }
+    }
+}
+
+private enum TransferSQL {
+    /// `status` and `transfer_sub` last, and only where the dialect sets indexed columns together.
+    static let update = DialectSQL {
+        """
+        UPDATE transfer_records SET machine = $1, new_sub = $2, target_team_id = $3, failure_reason = $4,
+            attempts = $5, window_ends_at = $6, updated_at = $7, version = version + 1\(
+            $0.setsIndexedColumnsApart ? "" : ", status = $10, transfer_sub = $11")
+        WHERE account_id = $8 AND version = $9
+        """
+    }
+    static let transferColumns =
+        "account_id, status, machine, old_sub, transfer_sub, new_sub, target_team_id, failure_reason, attempts, window_ends_at, updated_at, version"
+    /// Both backends check `ON CONFLICT (account_id)` before the other unique indexes, so a record
+    /// another request inserted meanwhile is recognised by its `account_id` before `old_sub`, which
+    /// it shares, could refuse the row.
+    static let insertTransfer =
+        "INSERT INTO transfer_records (\(transferColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1) ON CONFLICT (account_id) DO NOTHING"
+    static let selectTransferByAccount =
+        "SELECT \(transferColumns) FROM transfer_records WHERE account_id = $1"
+    static let selectTransferBySub =
+        "SELECT \(transferColumns) FROM transfer_records WHERE transfer_sub = $1"
+    static let selectTransfersByStatus =
+        "SELECT \(transferColumns) FROM transfer_records WHERE status = $1 ORDER BY account_id LIMIT $2"
+    static let selectTransfers =
+        "SELECT \(transferColumns) FROM transfer_records ORDER BY account_id LIMIT $1"
+    static let selectTransferByOldSub =
+        "SELECT \(transferColumns) FROM transfer_records WHERE old_sub = $1"
+    static let selectLinkedAccounts = LinkedAccountTransfer.selection(
+        linkColumns: AppleLinkSQL.linkColumns,
+        transferColumns: transferColumns
+    )
+    static let linkColumnCount = AppleLinkSQL.linkColumns.split(separator: ", ").count
+}
