@@ -46,12 +46,10 @@ public struct AccountCreationService: Sendable {
     let store: any UpgradeStore
     /// Seals TOTP secrets: a request with TOTP needs it.
     let secrets: SecretBox?
-    let hasher: PasswordHasher
 
-    public init(store: any UpgradeStore, secrets: SecretBox?, hasher: PasswordHasher = PasswordHasher()) {
+    public init(store: any UpgradeStore, secrets: SecretBox?) {
         self.store = store
         self.secrets = secrets
-        self.hasher = hasher
     }
 
     /// Throws `AccountCreationError` for a taken or look-alike username, and the store's or the
@@ -68,7 +66,7 @@ public struct AccountCreationService: Sendable {
         let recoveryCodes = RecoveryCodes.generate(count: request.recoveryCodes)
         let credentials = AccountCredentials(
             accountID: account.id,
-            passwordHash: (try hasher.hash(password: request.password), "argon2id"),
+            passwordHash: (try PasswordHasher().hash(password: request.password), "argon2id"),
             totp: request.totp,
             secrets: secrets,
             recoveryCodeHashes: recoveryCodes.map(RecoveryCodes.hash),
