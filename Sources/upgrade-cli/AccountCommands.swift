@@ -32,7 +32,10 @@ struct AccountsAddCommand: CLICommand {
         guard inlineURI == nil || uriFile == nil else {
             throw UsageError("give --totp-uri or --totp-uri-file, not both")
         }
-        guard (0...20).contains(recoveryCount) else { throw UsageError("--recovery-codes must be between 0 and 20") }
+        let maximumRecoveryCodes = AccountCreationService.Request.maximumRecoveryCodes
+        guard (0...maximumRecoveryCodes).contains(recoveryCount) else {
+            throw UsageError("--recovery-codes must be between 0 and \(maximumRecoveryCodes)")
+        }
         let enforced: Username
         do {
             enforced = try Username(username)
@@ -50,77 +53,45 @@ struct AccountsAddCommand: CLICommand {
             }
         }
         let secrets = try totp == nil ? nil : SecretKeyOption.load(dev: dev)
-        let password = Console.readSecretFromStdin()
-        guard !password.isEmpty else { throw UsageError("the password is read from standard input and was empty") }
-        guard password.utf8.count <= 1024 else { throw UsageError("the password is longer than 1024 bytes") }
-        let hash = try PasswordHasher().hash(password: password)
+        let request: AccountCreationService.Request
+        do {
+            request = try AccountCreationService.Request(
+                username: enforced,
+                password: Console.readSecretFromStdin(),
+                totp: totp,
+                recoveryCodes: recoveryCount
+            )
+        } catch .emptyPassword {
+            throw UsageError("the password is read from standard input and was empty")
+        } catch .passwordTooLong {
+            throw UsageError("the password is longer than \(AccountCreationService.Request.maximumPasswordBytes) bytes")
+        } catch {
+            throw UsageError("--recovery-codes must be between 0 and \(maximumRecoveryCodes)")
+        }
 
         let store = try StoreOption.openMigrated(location)
-        let now = Clock.nowSeconds
-        let account = AccountRecord(
-            id: UUID().uuidString.lowercased(),
-            username: enforced.value,
-            credentialKind: .password,
-            createdAt: now,
-            updatedAt: now
-        )
-        let recoveryCodes = RecoveryCodes.generate(count: recoveryCount)
+        let created: AccountCreationService.Created
         do {
-            try store.write { tx in
-                // Named here, where only an operator reads it: an account's look-alike is refused.
-                if let other = try tx.lookAlikeAccounts(of: enforced).first {
-                    throw CommandFailure(
-                        "'\(UsernameCheck.escaped(enforced.value))' looks like the existing account "
-                            + "'\(UsernameCheck.escaped(other.username))' (id \(other.id)): their confusable skeletons "
-                            + "(UTS #39) are equal; choose another username",
-                        exitCode: ExitCode.failure
-                    )
-                }
-                try tx.insertAccount(account)
-                try tx.upsertPasswordCredential(
-                    PasswordCredentialRecord(accountID: account.id, hash: hash, format: "argon2id", updatedAt: now)
-                )
-                var detail = ["passwordFormat": "argon2id"]
-                if let totp, let secrets {
-                    try tx.upsertTOTPEnrollment(
-                        TOTPEnrollmentRecord(
-                            accountID: account.id,
-                            secretCiphertext: secrets.seal(
-                                totp.secret,
-                                context: UpgradeService.totpContext(accountID: account.id)
-                            ),
-                            algorithm: totp.parameters.algorithm,
-                            digits: totp.parameters.digits,
-                            period: totp.parameters.period,
-                            lastAcceptedStep: nil,
-                            createdAt: now
-                        )
-                    )
-                    detail["secondFactor"] = "totp"
-                }
-                if !recoveryCodes.isEmpty {
-                    try tx.insertRecoveryCodes(accountID: account.id, codeHashes: recoveryCodes.map(RecoveryCodes.hash))
-                    detail["recoveryCodes"] = String(recoveryCodes.count)
-                }
-                try tx.appendAudit(
-                    AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: "account.created", detail: detail)
-                )
-            }
-        } catch let error as StorageError where error.constraint == .accountsUsername {
+            created = try AccountCreationService(store: store, secrets: secrets).create(request, now: Clock.nowSeconds)
+        } catch AccountCreationError.usernameTaken {
             throw CommandFailure("an account named '\(enforced)' already exists", exitCode: ExitCode.failure)
-        } catch let error as StorageError where error.constraint == .accountsUsernameSkeleton {
-            // Another creation of a look-alike committed first.
+        } catch AccountCreationError.lookAlike(let other) {
+            // Named here, where only an operator reads it.
             throw CommandFailure(
-                "'\(UsernameCheck.escaped(enforced.value))' looks like another account's username (UTS #39)",
+                "'\(UsernameCheck.escaped(enforced.value))' looks like "
+                    + (other.map {
+                        "the existing account '\(UsernameCheck.escaped($0.username))' (id \($0.id)): their confusable "
+                            + "skeletons (UTS #39) are equal; choose another username"
+                    } ?? "another account's username (UTS #39)"),
                 exitCode: ExitCode.failure
             )
         }
         Console.out(
-            "added account \(enforced) (id \(account.id)): password (argon2id)\(totp.map { ", TOTP \($0.parameters.algorithm.rawValue)/\($0.parameters.digits) digits" } ?? "")"
+            "added account \(enforced) (id \(created.account.id)): password (argon2id)\(totp.map { ", TOTP \($0.parameters.algorithm.rawValue)/\($0.parameters.digits) digits" } ?? "")"
         )
-        if !recoveryCodes.isEmpty {
+        if !created.recoveryCodes.isEmpty {
             Console.out("recovery codes (shown once; store them now):")
-            for code in recoveryCodes { Console.out("  \(code)") }
+            for code in created.recoveryCodes { Console.out("  \(code)") }
         }
         return ExitCode.success
     }

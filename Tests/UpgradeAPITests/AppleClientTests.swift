@@ -429,3 +429,17 @@ struct AppleClientTests {
         _ = try await client.fetchKeySet()
     }
 }
+
+extension AppleClient {
+    /// `grant_type=refresh_token`: a new access token and identity token; Apple sends no new
+    /// refresh token. Apple asks that a refresh token be validated at most once a day.
+    func refresh(_ refreshToken: String, clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse {
+        try Self.requireValue(refreshToken, "the refresh token")
+        let form: [(name: String, value: String)] = [
+            ("client_id", clientID), ("client_secret", try secrets.secret(for: clientID)),
+            ("grant_type", "refresh_token"), ("refresh_token", refreshToken),
+        ]
+        let answer = try await perform(Call(post: "/auth/token", detail: "refresh_token", form: form))
+        return try answer.tokenResponse(requiringRefreshToken: false, requiringIDToken: false)
+    }
+}

@@ -383,7 +383,7 @@ struct EmulatorHTTPTests {
         let clock = world.clock
         configuration.clock = { clock.now }
         let client = try AppleClient(configuration: configuration)
-        let source = AppleKeySource(
+        let source = AppleIdentityTokenVerifier(
             fetcher: client,
             policy: try IdentityTokenPolicy(allowedAudiences: ["com.example.c"])
         )

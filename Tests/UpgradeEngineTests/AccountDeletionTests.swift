@@ -319,3 +319,16 @@ struct AccountDeletionTests {
         #expect(policy.backoff(failedAttempts: 1000, random: low) == 1800)
     }
 }
+
+extension AppleRevocationSender {
+    /// One pass over the queue at a fixed time.
+    @discardableResult
+    func sendDue(now: Int64) async throws(StorageError) -> (done: Int, deferred: Int) {
+        try await sendDue(clock: { now })
+    }
+
+    /// Revocations not done yet.
+    func pendingCount() throws(StorageError) -> Int {
+        try store.readStorageErrors { try $0.pendingAppleRevocationCount() }
+    }
+}

@@ -417,3 +417,39 @@ struct OTPAuthURITests {
         #expect(rendered[0].contains("alice") && rendered[0].contains("160 bits"))
     }
 }
+
+extension OTPAuthURI {
+    /// The URI for this enrolment, in the form authenticator apps read. The issuer goes into the label
+    /// prefix as well, unless it contains a colon (which the label cannot carry). The secret is encoded
+    /// without padding, as apps expect.
+    func uriString() -> String {
+        var label = ""
+        if let issuer, !issuer.utf8.contains(UInt8(ascii: ":")) {
+            label = Self.percentEncode(issuer) + ":"
+        }
+        label += Self.percentEncode(accountName ?? "")
+        var uri = "otpauth://totp/\(label)?secret=\(Base32.encode(secret, padding: false))"
+        if let issuer {
+            uri += "&issuer=\(Self.percentEncode(issuer))"
+        }
+        uri += "&algorithm=\(parameters.algorithm.rawValue)&digits=\(parameters.digits)&period=\(parameters.period)"
+        return uri
+    }
+
+    /// Percent-encodes everything except RFC 3986 unreserved characters and `@` (common in account names).
+    private static func percentEncode(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        for c in text.utf8 {
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"), UInt8(ascii: "@"):
+                out.append(c)
+            default:
+                out.append(contentsOf: [UInt8(ascii: "%"), hex[Int(c >> 4)], hex[Int(c & 0x0f)]])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -266,3 +266,22 @@ struct PasswordHashParsingTests {
         #expect(PasswordHashBase64.decodeCrypt("/2".utf8) == nil, "bits above the byte")
     }
 }
+
+extension PasswordHashBase64 {
+    /// The crypt(3) alphabet, in value order.
+    static let cryptAlphabet = Array("./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+
+    /// crypt(3)'s base64, the inverse of `decodeCrypt`: hashes are only ever read, so only tests write it.
+    static func encodeCrypt(_ bytes: [UInt8]) -> String {
+        var out = [UInt8]()
+        var index = 0
+        while index < bytes.count {
+            let chunk = bytes[index..<min(index + 3, bytes.count)]
+            var value: UInt32 = 0
+            for (position, byte) in chunk.enumerated() { value |= UInt32(byte) << UInt32(8 * position) }
+            for position in 0...chunk.count { out.append(cryptAlphabet[Int((value >> UInt32(6 * position)) & 0x3f)]) }
+            index += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

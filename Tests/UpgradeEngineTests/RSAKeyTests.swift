@@ -187,3 +187,19 @@ struct RSAKeyTests {
 func ERR_queue_is_empty() -> Bool {
     OpenSSLError.drainQueue().isEmpty
 }
+
+extension RSAPublicKey {
+    var derRepresentation: [UInt8] { EVPKeySupport.publicKeyDER(key) }
+    var pemRepresentation: String { publicKeyPEM(der: derRepresentation) }
+}
+
+extension P256PublicKey {
+    var derRepresentation: [UInt8] { EVPKeySupport.publicKeyDER(key) }
+    var pemRepresentation: String { publicKeyPEM(der: derRepresentation) }
+}
+
+/// SubjectPublicKeyInfo as `-----BEGIN PUBLIC KEY-----` PEM, in 64-character lines as OpenSSL writes it.
+func publicKeyPEM(der: [UInt8]) -> String {
+    let base64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+    return "-----BEGIN PUBLIC KEY-----\n\(base64)\n-----END PUBLIC KEY-----\n"
+}

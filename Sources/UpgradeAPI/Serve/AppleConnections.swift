@@ -7,7 +7,8 @@ import UpgradeEngine
 /// loopback address.
 public struct AppleConnections: Sendable {
     public let client: AppleClient
-    public let keys: AppleKeySource
+    /// Identity tokens verified with Apple's keys, which notifications are verified with too.
+    public let identityTokens: AppleIdentityTokenVerifier
     /// `/auth/revoke` for the revocation queue: one attempt per call with short timeouts, since the
     /// queue retries with its own backoff and a deletion's answer waits for the first attempt.
     public let revocations: AppleClient
@@ -26,7 +27,10 @@ public struct AppleConnections: Sendable {
         single.retry.maximumAttempts = 1
         single.retry.totalTime = .seconds(5)
         revocations = try AppleClient(configuration: single)
-        keys = AppleKeySource(fetcher: client, policy: try IdentityTokenPolicy(allowedAudiences: audiences))
+        identityTokens = AppleIdentityTokenVerifier(
+            fetcher: client,
+            policy: try IdentityTokenPolicy(allowedAudiences: audiences)
+        )
     }
 
     /// Production: the key from `APPLE_PRIVATE_KEY_FILE` and Apple (or an explicit loopback emulator) at

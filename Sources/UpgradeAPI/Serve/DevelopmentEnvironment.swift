@@ -19,44 +19,22 @@ public enum DevelopmentEnvironment {
     /// Returns whether it was created now.
     @discardableResult
     public static func ensureDemoAccount(store: any UpgradeStore, secrets: SecretBox, now: Int64) throws -> Bool {
-        let hash = try PasswordHasher().hash(password: demoPassword)
-        return try store.write { tx in
-            guard try tx.account(username: Username(demoUsername)) == nil else { return false }
-            let account = AccountRecord(
-                id: UUID().uuidString.lowercased(),
-                username: demoUsername,
-                credentialKind: .password,
-                createdAt: now,
-                updatedAt: now
-            )
-            try tx.insertAccount(account)
-            try tx.upsertPasswordCredential(
-                PasswordCredentialRecord(accountID: account.id, hash: hash, format: "argon2id", updatedAt: now)
-            )
-            try tx.upsertTOTPEnrollment(
-                TOTPEnrollmentRecord(
-                    accountID: account.id,
-                    secretCiphertext: secrets.seal(
-                        Base32.decode(demoTOTPSecretBase32) ?? [],
-                        context: UpgradeService.totpContext(accountID: account.id)
-                    ),
-                    algorithm: .sha1,
-                    digits: 6,
-                    period: 30,
-                    lastAcceptedStep: nil,
-                    createdAt: now
-                )
-            )
-            try tx.appendAudit(
-                AuditEvent(
-                    at: now,
-                    accountID: account.id,
-                    upgradeID: nil,
-                    event: "account.created",
-                    detail: ["origin": "dev"]
-                )
-            )
+        let request = try AccountCreationService.Request(
+            username: Username(demoUsername),
+            password: demoPassword,
+            totp: OTPAuthURI(
+                secret: Base32.decode(demoTOTPSecretBase32) ?? [],
+                parameters: .standard,
+                issuer: nil,
+                accountName: nil
+            ),
+            origin: "dev"
+        )
+        do {
+            _ = try AccountCreationService(store: store, secrets: secrets).create(request, now: now)
             return true
+        } catch AccountCreationError.usernameTaken {
+            return false
         }
     }
 

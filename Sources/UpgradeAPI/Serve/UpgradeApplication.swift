@@ -90,7 +90,7 @@ public final class UpgradeApplication: Sendable {
             store: store,
             passwords: passwords,
             secrets: secrets,
-            identityTokens: apple.keys,
+            identityTokens: apple.identityTokens,
             apple: apple.client,
             configuration: upgradeConfiguration
         )
@@ -116,7 +116,7 @@ public final class UpgradeApplication: Sendable {
         let statistics = StatisticsBox()
         let signIns = SignInService(
             store: store,
-            identityTokens: apple.keys,
+            identityTokens: apple.identityTokens,
             apple: apple.client,
             nonces: SignInNonces(secrets: secrets),
             transfers: transfers,
@@ -124,7 +124,7 @@ public final class UpgradeApplication: Sendable {
         )
         let notifications = AppleNotificationService(
             store: store,
-            keys: apple.keys,
+            keys: apple.identityTokens,
             allowedAudiences: Set(settings.clientIDs + (settings.development ? [DevelopmentEnvironment.clientID] : [])),
             transfers: transfers
         )

@@ -92,12 +92,6 @@ public final class AppleRevocationSender: Sendable {
         return try await send(claimed, token: token, apple: apple, started: now, clock: clock)
     }
 
-    /// One pass over the queue at a fixed time (tests).
-    @discardableResult
-    public func sendDue(now: Int64) async throws(StorageError) -> (done: Int, deferred: Int) {
-        try await sendDue(clock: { now })
-    }
-
     /// One pass over the queue: claims the rows due by `clock()` (at most `policy.batchSize`) and
     /// sends each once, one after another; a failed one is due again a backoff after `clock()` reads
     /// when its own exchange ended (Apple's timeout may have run out, and the rows before it took
@@ -125,11 +119,6 @@ public final class AppleRevocationSender: Sendable {
             }
         }
         return result
-    }
-
-    /// Revocations not done yet, for `/metrics` and the CLI.
-    public func pendingCount() throws(StorageError) -> Int {
-        try store.readStorageErrors { try $0.pendingAppleRevocationCount() }
     }
 
     private func send(

@@ -11,7 +11,7 @@ public struct AppleFetchedKeySet: Sendable {
     }
 }
 
-/// Where `AppleKeySource` gets the key set from: `AppleClient` over HTTPS, or a test double.
+/// Where `AppleIdentityTokenVerifier` gets the key set from: `AppleClient` over HTTPS, or a test double.
 public protocol AppleKeySetFetching: Sendable {
     func fetchKeySet() async throws(AppleEndpointError) -> AppleFetchedKeySet
 }

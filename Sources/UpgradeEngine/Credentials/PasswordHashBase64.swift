@@ -35,9 +35,6 @@ enum PasswordHashBase64 {
         return table
     }
 
-    /// The crypt(3) alphabet, in value order.
-    static let cryptAlphabet = Array("./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
-
     /// The value of a crypt(3) alphabet character, or nil.
     static func cryptValue(_ c: UInt8) -> UInt32? {
         switch c {
@@ -127,18 +124,5 @@ enum PasswordHashBase64 {
             index += 4
         }
         return out
-    }
-
-    static func encodeCrypt(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        var index = 0
-        while index < bytes.count {
-            let chunk = bytes[index..<min(index + 3, bytes.count)]
-            var value: UInt32 = 0
-            for (position, byte) in chunk.enumerated() { value |= UInt32(byte) << UInt32(8 * position) }
-            for position in 0...chunk.count { out.append(cryptAlphabet[Int((value >> UInt32(6 * position)) & 0x3f)]) }
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

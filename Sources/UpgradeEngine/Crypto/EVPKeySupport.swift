@@ -84,13 +84,6 @@ enum EVPKeySupport {
         }
     }
 
-    static func publicKeyPEM(_ key: OpaquePointer) -> String {
-        guard let bytes = writeToBIO({ PEM_write_bio_PUBKEY($0, key) }) else {
-            preconditionFailure("PEM_write_bio_PUBKEY failed: \(OpenSSLError.drainQueue())")
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     /// PKCS#8 `-----BEGIN PRIVATE KEY-----`, unencrypted.
     static func privateKeyPEM(_ key: OpaquePointer) -> String {
         guard let bytes = writeToBIO({ PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }) else {

@@ -53,10 +53,6 @@ public final class P256PublicKey: @unchecked Sendable {
         return group == "prime256v1" || group == "P-256" || group == "secp256r1"
     }
 
-    public var pemRepresentation: String { EVPKeySupport.publicKeyPEM(key) }
-
-    public var derRepresentation: [UInt8] { EVPKeySupport.publicKeyDER(key) }
-
     /// ECDSA P-256 / SHA-256 over `message` with a 64-byte `R‖S` signature. Any other length, a DER
     /// signature, or `R` / `S` out of range is simply `false`.
     public func verifyJOSE(signature: some Collection<UInt8>, message: some Collection<UInt8>) -> Bool {

@@ -229,8 +229,4 @@ public final class RSAPublicKey: @unchecked Sendable {
     public var jwkExponent: String {
         Base64URL.encode(EVPKeySupport.bigNumberParameter(key, copenssl_param_rsa_e()) ?? [])
     }
-
-    public var pemRepresentation: String { EVPKeySupport.publicKeyPEM(key) }
-
-    public var derRepresentation: [UInt8] { EVPKeySupport.publicKeyDER(key) }
 }

@@ -422,6 +422,7 @@ public final class AccountImporter: Sendable {
         )
     }
 
+    /// The row's credentials into `writes`, and what the audit row says of them into `detail`.
     private func writeCredentials(
         _ row: ValidatedImportRow,
         accountID: String,
@@ -430,43 +431,21 @@ public final class AccountImporter: Sendable {
         into writes: inout BatchWrites,
         now: Int64
     ) {
-        if let password = row.passwordHash {
-            writes.passwords.append(
-                PasswordCredentialRecord(
-                    accountID: accountID,
-                    hash: password.hash,
-                    format: password.format,
-                    updatedAt: now
-                )
-            )
-            detail["passwordFormat"] = password.format
+        let credentials = AccountCredentials(
+            accountID: accountID,
+            passwordHash: row.passwordHash,
+            totp: row.totp,
+            secrets: options.secrets,
+            recoveryCodeHashes: row.recoveryCodeHashes,
+            now: now
+        )
+        if let password = credentials.password { writes.passwords.append(password) }
+        if let totp = credentials.totp { writes.totp.append(totp) }
+        if !credentials.recoveryCodeHashes.isEmpty {
+            writes.recoveryCodes.append((accountID, credentials.recoveryCodeHashes, replacing))
         }
-        if let totp = row.totp, let secrets = options.secrets {
-            writes.totp.append(
-                TOTPEnrollmentRecord(
-                    accountID: accountID,
-                    secretCiphertext: secrets.seal(
-                        totp.secret,
-                        context: UpgradeService.totpContext(accountID: accountID)
-                    ),
-                    algorithm: totp.parameters.algorithm,
-                    digits: totp.parameters.digits,
-                    period: totp.parameters.period,
-                    lastAcceptedStep: nil,
-                    createdAt: now
-                )
-            )
-            detail["secondFactor"] = "totp"
-        }
-        if !row.recoveryCodeHashes.isEmpty {
-            writes.recoveryCodes.append((accountID, row.recoveryCodeHashes, replacing))
-            detail["recoveryCodes"] = String(row.recoveryCodeHashes.count)
-        }
-        if replacing,
-            row.passwordHash != nil || (row.totp != nil && options.secrets != nil) || !row.recoveryCodeHashes.isEmpty
-        {
-            writes.credentialChanges.append(accountID)
-        }
+        detail.merge(credentials.auditDetail) { _, new in new }
+        if replacing, !credentials.isEmpty { writes.credentialChanges.append(accountID) }
     }
 }
 

@@ -1,10 +1,10 @@
 /// Apple's published signing keys, as the notification endpoint needs them: the current set, fetched
-/// again when a payload names a key it does not hold. `AppleKeySource` is the fetching, caching one.
+/// again when a payload names a key it does not hold. `AppleIdentityTokenVerifier` is the fetching, caching one.
 public protocol AppleKeySetProviding: Sendable {
     func keySet(containing keyID: String?) async throws(IdentityTokenError) -> JWKSet
 }
 
-extension AppleKeySource: AppleKeySetProviding {}
+extension AppleIdentityTokenVerifier: AppleKeySetProviding {}
 
 /// Apple's server-to-server notifications (`POST /v1/apple/notifications`, docs/apple-protocol.md §4):
 /// the payload is verified with Apple's keys before anything of it is read; a `jti` already

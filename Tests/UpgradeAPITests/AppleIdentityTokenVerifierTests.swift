@@ -37,14 +37,14 @@ struct KeysSwitchingHandler: HTTPHandler {
     }
 }
 
-@Suite("AppleKeySource: Apple's keys fetched over HTTP and cached")
-struct AppleClientKeySourceTests {
+@Suite("AppleIdentityTokenVerifier: identity tokens verified with Apple's keys, fetched over HTTP and cached")
+struct AppleIdentityTokenVerifierTests {
     /// The emulator world, a key source over an `AppleClient` of it, and the hand-moved clock.
     final class Fixture {
         let world: EmulatorHTTPWorld
         let switches = KeysSwitches()
         let clock = ManualClock()
-        let source: AppleKeySource
+        let source: AppleIdentityTokenVerifier
 
         init(keysMaxAge: Int? = nil) throws {
             let switches = self.switches
@@ -52,10 +52,10 @@ struct AppleClientKeySourceTests {
                 configure: { $0.keysMaxAge = keysMaxAge },
                 wrap: { KeysSwitchingHandler(inner: $0, switches: switches) }
             )
-            var configuration = AppleKeySource.Configuration()
+            var configuration = AppleIdentityTokenVerifier.Configuration()
             let clock = self.clock
             configuration.clock = { clock.now }
-            source = AppleKeySource(
+            source = AppleIdentityTokenVerifier(
                 fetcher: try world.client(),
                 policy: try IdentityTokenPolicy(allowedAudiences: [EmulatorHTTPWorld.app]),
                 configuration: configuration

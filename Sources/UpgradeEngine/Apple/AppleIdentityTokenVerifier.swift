@@ -5,8 +5,8 @@ import Synchronization
 /// `kid` is not in it causes one refetch — Apple rotates keys without notice — at most once per
 /// `refetchInterval`, so tokens with made-up `kid`s cannot make us hammer Apple. Callers that need
 /// a fetch at the same time share one. When a refetch fails, the keys already held keep being
-/// used. Verification itself is `IdentityTokenVerifier`'s.
-public final class AppleKeySource: IdentityTokenVerifying {
+/// used. The checks themselves are `IdentityTokenVerifier`'s, over the keys held.
+public final class AppleIdentityTokenVerifier: IdentityTokenVerifying {
     public struct Configuration: Sendable {
         /// Used when the answer carries no `max-age`.
         public var defaultLifetime: Duration = .seconds(3600)
@@ -17,7 +17,7 @@ public final class AppleKeySource: IdentityTokenVerifying {
         /// the next one waits this long (the keys held meanwhile stay in use).
         public var refetchInterval: Duration = .seconds(60)
         /// A monotonic clock (elapsed time); tests move it by hand.
-        public var clock: @Sendable () -> Duration = AppleKeySource.monotonicClock
+        public var clock: @Sendable () -> Duration = AppleIdentityTokenVerifier.monotonicClock
 
         public init() {}
     }
