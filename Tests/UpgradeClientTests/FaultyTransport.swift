@@ -61,9 +61,9 @@ final class FaultyTransport: Sendable {
         }
         switch fault {
         case nil:
-            return try await URLSession.shared.data(for: request)
+            return try await UpgradeClient.transport(.shared)(request)
         case .loseAnswer:
-            _ = try await URLSession.shared.data(for: request)
+            _ = try await UpgradeClient.transport(.shared)(request)
             throw URLError(.networkConnectionLost)
         case .busy(let retryAfter):
             var headers = ["Content-Type": "application/problem+json", "X-Request-Id": "busy-request"]

@@ -23,7 +23,7 @@ public struct UpgradeClient: UpgradeServing {
     let transport: Transport
 
     public init(baseURL: URL, session: URLSession = .shared, retryPolicy: RetryPolicy = .standard) {
-        self.init(baseURL: baseURL, retryPolicy: retryPolicy) { request in try await session.data(for: request) }
+        self.init(baseURL: baseURL, retryPolicy: retryPolicy, transport: Self.transport(session))
     }
 
     /// A client whose requests go through `transport` (a session of the app's own, a recorder in a test).
