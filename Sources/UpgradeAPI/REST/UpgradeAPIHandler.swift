@@ -204,13 +204,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
 
     static let ok = HTTPResponse.json(#"{"status":"ok"}"#)
 
-    /// `GET /readyz`: the database answers.
+    /// `GET /readyz`: the database answers (a `StorageError` is `503 not-ready`, `UpgradeProblems`).
     func ready() throws -> HTTPResponse {
-        do {
-            try store.ping()
-        } catch {
-            throw APIProblem(status: 503, slug: "not-ready", detail: "the database does not answer")
-        }
+        try store.ping()
         return Self.ok
     }
 
