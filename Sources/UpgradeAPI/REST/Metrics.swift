@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import UpgradeEngine
 
 /// Prometheus counters and histograms kept in memory and rendered in the text exposition format.
 /// Label values come from a closed set (route patterns, status codes, result names), so cardinality
@@ -114,8 +115,10 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// The exposition text; `gauges` are sampled by the caller at scrape time.
-    func render(gauges: [(name: String, help: String, value: Double)]) -> String {
+    /// The exposition text, with gauges sampled at scrape time: the server's `statistics` and the
+    /// engine's `backlog` (nil when the database did not answer: its gauges are left out rather than
+    /// failing the scrape).
+    func render(statistics: HTTPServer.Statistics?, backlog: AdminQueryService.Backlog?, now: Int64) -> String {
         let snapshot = state.withLock { $0 }
         var out = ""
         out += "# HELP http_requests_total Requests answered, by route pattern, method and status.\n"
@@ -176,8 +179,25 @@ public final class Metrics: Sendable {
         out += "# HELP upgrade_webhooks_failed_total Webhook events this instance gave up after the retry window.\n"
         out += "# TYPE upgrade_webhooks_failed_total counter\n"
         out += "upgrade_webhooks_failed_total \(snapshot.webhooksFailed)\n"
-        for gauge in gauges {
-            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
+        func gauge(_ name: String, _ help: String, _ value: Int) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(Double(value))\n"
+        }
+        if let statistics {
+            gauge("http_worker_queue_depth", "Requests waiting for a worker thread.", statistics.queuedRequests)
+            gauge("http_connections_open", "Open client connections.", statistics.connectionsOpen)
+        }
+        guard let backlog else { return out }
+        let revocations = "Apple refresh tokens of deleted accounts not yet revoked at Apple."
+        gauge("upgrade_apple_revocations_pending", revocations, backlog.pendingAppleRevocations)
+        gauge("upgrade_webhooks_pending", "Webhook events neither delivered nor given up.", backlog.webhooks.pending)
+        let failed = "Webhook events given up after their retry window (replay them)."
+        gauge("upgrade_webhooks_failed", failed, backlog.webhooks.failed)
+        let age = backlog.webhooks.oldestPendingAt.map { Int(max(0, now - $0)) } ?? 0
+        let ageHelp = "Age of the oldest pending webhook event (0: none)."
+        gauge("upgrade_webhooks_oldest_pending_age_seconds", ageHelp, age)
+        if let clients = backlog.clientsInDebt {
+            let help = "Clients whose failed credential checks or wrong admin tokens still count against them."
+            gauge("client_throttle_clients", help, clients)
         }
         return out
     }

@@ -20,14 +20,10 @@ extension UpgradeAPIHandler {
             log.log("error", "revocation", [("revocation", .string(id)), ("cause", .string(cause))])
         }
         let outcome = deletion.appleRevocation?.rawValue ?? "none"
-        var response = HTTPResponse(
-            body: JWSJSON.object([
-                "accountId": .string(deletion.accountID), "deleted": .bool(true),
-                "appleRevocation": .string(outcome),
-            ]).serialized()
+        return Self.noStoreJSON(
+            .object([
+                "accountId": .string(deletion.accountID), "deleted": .bool(true), "appleRevocation": .string(outcome),
+            ])
         )
-        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
-        response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
-        return response
     }
 }

@@ -52,13 +52,6 @@ extension UpgradeAPIHandler {
         return username
     }
 
-    static func noStoreJSON(_ body: JWSJSON) -> HTTPResponse {
-        var response = HTTPResponse(body: body.serialized())
-        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
-        response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
-        return response
-    }
-
     static func time(_ text: String, _ name: String) throws -> Int64 {
         guard let seconds = AuditSearch.time(text) else {
             throw APIProblem.validation("\(name) must be an RFC 3339 date-time (2026-11-24T10:00:00Z) or Unix seconds")

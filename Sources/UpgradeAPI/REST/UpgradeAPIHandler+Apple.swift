@@ -34,15 +34,10 @@ extension UpgradeAPIHandler {
     func signInNonce(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
         if !request.body.isEmpty { _ = try JSONBody(request, allowed: []) }
         let issued = signIns.issueNonce(now: now)
-        var response = HTTPResponse(
-            status: 201,
-            body: JWSJSON.object([
-                "nonce": .string(issued.nonce), "expiresAt": .string(Self.timestamp(issued.expiresAt)),
-            ]).serialized()
+        return Self.noStoreJSON(
+            .object(["nonce": .string(issued.nonce), "expiresAt": .string(Self.timestamp(issued.expiresAt))]),
+            status: 201
         )
-        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
-        response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
-        return response
     }
 
     /// `GET /v1/apple/credential-state?user=SUB`: what `getCredentialState` would answer.

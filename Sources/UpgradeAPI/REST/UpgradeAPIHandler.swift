@@ -102,7 +102,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
     public func respondOnEventLoop(to request: HTTPRequest) -> HTTPResponse? {
         // Liveness answers without a thread hop, even when every worker is busy.
         guard request.method == "GET", request.path == "/healthz" else { return nil }
-        return .json(#"{"status":"ok"}"#)
+        return Self.ok
     }
 
     public func handle(_ received: HTTPRequest) throws -> HTTPResponse {
@@ -170,6 +170,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         return response
     }
 
+    /// One handler per operation: each decodes, calls one service method and renders; whatever it
+    /// throws becomes a problem in `handle`, through `UpgradeProblems.problem(for:)`.
     private func perform(
         _ operation: Operation,
         _ request: HTTPRequest,
@@ -178,220 +180,57 @@ public final class UpgradeAPIHandler: HTTPHandler {
         let now = clock()
         let id = parameters["id"] ?? ""
         switch operation {
-        case .health:
-            return .json(#"{"status":"ok"}"#)
-        case .ready:
-            do {
-                try store.ping()
-            } catch {
-                throw APIProblem(status: 503, slug: "not-ready", detail: "the database does not answer")
-            }
-            return .json(#"{"status":"ok"}"#)
-        case .metrics:
-            var gauges: [(name: String, help: String, value: Double)] = []
-            if let statistics = statistics() {
-                gauges.append(
-                    (
-                        "http_worker_queue_depth", "Requests waiting for a worker thread.",
-                        Double(statistics.queuedRequests)
-                    )
-                )
-                gauges.append(("http_connections_open", "Open client connections.", Double(statistics.connectionsOpen)))
-            }
-            // One read of the engine's backlog; a database that does not answer leaves these gauges
-            // out rather than failing the scrape.
-            if let backlog = try? adminQueries.backlog(clients: upgrades.clientThrottle != nil, now: now) {
-                gauges += [
-                    (
-                        "upgrade_apple_revocations_pending",
-                        "Apple refresh tokens of deleted accounts not yet revoked at Apple.",
-                        Double(backlog.pendingAppleRevocations)
-                    ),
-                    (
-                        "upgrade_webhooks_pending", "Webhook events neither delivered nor given up.",
-                        Double(backlog.webhooks.pending)
-                    ),
-                    (
-                        "upgrade_webhooks_failed", "Webhook events given up after their retry window (replay them).",
-                        Double(backlog.webhooks.failed)
-                    ),
-                    (
-                        "upgrade_webhooks_oldest_pending_age_seconds",
-                        "Age of the oldest pending webhook event (0: none).",
-                        Double(backlog.webhooks.oldestPendingAt.map { max(0, now - $0) } ?? 0)
-                    ),
-                ]
-                if let clients = backlog.clientsInDebt {
-                    gauges.append(
-                        (
-                            "client_throttle_clients",
-                            "Clients whose failed credential checks or wrong admin tokens still count against them.",
-                            Double(clients)
-                        )
-                    )
-                }
-            }
-            var response = HTTPResponse.text(metrics.render(gauges: gauges))
-            response.headers.replaceOrAppend(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
-            return response
-        case .startUpgrade:
-            let body = try JSONBody(request, allowed: ["username", "password", "ticket", "serviceIdentifier"])
-            // An in-app upgrade sends a ticket and an empty (or no) password; without a ticket the
-            // password is required.
-            let ticket = try body.string("ticket")
-            let password = try ticket == nil ? body.requiredString("password") : body.string("password") ?? ""
-            let answer = try recorded {
-                try upgrades.start(
-                    username: try body.requiredString("username"),
-                    password: password,
-                    ticket: ticket,
-                    serviceIdentifier: try body.requiredString("serviceIdentifier"),
-                    clientKey: request.clientKey,
-                    now: now
-                )
-            }
-            return Self.render(answer, status: 201)
-        case .issueTicket:
-            // The token is checked before the body is read: an unauthenticated caller learns nothing.
-            let token = try admin.authorize(request, scope: .tickets, now: now)
-            let body = try JSONBody(request, allowed: ["username", "secondFactorVerified"])
-            let issued = try upgrades.issueTicket(
-                username: try body.requiredString("username"),
-                secondFactorVerified: try body.bool("secondFactorVerified") ?? false,
-                issuedBy: token.name,
-                now: now
-            )
-            var response = HTTPResponse(
-                status: 201,
-                body: JWSJSON.object([
-                    "ticket": .string(issued.ticket), "expiresAt": .string(Self.timestamp(issued.expiresAt)),
-                ]).serialized()
-            )
-            response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
-            response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
-            return response
-        case .stepUp:
-            let body = try JSONBody(request, allowed: ["code", "recoveryCode"])
-            let code: UpgradeService.StepUpCode
-            switch (try body.string("code"), try body.string("recoveryCode")) {
-            case (let totp?, nil): code = .totp(totp)
-            case (nil, let recovery?): code = .recoveryCode(recovery)
-            default: throw APIProblem.validation("send exactly one of 'code' and 'recoveryCode'")
-            }
-            return Self.render(
-                try recorded { try upgrades.stepUp(id: id, code: code, clientKey: request.clientKey, now: now) }
-            )
-        case .appleCredential:
-            let body = try JSONBody(
-                request,
-                allowed: ["identityToken", "authorizationCode", "state", "user", "email", "fullName"]
-            )
-            // `email` and `fullName` are what Apple gave the device once; the engine checks and keeps
-            // them where the account has none, marked as the device's.
-            let credential = UpgradeService.AppleCredential(
-                identityToken: try body.requiredString("identityToken"),
-                authorizationCode: try body.requiredString("authorizationCode"),
-                state: try body.requiredString("state"),
-                user: try body.string("user"),
-                email: try body.string("email"),
-                fullName: try body.stringMembers("fullName", allowed: PersonName.partNames).map(PersonName.init(parts:))
-            )
-            let upgrades = self.upgrades
-            let answer = try recorded {
-                try blockingWait { () async throws(UpgradeFailure) -> UpgradeAnswer in
-                    try await upgrades.submitAppleCredential(id: id, credential, now: now)
-                }
-            }
-            return Self.render(answer)
-        case .cancel:
-            let reason = try Self.cancelReason(request)
-            return Self.render(try recorded { try upgrades.cancel(id: id, reason: reason, now: now) })
-        case .getUpgrade:
-            return Self.render(try upgrades.view(id: id, now: now))
-        case .startPasswordChange:
-            return try startPasswordChange(request, now: now)
-        case .stepUpPasswordChange:
-            return try stepUpPasswordChange(request, id: id, now: now)
-        case .cancelPasswordChange:
-            let reason = try Self.cancelReason(request)
-            return Self.render(try upgrades.cancelPasswordChange(id: id, reason: reason, now: now))
-        case .signInNonce:
-            return try signInNonce(request, now: now)
-        case .signIn:
-            return try signIn(request, now: now)
-        case .credentialState:
-            return try credentialState(request)
-        case .notification:
-            return try notification(request, now: now)
-        case .searchAudit:
-            return try searchAudit(request, now: now)
-        case .accountOverview:
-            return try accountOverview(request, username: parameters["username"], now: now)
-        case .deleteAccount:
-            return try deleteAccount(request, username: parameters["username"], now: now)
+        case .startUpgrade: return try startUpgrade(request, now: now)
+        case .getUpgrade: return try getUpgrade(id: id, now: now)
+        case .stepUp: return try stepUp(request, id: id, now: now)
+        case .appleCredential: return try appleCredential(request, id: id, now: now)
+        case .cancel: return try cancel(request, id: id, now: now)
+        case .issueTicket: return try issueTicket(request, now: now)
+        case .startPasswordChange: return try startPasswordChange(request, now: now)
+        case .stepUpPasswordChange: return try stepUpPasswordChange(request, id: id, now: now)
+        case .cancelPasswordChange: return try cancelPasswordChange(request, id: id, now: now)
+        case .signInNonce: return try signInNonce(request, now: now)
+        case .signIn: return try signIn(request, now: now)
+        case .credentialState: return try credentialState(request)
+        case .notification: return try notification(request, now: now)
+        case .searchAudit: return try searchAudit(request, now: now)
+        case .accountOverview: return try accountOverview(request, username: parameters["username"], now: now)
+        case .deleteAccount: return try deleteAccount(request, username: parameters["username"], now: now)
+        case .health: return Self.ok
+        case .ready: return try ready()
+        case .metrics: return scrape(now: now)
         }
     }
 
-    /// Counts the outcome of an upgrade call for `upgrade_transitions_total` (password changes are
-    /// not upgrades and are not counted there).
-    func recorded<Answer>(_ body: () throws -> Answer) throws -> Answer {
-        do {
-            let answer = try body()
-            if let answer = answer as? UpgradeAnswer {
-                metrics.recordTransition(status: answer.status.rawValue, result: answer.result.rawValue)
-            }
-            return answer
-        } catch let failure as UpgradeFailure {
-            if let status = failure.status {
-                metrics.recordTransition(status: status.rawValue, result: failure.result.rawValue)
-            }
-            throw failure
-        }
+    static let ok = HTTPResponse.json(#"{"status":"ok"}"#)
+
+    /// `GET /readyz`: the database answers (a `StorageError` is `503 not-ready`, `UpgradeProblems`).
+    func ready() throws -> HTTPResponse {
+        try store.ping()
+        return Self.ok
+    }
+
+    /// `GET /metrics`: the counters, the server's statistics and one read of the engine's backlog.
+    func scrape(now: Int64) -> HTTPResponse {
+        // A database that does not answer leaves the backlog's gauges out rather than failing the scrape.
+        let backlog = try? adminQueries.backlog(clients: upgrades.clientThrottle != nil, now: now)
+        return HTTPResponse(
+            headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+            body: Array(metrics.render(statistics: statistics(), backlog: backlog, now: now).utf8)
+        )
     }
 
     static func timestamp(_ seconds: Int64) -> String {
         RFC3339.utc(seconds: seconds)
     }
 
-    static func render(_ answer: UpgradeAnswer, status: Int = 200) -> HTTPResponse {
-        let members = JWSJSON.object([
-            "id": .string(answer.id),
-            "status": .string(answer.status.rawValue),
-            "result": .string(answer.result.rawValue),
-            "state": answer.state.map { .string($0) },
-            "nonce": answer.nonce.map { .string($0) },
-            "expiresAt": answer.expiresAt.map { .string(timestamp($0)) },
-            "accountId": answer.accountID.map { .string($0) },
-            "attemptsRemaining": answer.attemptsRemaining.map { .integer(Int64($0)) },
-        ])
-        var response = HTTPResponse(status: status, body: members.serialized())
-        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
-        response.headers.replaceOrAppend(name: "Cache-Control", value: "no-store")
-        return response
-    }
-
-    static func render(_ view: UpgradeView) -> HTTPResponse {
-        let history = view.history.map { entry in
-            JWSJSON.object([
-                "at": .string(timestamp(entry.at)),
-                "event": .string(entry.event),
-                "from": entry.from.map { .string($0) },
-                "to": entry.to.map { .string($0) },
-                "problem": entry.problem.map { .string(UpgradeProblems.slug(for: $0)) },
-            ])
-        }
-        let body = JWSJSON.object([
-            "id": .string(view.id),
-            "status": .string(view.status.rawValue),
-            "result": view.result.map { .string($0.rawValue) },
-            "problem": view.problem.map { .string(UpgradeProblems.slug(for: $0)) },
-            "createdAt": .string(timestamp(view.createdAt)),
-            "expiresAt": view.expiresAt.map { .string(timestamp($0)) },
-            "history": .array(history),
-        ])
-        var response = HTTPResponse(body: body.serialized())
-        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
-        return response
+    /// A JSON answer that carries something a cache must not keep (an id, a ticket, a nonce).
+    static func noStoreJSON(_ body: JWSJSON, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(
+            status: status,
+            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: body.serialized()
+        )
     }
 }
 

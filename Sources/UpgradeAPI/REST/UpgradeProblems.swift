@@ -12,6 +12,8 @@ enum UpgradeProblems {
         case let failure as UpgradeFailure: APIProblem(failure)
         case let failure as SignInFailure: APIProblem(failure)
         case let failure as TransferFailure: APIProblem(failure)
+        // The services turn storage errors into their failures: only `/readyz`'s ping lets one through.
+        case is StorageError: APIProblem(status: 503, slug: "not-ready", detail: "the database does not answer")
         default: nil
         }
     }
