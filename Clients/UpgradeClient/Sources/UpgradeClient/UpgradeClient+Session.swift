@@ -17,15 +17,17 @@ extension UpgradeClient {
 }
 
 #if canImport(FoundationNetworking)
-/// One request as a completion-handler task, for the Foundation of Linux and Windows: there,
-/// `URLSession.data(for:)` can stop the process ("a task that is not in the registry") when the
-/// calling task is cancelled as the answer arrives. A cancelled data task reports `cancelled` once.
+/// One request as a completion-handler task, for the Foundation of Linux and Windows, where
+/// cancelling a `URLSessionTask` (which `data(for:)` does when the calling task is cancelled) can
+/// stop the process ("a task that is not in the registry") if the answer arrives meanwhile. A
+/// cancelled call here ends at once with `CancellationError` and leaves the request to finish
+/// unheard: the answer the server gives is discarded, as a cancelled `data(for:)`'s would be.
 private final class SessionRequest: @unchecked Sendable {
     private let session: URLSession
     private let request: URLRequest
     private let lock = NSLock()
-    // Guarded by `lock`.
-    private var task: URLSessionDataTask?
+    // Guarded by `lock`: whoever ends the call first (the answer or the cancel) takes it.
+    private var continuation: CheckedContinuation<(Data, URLResponse), any Error>?
     private var cancelled = false
 
     init(_ session: URLSession, _ request: URLRequest) {
@@ -36,29 +38,33 @@ private final class SessionRequest: @unchecked Sendable {
     func run() async throws -> (Data, URLResponse) {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let task = session.dataTask(with: request) { data, response, error in
+                let proceed = lock.withLock {
+                    self.continuation = continuation
+                    return !cancelled
+                }
+                guard proceed else { return finish(.failure(CancellationError())) }
+                session.dataTask(with: request) { data, response, error in
                     if let error {
-                        continuation.resume(throwing: error)
+                        self.finish(.failure(error))
                     } else if let data, let response {
-                        continuation.resume(returning: (data, response))
+                        self.finish(.success((data, response)))
                     } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
+                        self.finish(.failure(URLError(.badServerResponse)))
                     }
-                }
-                let cancelled = lock.withLock {
-                    self.task = task
-                    return self.cancelled
-                }
-                task.resume()
-                if cancelled { task.cancel() }
+                }.resume()
             }
         } onCancel: {
-            let task = lock.withLock {
-                cancelled = true
-                return self.task
-            }
-            task?.cancel()
+            lock.withLock { cancelled = true }
+            finish(.failure(CancellationError()))
         }
+    }
+
+    private func finish(_ result: Result<(Data, URLResponse), any Error>) {
+        let continuation = lock.withLock {
+            defer { self.continuation = nil }
+            return self.continuation
+        }
+        continuation?.resume(with: result)
     }
 }
 #endif
