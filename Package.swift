@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "UpgradeMachinesTests", dependencies: ["UpgradeMachines"]),
         .testTarget(
             name: "UpgradeEngineTests",
-            dependencies: ["UpgradeEngine", "AppleEmulator"]
+            dependencies: ["UpgradeEngine", "AppleEmulator", "UpgradeTestSupport"]
         ),
         // What the live-server tests share: the development server on loopback, a database of its own
         // per backend, ticket minting. A test target, so release builds leave it out.

@@ -181,7 +181,7 @@ struct TransferCrashTests {
         _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try EmulatorCommandHTTPTests.executable())
+        process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
         process.arguments = arguments
         process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         let out = try FileHandle(forWritingTo: stdout)
