@@ -104,10 +104,11 @@ let package = Package(
         .testTarget(name: "UpgradeMachinesTests", dependencies: ["UpgradeMachines"]),
         .testTarget(
             name: "UpgradeEngineTests",
-            dependencies: ["UpgradeEngine", "AppleEmulator"]
+            dependencies: ["UpgradeEngine", "AppleEmulator", "UpgradeTestSupport"]
         ),
-        // What the live-server tests share: the development server on loopback, a database of its own
-        // per backend, ticket minting. A test target, so release builds leave it out.
+        // What the tests share: the backends, the PostgreSQL test cluster, the built upgrade-cli; for the
+        // live-server tests the development server on loopback, a database of its own per backend,
+        // ticket minting. A test target, so release builds leave it out.
         .testTarget(
             name: "UpgradeTestSupport",
             dependencies: ["UpgradeAPI", "AppleEmulator"],

@@ -30,7 +30,7 @@ struct AccountDeletionCrashTests {
             converted.append(("user\(index)", accountID, refreshToken))
         }
         let environment = try AccountsDeleteCLITests.appleEnvironment(harness)
-        let executable = try EmulatorCommandHTTPTests.executable()
+        let executable = try UpgradeCLI.executable()
 
         var generator = SystemRandomNumberGenerator()
         for (index, account) in converted.enumerated() {
@@ -78,7 +78,7 @@ struct AccountDeletionCrashTests {
         // Reruns finish what was not deleted; the worker sends whatever is queued.
         for account in converted
         where try server.application.store.read({ try $0.account(id: account.accountID) }) != nil {
-            let rerun = try AccountsDeleteCLITests.run(
+            let rerun = try runCLI(
                 ["accounts", "delete", account.username, "--yes", "--dev"],
                 environment: environment
             )

@@ -235,33 +235,6 @@ struct AccountDeletionEndToEndTests {
 /// `upgrade-cli accounts delete` as a process, against a development server's database and emulator.
 @Suite("upgrade-cli accounts delete")
 struct AccountsDeleteCLITests {
-    /// Runs the built CLI with `environment` (and a minimal PATH); standard input is an empty pipe.
-    static func run(
-        _ arguments: [String],
-        environment: [String: String]
-    ) throws -> (
-        status: Int32, stdout: String, stderr: String
-    ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try EmulatorCommandHTTPTests.executable())
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-        let input = Pipe()
-        let out = Pipe()
-        let err = Pipe()
-        process.standardInput = input
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        try input.fileHandleForWriting.close()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self)
-        )
-    }
-
     /// The development team's key as a `.p8` file, and the environment that points the CLI at the
     /// server's database and emulator.
     static func appleEnvironment(_ harness: AccountDeletionEndToEndTests.Harness) throws -> [String: String] {
@@ -284,17 +257,17 @@ struct AccountsDeleteCLITests {
         let (accountID, _, refreshToken) = try await harness.converted("alice")
         let environment = try Self.appleEnvironment(harness)
 
-        let refused = try Self.run(["accounts", "delete", "alice", "--dev"], environment: environment)
+        let refused = try runCLI(["accounts", "delete", "alice", "--dev"], environment: environment)
         #expect(refused.status == 2 && refused.stderr.hasPrefix("error: refusing to delete without --yes"))
         #expect(try harness.server.application.store.read { try $0.account(id: accountID) } != nil)
 
-        let deleted = try Self.run(["accounts", "delete", "alice", "--yes", "--dev"], environment: environment)
+        let deleted = try runCLI(["accounts", "delete", "alice", "--yes", "--dev"], environment: environment)
         #expect(deleted.status == 0, "\(deleted.stderr)")
         #expect(deleted.stdout == "deleted account alice (id \(accountID)); appleRevocation: done\n")
         #expect(harness.emulator.revocationCount(token: refreshToken) == 1)
         #expect(try harness.server.application.store.read { try $0.account(id: accountID) } == nil)
 
-        let unknown = try Self.run(["accounts", "delete", "alice", "--yes", "--dev"], environment: environment)
+        let unknown = try runCLI(["accounts", "delete", "alice", "--yes", "--dev"], environment: environment)
         #expect(unknown.status == 1 && unknown.stderr.contains("no account named 'alice'"))
         for output in [refused, deleted, unknown] {
             #expect(!(output.stdout + output.stderr).contains(refreshToken))
@@ -307,7 +280,7 @@ struct AccountsDeleteCLITests {
         let (accountID, _, refreshToken) = try await harness.converted("alice")
         // The worker must not race the CLI for this test's point: stop it while the CLI runs.
         harness.server.application.revocationWorker.stop()
-        let deleted = try Self.run(
+        let deleted = try runCLI(
             ["accounts", "delete", "alice", "--yes"],
             environment: ["UPGRADE_DB": harness.server.database.url]
         )

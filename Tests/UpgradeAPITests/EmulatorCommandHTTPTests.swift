@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 
@@ -14,17 +15,6 @@ private func pause() async {
 /// endpoints, and stops cleanly on SIGTERM.
 @Suite("upgrade-cli emulator serve")
 struct EmulatorCommandHTTPTests {
-    static func executable() throws -> String {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let candidates = [
-            Bundle.main.executableURL?.deletingLastPathComponent().appendingPathComponent("upgrade-cli"),
-            root.appendingPathComponent(".build/debug/upgrade-cli"),
-        ]
-        let found = candidates.compactMap { $0 }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-        return try #require(found, "upgrade-cli was not built; run swift build --build-tests first").path
-    }
-
     /// What a pipe delivered, and whether it reached its end (the process closed it).
     final class Output: Sendable {
         private let state = Mutex((text: "", ended: false))
@@ -60,7 +50,7 @@ struct EmulatorCommandHTTPTests {
             command: [String] = ["emulator", "serve"],
             environment: [String: String] = [:]
         ) throws {
-            process.executableURL = URL(fileURLWithPath: try EmulatorCommandHTTPTests.executable())
+            process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
             process.arguments = command + arguments
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
             let out = Pipe()

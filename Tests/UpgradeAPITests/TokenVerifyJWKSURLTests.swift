@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeAPI
 @testable import UpgradeEngine
@@ -8,25 +9,6 @@ import Testing
 /// served on a loopback port.
 @Suite("upgrade-cli token verify --jwks URL")
 struct TokenVerifyJWKSURLTests {
-    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try EmulatorCommandHTTPTests.executable())
-        process.arguments = ["token", "verify"] + arguments
-        // No proxy from the environment: the loopback server is reached directly either way.
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self)
-        )
-    }
-
     @Test("the key set is fetched from a loopback URL: the token verifies (exit 0) or is rejected (exit 1)")
     func fetchesFromLoopback() throws {
         let world = try EmulatorHTTPWorld()
@@ -34,14 +16,16 @@ struct TokenVerifyJWKSURLTests {
         let authorization = try world.authorize()
         let url = world.baseURL + "/auth/keys"
         let now = String(world.clock.now)
-        let valid = try Self.run([
+        let valid = try runCLI([
+            "token", "verify",
             authorization.identityToken, "--jwks", url, "--audience", EmulatorHTTPWorld.app, "--now", now,
         ])
         #expect(valid.status == 0, "\(valid.stderr)")
         #expect(try JWSJSON.parse(Array(valid.stdout.utf8))["sub"]?.stringValue == authorization.user)
         #expect(world.counter.count("/auth/keys") == 1)
 
-        let rejected = try Self.run([
+        let rejected = try runCLI([
+            "token", "verify",
             authorization.identityToken, "--jwks", url, "--audience", "com.other", "--now", now,
         ])
         #expect(rejected.status == 1, "\(rejected.stderr)")
@@ -63,7 +47,8 @@ struct TokenVerifyJWKSURLTests {
             ("ftp://127.0.0.1/auth/keys", "must use https"),
         ]
         for (url, reason) in cases {
-            let result = try Self.run([
+            let result = try runCLI([
+                "token", "verify",
                 authorization.identityToken, "--jwks", url, "--audience", EmulatorHTTPWorld.app,
             ])
             #expect(result.status == 2, "\(url): \(result.stderr)")

@@ -181,7 +181,7 @@ struct TransferCrashTests {
         _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try EmulatorCommandHTTPTests.executable())
+        process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
         process.arguments = arguments
         process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         let out = try FileHandle(forWritingTo: stdout)
@@ -222,6 +222,9 @@ struct TransferCrashTests {
     ) throws -> StepResult {
         var result = StepResult()
         for attempt in 0..<(killsPerStep + 4) {
+            // Counted once the last run's lease is free: a run killed as it sent COMMIT may still
+            // see it land on PostgreSQL after its process is reaped, never after its lease lapsed.
+            try waitForLease(store, step)
             let done = try progress(store, step).records
             let finalRun = result.kills == killsPerStep
             // Within the first third of what is left, so the moment comes well before the batch ends.
@@ -229,7 +232,6 @@ struct TransferCrashTests {
             let atAppleAnswer = !finalRun && Bool.random(using: &generator)
             let killAtCall = atAppleAnswer ? Int.random(in: 1...reach, using: &generator) : nil
             let killAtCommitted = finalRun || atAppleAnswer ? nil : done + Int.random(in: 1...reach, using: &generator)
-            try waitForLease(store, step)
             if finalRun { result.committedBeforeLastRun = done }
             apple.arm(killAtCall: killAtCall)
             let run = try start(

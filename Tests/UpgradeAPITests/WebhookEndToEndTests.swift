@@ -148,20 +148,9 @@ struct WebhookEndToEndTests {
 
     /// Runs the built `upgrade-cli` with `arguments` against the server's database.
     static func cli(_ server: DevServer, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try EmulatorCommandHTTPTests.executable())
-        process.arguments = arguments + ["--db", server.database.url]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self)
-        )
+        let environment = ProcessInfo.processInfo.environment
+        let result = try runCLI(arguments + ["--db", server.database.url], environment: environment)
+        return (result.status, result.stdout, result.stderr)
     }
 
     @Test(

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 
@@ -122,7 +123,7 @@ struct AccountImportCLITests {
         var generator = SystemRandomNumberGenerator()
         for attempt in 0..<4 {
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: try IdentityTokenCLITests.executable())
+            process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
             process.arguments = arguments
             process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
             process.standardInput = FileHandle.nullDevice

@@ -1,32 +1,8 @@
 import Foundation
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
-
-/// Runs the built `upgrade-cli` with `stdin` as standard input and an environment of its own.
-func runCLI(
-    _ arguments: [String],
-    stdin: String = "",
-    environment: [String: String] = [:]
-) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try IdentityTokenCLITests.executable())
-    process.arguments = arguments
-    process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-    let input = Pipe()
-    let out = Pipe()
-    let err = Pipe()
-    process.standardInput = input
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    input.fileHandleForWriting.write(Data(stdin.utf8))
-    try input.fileHandleForWriting.close()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
-}
 
 @Suite("upgrade-cli commands")
 struct CLITests {

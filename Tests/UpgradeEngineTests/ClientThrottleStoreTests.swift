@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 
@@ -7,21 +8,8 @@ import Testing
 @Suite("upgrade-cli token verify")
 struct IdentityTokenCLITests {
     /// The executable sits next to the test bundle in the build directory.
-    static func executable() throws -> String {
-        var candidates: [URL] = []
-        if let bundleDirectory = Bundle.main.executableURL?.deletingLastPathComponent() {
-            candidates.append(bundleDirectory.appendingPathComponent("upgrade-cli"))
-            candidates.append(bundleDirectory.deletingLastPathComponent().appendingPathComponent("upgrade-cli"))
-        }
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/upgrade-cli"))
-        let found = candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-        return try #require(found, "upgrade-cli was not built; run swift build --build-tests first").path
-    }
-
     static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        try runProcess(try executable(), ["token", "verify"] + arguments)
+        try runProcess(try UpgradeCLI.executable(), ["token", "verify"] + arguments)
     }
 
     static let jwks = Fixtures.url("apple/jwks.json").path
@@ -73,7 +61,7 @@ struct IdentityTokenCLITests {
             "/bin/sh",
             [
                 "-c", "\"$0\" token verify - --jwks \"$1\" --audience \"com.other, $2\" --now \"$3\" < \"$4\"",
-                try Self.executable(), Self.jwks, fixtures.audiences[1], String(fixtures.now), file.path,
+                try UpgradeCLI.executable(), Self.jwks, fixtures.audiences[1], String(fixtures.now), file.path,
             ]
         )
         #expect(result.status == 0, "\(result.stderr)")

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 

@@ -1,32 +1,11 @@
 import Foundation
 import Synchronization
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 
-/// The PostgreSQL cluster the tests use: `UPGRADE_TEST_POSTGRES`, a postgres:// URL. `Scripts/test`
-/// starts a throwaway cluster with `Scripts/dev-postgres` and sets it; without it the tests that
-/// need a server are skipped, and say why.
-enum TestPostgres {
-    static let url: String? = ProcessInfo.processInfo.environment["UPGRADE_TEST_POSTGRES"].flatMap {
-        $0.isEmpty ? nil : $0
-    }
-
-    static var isAvailable: Bool { url != nil }
-
-    static func configuration() throws -> PostgresConfiguration {
-        try PostgresConfiguration(url: try #require(url))
-    }
-
-    /// Bounded waits, so a test that goes wrong fails instead of hanging.
-    static let settings: [(name: String, value: String)] = [
-        ("lock_timeout", "20s"), ("statement_timeout", "60s"),
-    ]
-
-    static func connect() throws -> PostgresConnection {
-        try PostgresConnection(configuration(), sessionSettings: settings)
-    }
-
+extension TestPostgres {
     /// A table of its own for one test, `(id integer PRIMARY KEY, v integer)` with rows 1 and 2,
     /// dropped by the returned closure.
     static func makeTable(_ connection: PostgresConnection) throws -> (name: String, drop: () -> Void) {

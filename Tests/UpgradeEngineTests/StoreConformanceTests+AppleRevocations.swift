@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 

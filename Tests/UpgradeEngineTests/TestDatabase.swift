@@ -1,17 +1,10 @@
 import Foundation
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 
-/// A storage backend a test runs against. `all` is what a parameterised test takes: SQLite always,
-/// PostgreSQL when `UPGRADE_TEST_POSTGRES` names a cluster.
-enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite, postgres
-
-    static let all: [Backend] = TestPostgres.isAvailable ? [.sqlite, .postgres] : [.sqlite]
-
-    var testDescription: String { rawValue }
-
+extension Backend {
     /// The migrations the binary carries for this backend.
     var migrations: [SchemaMigration] {
         switch self {
@@ -174,15 +167,5 @@ final class TestDatabase: Sendable {
             }
         }
         return result
-    }
-}
-
-extension TestPostgres {
-    /// The test cluster's URL, with another database or password.
-    static func url(database: String? = nil, password: String? = nil) throws -> String {
-        let configuration = try configuration()
-        let user = configuration.user ?? ""
-        let secret = password ?? configuration.password ?? ""
-        return "postgres://\(user):\(secret)@\(configuration.endpoint)/\(database ?? configuration.database)"
     }
 }

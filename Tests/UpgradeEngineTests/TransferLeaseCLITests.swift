@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 
@@ -111,7 +112,7 @@ struct TransferLeaseCLITests {
         private let err = Pipe()
 
         init(_ arguments: [String], environment: [String: String]) throws {
-            process.executableURL = URL(fileURLWithPath: try IdentityTokenCLITests.executable())
+            process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
             process.arguments = arguments
             process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
             process.standardInput = FileHandle.nullDevice

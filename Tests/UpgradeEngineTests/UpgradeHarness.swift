@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 

@@ -5,13 +5,11 @@ import Testing
 
 /// The storage backend a server under test runs on: SQLite always, PostgreSQL too when
 /// `UPGRADE_TEST_POSTGRES` names a cluster (`Scripts/dev-postgres` starts one).
-package enum Backend: String, Sendable, CustomTestStringConvertible {
+package enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
 
-    package static let cluster: String? = ProcessInfo.processInfo.environment["UPGRADE_TEST_POSTGRES"].flatMap {
-        $0.isEmpty ? nil : $0
-    }
-    package static let all: [Backend] = cluster == nil ? [.sqlite] : [.sqlite, .postgres]
+    /// What a parameterised test takes.
+    package static let all: [Backend] = TestPostgres.isAvailable ? [.sqlite, .postgres] : [.sqlite]
 
     package var testDescription: String { rawValue }
 }
@@ -34,9 +32,9 @@ package final class ServerDatabase: Sendable {
             database = nil
             url = "sqlite:" + directory.appendingPathComponent("api.db").path
         case .postgres:
-            let cluster = try #require(Backend.cluster)
             let name = "rest_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-            try Self.connect(cluster).execute("CREATE DATABASE \(name)")
+            try TestPostgres.connect().execute("CREATE DATABASE \(name)")
+            let cluster = try #require(TestPostgres.url)
             var components = try #require(URLComponents(string: cluster))
             components.path = "/" + name
             directory = nil
@@ -45,14 +43,8 @@ package final class ServerDatabase: Sendable {
         }
     }
 
-    private static func connect(_ cluster: String) throws -> PostgresConnection {
-        try PostgresConnection(PostgresConfiguration(url: cluster), sessionSettings: [("statement_timeout", "60s")])
-    }
-
     deinit {
         if let directory { try? FileManager.default.removeItem(at: directory) }
-        if let database, let cluster = Backend.cluster {
-            try? Self.connect(cluster).execute("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
-        }
+        if let database { try? TestPostgres.connect().execute("DROP DATABASE IF EXISTS \(database) WITH (FORCE)") }
     }
 }

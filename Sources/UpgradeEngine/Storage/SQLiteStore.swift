@@ -234,53 +234,25 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
     }
 
     /// Applies pending migrations up to and including `version` (all of them when nil); tests use
-    /// it to build a database as an older binary left it.
+    /// it to build a database as an older binary left it. `BEGIN IMMEDIATE` lets one process at a time migrate.
     func migrate(now: Int64, through version: Int?) throws(StorageError) -> [MigrationStatus] {
         do {
             return try withConnection { connection in
                 try connection.execute("BEGIN IMMEDIATE")
                 do {
-                    let applied = try Self.ensureMigrationTable(connection)
-                    var appliedNow: [MigrationStatus] = []
-                    for migration in EmbeddedSchema.sqlite
-                    where applied[migration.version] == nil && migration.version <= (version ?? .max) {
-                        do {
-                            try connection.execute(migration.sql)
-                            // The one data step no SQL can do: re-keying usernames needs the username profile.
-                            if migration.version == UsernameCheck.migrationVersion {
-                                _ = try UsernameCheck.rekey(SQLiteTransaction(connection: connection), now: now)
-                            }
-                        } catch {
-                            throw StorageError(
-                                .migration,
-                                "migration \(migration.version) (\(migration.name)) failed: \(error)"
-                            )
-                        }
-                        try connection.query(
-                            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
-                            [
-                                .integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum),
-                                .integer(now),
-                            ]
-                        )
-                        appliedNow.append(
-                            MigrationStatus(
-                                version: migration.version,
-                                name: migration.name,
-                                checksum: migration.checksum,
-                                appliedAt: now
-                            )
-                        )
-                    }
-                    // Skeletons come from ICU's data: computed by migration 18, and again whenever
-                    // this binary's ICU is not the one that computed them.
-                    if applied[UsernameSkeletons.migrationVersion] != nil
-                        || appliedNow.contains(where: { $0.version == UsernameSkeletons.migrationVersion })
-                    {
-                        try UsernameSkeletons.refreshIfStale(SQLiteTransaction(connection: connection))
-                    }
+                    try connection.execute(
+                        """
+                        CREATE TABLE IF NOT EXISTS schema_migrations (
+                            version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at INTEGER NOT NULL)
+                        """
+                    )
+                    let applied = try SchemaMigrator.sqlite.migrate(
+                        SQLiteTransaction(connection: connection),
+                        through: version,
+                        now: now
+                    ) { try connection.execute($0) }
                     try connection.execute("COMMIT")
-                    return appliedNow
+                    return applied
                 } catch {
                     try? connection.execute("ROLLBACK")
                     throw error
@@ -295,71 +267,12 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
 
     public func migrationStatus() throws(StorageError) -> [MigrationStatus] {
         do {
-            return try withConnection { connection in
-                let applied = try Self.appliedMigrations(connection)
-                return EmbeddedSchema.sqlite.map { migration in
-                    MigrationStatus(
-                        version: migration.version,
-                        name: migration.name,
-                        checksum: migration.checksum,
-                        appliedAt: applied[migration.version]?.appliedAt
-                    )
-                }
-            }
+            return try withConnection { try SchemaMigrator.sqlite.status(SQLiteTransaction(connection: $0)) }
         } catch let error as StorageError {
             throw error
         } catch {
             throw StorageError(.migration, "\(error)")
         }
-    }
-
-    /// Creates the bookkeeping table if needed and refuses to go on if an applied migration was edited or
-    /// the database is newer than this binary.
-    private static func ensureMigrationTable(
-        _ connection: SQLiteConnection
-    ) throws(StorageError) -> [Int: MigrationStatus] {
-        try connection.execute(
-            """
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at INTEGER NOT NULL)
-            """
-        )
-        let applied = try appliedMigrations(connection)
-        let known = Dictionary(uniqueKeysWithValues: EmbeddedSchema.sqlite.map { ($0.version, $0) })
-        for (version, status) in applied.sorted(by: { $0.key < $1.key }) {
-            guard let migration = known[version] else {
-                throw StorageError(
-                    .migration,
-                    "database has migration \(version) (\(status.name)) that this binary does not know; upgrade the binary"
-                )
-            }
-            guard migration.checksum == status.checksum else {
-                throw StorageError(
-                    .migration,
-                    "migration \(version) (\(status.name)) was changed after it was applied; restore Schema/sqlite/ or write a new migration"
-                )
-            }
-        }
-        return applied
-    }
-
-    private static func appliedMigrations(_ connection: SQLiteConnection) throws(StorageError) -> [Int: MigrationStatus]
-    {
-        let exists = try connection.scalarInt(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-        )
-        guard exists == 1 else { return [:] }
-        var result: [Int: MigrationStatus] = [:]
-        for row in try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations") {
-            let status = MigrationStatus(
-                version: Int(row[0].int ?? 0),
-                name: row[1].string ?? "",
-                checksum: row[2].string ?? "",
-                appliedAt: row[3].int
-            )
-            result[status.version] = status
-        }
-        return result
     }
 }
 

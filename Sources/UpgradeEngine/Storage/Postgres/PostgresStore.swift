@@ -189,13 +189,11 @@ public final class PostgresStore: UpgradeStore, Sendable {
     }
 
     public func ping() throws(StorageError) {
-        try withConnection { connection throws(PostgresError) in try connection.execute("SELECT 1") }
+        try withConnection { try $0.execute("SELECT 1") }
     }
 
     /// Leases a connection outside any transaction of the store's (migrations, status, ping).
-    private func withConnection<T>(
-        _ body: (PostgresConnection) throws(PostgresError) -> T
-    ) throws(StorageError) -> T {
+    private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws(StorageError) -> T {
         let connection: PostgresConnection
         do {
             connection = try pool.lease()
@@ -208,7 +206,8 @@ public final class PostgresStore: UpgradeStore, Sendable {
             return value
         } catch {
             pool.release(connection, after: error)
-            throw Self.storageError(error)
+            if let error = error as? PostgresError { throw Self.storageError(error) }
+            throw error as? StorageError ?? StorageError(.io, "\(error)")
         }
     }
 
@@ -234,44 +233,21 @@ public final class PostgresStore: UpgradeStore, Sendable {
     func migrate(now: Int64, through version: Int? = nil) throws(StorageError) -> [MigrationStatus] {
         let lockTimeout = limits.migrationLockTimeoutMilliseconds
         do throws(StorageError) {
-            return try withConnection { connection throws(PostgresError) in
+            return try withConnection { connection in
                 try Self.createMigrationTable(connection)
                 try connection.begin(.readCommitted)
-                do throws(PostgresError) {
+                do {
                     // A migration's DDL may take longer than a request's statement limit on a large table.
                     try connection.execute("SET LOCAL statement_timeout = 0")
                     try connection.execute("SET LOCAL lock_timeout = '\(lockTimeout)ms'")
                     try connection.execute("LOCK TABLE schema_migrations IN EXCLUSIVE MODE")
-                    let applied = try Self.verifiedMigrations(connection)
-                    var appliedNow: [MigrationStatus] = []
-                    for migration in EmbeddedSchema.postgres
-                    where applied[migration.version] == nil && migration.version <= (version ?? .max) {
-                        try apply(migration, on: connection, now: now)
-                        try connection.query(
-                            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)",
-                            [
-                                .integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum),
-                                .integer(now),
-                            ]
-                        )
-                        appliedNow.append(
-                            MigrationStatus(
-                                version: migration.version,
-                                name: migration.name,
-                                checksum: migration.checksum,
-                                appliedAt: now
-                            )
-                        )
-                    }
-                    // Skeletons come from ICU's data: computed by migration 18, and again whenever
-                    // this binary's ICU is not the one that computed them.
-                    if applied[UsernameSkeletons.migrationVersion] != nil
-                        || appliedNow.contains(where: { $0.version == UsernameSkeletons.migrationVersion })
-                    {
-                        try refreshSkeletons(on: connection)
-                    }
+                    let applied = try SchemaMigrator.postgres.migrate(
+                        PostgresTransaction(connection: connection),
+                        through: version,
+                        now: now
+                    ) { try connection.execute($0) }
                     try connection.commit()
-                    return appliedNow
+                    return applied
                 } catch {
                     try? connection.rollback()
                     throw error
@@ -284,43 +260,9 @@ public final class PostgresStore: UpgradeStore, Sendable {
         }
     }
 
-    private func apply(
-        _ migration: SchemaMigration,
-        on connection: PostgresConnection,
-        now: Int64
-    ) throws(PostgresError) {
-        do {
-            try connection.execute(migration.sql)
-            // The one data step no SQL can do: re-keying usernames needs the username profile.
-            if migration.version == UsernameCheck.migrationVersion {
-                _ = try UsernameCheck.rekey(PostgresTransaction(connection: connection), now: now)
-            }
-        } catch {
-            throw PostgresError(.misuse, "migration \(migration.version) (\(migration.name)) failed: \(error)")
-        }
-    }
-
-    private func refreshSkeletons(on connection: PostgresConnection) throws(PostgresError) {
-        do {
-            try UsernameSkeletons.refreshIfStale(PostgresTransaction(connection: connection))
-        } catch {
-            throw PostgresError(.misuse, "computing username skeletons failed: \(error)")
-        }
-    }
-
     public func migrationStatus() throws(StorageError) -> [MigrationStatus] {
         do throws(StorageError) {
-            return try withConnection { connection throws(PostgresError) in
-                let applied = try Self.appliedMigrations(connection)
-                return EmbeddedSchema.postgres.map { migration in
-                    MigrationStatus(
-                        version: migration.version,
-                        name: migration.name,
-                        checksum: migration.checksum,
-                        appliedAt: applied[migration.version]?.appliedAt
-                    )
-                }
-            }
+            return try withConnection { try SchemaMigrator.postgres.status(PostgresTransaction(connection: $0)) }
         } catch {
             throw StorageError(.migration, error.message)
         }
@@ -343,47 +285,5 @@ public final class PostgresStore: UpgradeStore, Sendable {
         {
             return
         }
-    }
-
-    /// The applied migrations, refusing a database whose applied migration was edited or that is
-    /// newer than this binary.
-    private static func verifiedMigrations(
-        _ connection: PostgresConnection
-    ) throws(PostgresError) -> [Int: MigrationStatus] {
-        let applied = try appliedMigrations(connection)
-        let known = Dictionary(uniqueKeysWithValues: EmbeddedSchema.postgres.map { ($0.version, $0) })
-        for (version, status) in applied.sorted(by: { $0.key < $1.key }) {
-            guard let migration = known[version] else {
-                throw PostgresError(
-                    .misuse,
-                    "database has migration \(version) (\(status.name)) that this binary does not know; upgrade the binary"
-                )
-            }
-            guard migration.checksum == status.checksum else {
-                throw PostgresError(
-                    .misuse,
-                    "migration \(version) (\(status.name)) was changed after it was applied; restore Schema/postgres/ or write a new migration"
-                )
-            }
-        }
-        return applied
-    }
-
-    private static func appliedMigrations(
-        _ connection: PostgresConnection
-    ) throws(PostgresError) -> [Int: MigrationStatus] {
-        let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL")
-        guard exists.first?.first == .integer(1) else { return [:] }
-        var result: [Int: MigrationStatus] = [:]
-        for row in try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations") {
-            let status = MigrationStatus(
-                version: Int(row[0].int ?? 0),
-                name: row[1].string ?? "",
-                checksum: row[2].string ?? "",
-                appliedAt: row[3].int
-            )
-            result[status.version] = status
-        }
-        return result
     }
 }
