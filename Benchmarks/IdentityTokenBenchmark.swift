@@ -5,7 +5,7 @@ import UpgradeEngine
 func benchmarkIdentityTokens() throws {
     let key = try RSAPrivateKey(generatingBits: 2048)
     let now: Int64 = 1_760_000_000
-    let claims = JWSJSON.object([
+    let claims = JSONValue.object([
         "iss": .string("https://appleid.apple.com"), "aud": .string("com.example.siwa-upgrade"),
         "exp": .integer(now + 600), "iat": .integer(now - 30),
         "sub": .string("001234.0123456789abcdef0123456789abcdef.1234"), "nonce": .string(SecureRandom.token()),
@@ -13,7 +13,7 @@ func benchmarkIdentityTokens() throws {
         "email_verified": .string("true"), "is_private_email": .string("true"), "auth_time": .integer(now - 31),
         "nonce_supported": .bool(true), "real_user_status": .integer(2),
     ])
-    let header = JWSJSON.object(["kid": .string("Wq7kT2r"), "alg": .string("RS256")])
+    let header = JSONValue.object(["kid": .string("Wq7kT2r"), "alg": .string("RS256")])
     let token = JWSCompact.sign(header: header, payload: claims.serialized()) { key.signRS256($0) }
     let nonce = claims["nonce"]!.stringValue!
     let verifier = IdentityTokenVerifier(

@@ -50,12 +50,12 @@ final class LeanHTTPConnection: @unchecked Sendable {
     deinit { Glibc.close(fd) }
 
     /// POSTs a JSON object of strings and returns the status and the parsed JSON answer.
-    func post(_ path: String, _ fields: KeyValuePairs<String, String>) throws -> (status: Int, json: JWSJSON) {
-        try post(path, json: .object(fields.map { JWSJSON.Member($0.key, .string($0.value)) }))
+    func post(_ path: String, _ fields: KeyValuePairs<String, String>) throws -> (status: Int, json: JSONValue) {
+        try post(path, json: .object(fields.map { JSONValue.Member($0.key, .string($0.value)) }))
     }
 
     /// POSTs a JSON value and returns the status and the parsed JSON answer.
-    func post(_ path: String, json value: JWSJSON) throws -> (status: Int, json: JWSJSON) {
+    func post(_ path: String, json value: JSONValue) throws -> (status: Int, json: JSONValue) {
         let body = value.serialized()
         let head =
             "POST \(path) HTTP/1.1\r\nHost: \(authority)\r\n"
@@ -64,7 +64,7 @@ final class LeanHTTPConnection: @unchecked Sendable {
         request.append(contentsOf: body)
         try send(request, path)
         let (status, answer) = try readResponse(path)
-        let json = (try? JWSJSON.parse(answer)) ?? .null
+        let json = (try? JSONValue.parse(answer)) ?? .null
         return (status, json)
     }
 

@@ -341,11 +341,11 @@ extension AppleIDEmulator {
     ) throws(AppleEndpointError) -> VerifiedClientSecret {
         let jws: JWSCompact
         let header: JWSHeader
-        let claims: JWSJSON
+        let claims: JSONValue
         do {
             jws = try JWSCompact(parsing: secret, maximumLength: 4096)
             header = try JWSHeader(json: jws.header)
-            claims = try JWSJSON.parse(jws.payload)
+            claims = try JSONValue.parse(jws.payload)
         } catch {
             throw refuse("not a compact JWS with JSON header and claims")
         }

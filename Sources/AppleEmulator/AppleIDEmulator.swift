@@ -335,7 +335,7 @@ public final class AppleIDEmulator: Sendable {
         codeHash: String?,
         accessTokenHash: String?,
         firstAuthorization: Bool
-    ) -> JWSJSON {
+    ) -> JSONValue {
         let sub = Self.subject(&state, userID: userID, teamID: teamID)
         let email = Self.email(&state, userID: userID, clientID: clientID, teamID: teamID)
         var transferSub: String?
@@ -348,18 +348,18 @@ public final class AppleIDEmulator: Sendable {
         return .object([
             "iss": .string(configuration.issuer), "aud": .string(clientID),
             "exp": .integer(now + configuration.identityTokenLifetime), "iat": .integer(now), "sub": .string(sub),
-            "nonce": nonce.map(JWSJSON.string), "at_hash": accessTokenHash.map(JWSJSON.string),
-            "c_hash": codeHash.map(JWSJSON.string), "email": email.map { .string($0.address) },
+            "nonce": nonce.map(JSONValue.string), "at_hash": accessTokenHash.map(JSONValue.string),
+            "c_hash": codeHash.map(JSONValue.string), "email": email.map { .string($0.address) },
             "email_verified": email.map { _ in booleanClaim(true) },
             "is_private_email": email.flatMap { $0.isPrivate ? booleanClaim(true) : nil },
             "auth_time": .integer(authTime), "nonce_supported": .bool(true),
             "real_user_status": firstAuthorization
                 ? state.users[userID].map { .integer(Int64($0.realUserStatus)) } : nil,
-            "transfer_sub": transferSub.map(JWSJSON.string),
+            "transfer_sub": transferSub.map(JSONValue.string),
         ])
     }
 
-    func booleanClaim(_ value: Bool) -> JWSJSON {
+    func booleanClaim(_ value: Bool) -> JSONValue {
         switch configuration.booleanClaims {
         case .json: return .bool(value)
         case .string: return .string(value ? "true" : "false")
@@ -527,7 +527,7 @@ public final class AppleIDEmulator: Sendable {
     struct PendingNotification: Sendable {
         var clientID: String
         var type: AppleServerNotification.EventType
-        var claims: JWSJSON
+        var claims: JSONValue
         var key: EmulatorState.SigningKey
     }
 
@@ -539,11 +539,11 @@ public final class AppleIDEmulator: Sendable {
         email: String?,
         now: Int64
     ) -> PendingNotification {
-        let event = JWSJSON.object([
+        let event = JSONValue.object([
             "type": .string(type.rawValue), "sub": .string(sub), "event_time": .integer(now),
-            "email": email.map(JWSJSON.string), "is_private_email": email.map { _ in .string("true") },
+            "email": email.map(JSONValue.string), "is_private_email": email.map { _ in .string("true") },
         ])
-        let claims = JWSJSON.object([
+        let claims = JSONValue.object([
             "iss": .string(configuration.issuer), "aud": .string(group), "iat": .integer(now),
             "jti": .string(SecureRandom.token(byteCount: 16)),
             "events": configuration.eventsAsString ? .string(event.serializedString) : event,
@@ -567,8 +567,8 @@ public final class AppleIDEmulator: Sendable {
 
     // MARK: Helpers
 
-    static func sign(_ claims: JWSJSON, with signingKey: EmulatorState.SigningKey) -> String {
-        let header = JWSJSON.object(["kid": .string(signingKey.keyID), "alg": .string("RS256")])
+    static func sign(_ claims: JSONValue, with signingKey: EmulatorState.SigningKey) -> String {
+        let header = JSONValue.object(["kid": .string(signingKey.keyID), "alg": .string("RS256")])
         return JWSCompact.sign(header: header, payload: claims.serialized()) { signingKey.key.signRS256($0) }
     }
 

@@ -8,14 +8,14 @@ public enum AppleMigrationInfo: Sendable, Equatable {
     case migratedUser(AppleMigratedUser)
 
     /// The response body as Apple sends it.
-    public var json: JWSJSON {
+    public var json: JSONValue {
         switch self {
         case .transferSub(let transferSub):
             return .object(["transfer_sub": .string(transferSub)])
         case .migratedUser(let user):
             return .object([
-                "sub": .string(user.sub), "email": user.email.map(JWSJSON.string),
-                "is_private_email": user.isPrivateEmail.map(JWSJSON.bool),
+                "sub": .string(user.sub), "email": user.email.map(JSONValue.string),
+                "is_private_email": user.isPrivateEmail.map(JSONValue.bool),
             ])
         }
     }

@@ -23,5 +23,5 @@ public struct AppleServerNotification: Sendable, Equatable {
     public let payload: String
 
     /// The HTTP body: `{"payload":"<JWS>"}`.
-    public var body: JWSJSON { .object(["payload": .string(payload)]) }
+    public var body: JSONValue { .object(["payload": .string(payload)]) }
 }

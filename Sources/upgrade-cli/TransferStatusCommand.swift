@@ -19,13 +19,15 @@ struct TransferStatusCommand: CLICommand {
             throw CommandFailure(error.message)
         }
         if json {
-            var members = [JWSJSON.Member("notTouched", .integer(Int64(report.untouchedLinkedAccounts)))]
+            var members = [JSONValue.Member("notTouched", .integer(Int64(report.untouchedLinkedAccounts)))]
             for status in TransferStatus.allCases {
-                members.append(JWSJSON.Member(status.rawValue, .integer(Int64(report.counts[status, default: 0]))))
+                members.append(JSONValue.Member(status.rawValue, .integer(Int64(report.counts[status, default: 0]))))
             }
-            members.append(JWSJSON.Member("windowEndsAt", report.windowEndsAt.map(JWSJSON.integer) ?? .null))
-            members.append(JWSJSON.Member("windowSecondsLeft", report.windowSecondsLeft.map(JWSJSON.integer) ?? .null))
-            Console.out(JWSJSON.object(members).serializedString)
+            members.append(JSONValue.Member("windowEndsAt", report.windowEndsAt.map(JSONValue.integer) ?? .null))
+            members.append(
+                JSONValue.Member("windowSecondsLeft", report.windowSecondsLeft.map(JSONValue.integer) ?? .null)
+            )
+            Console.out(JSONValue.object(members).serializedString)
             return ExitCode.success
         }
         let rows =

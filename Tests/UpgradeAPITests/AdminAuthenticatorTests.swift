@@ -140,7 +140,7 @@ struct AdminAuthenticatorTests {
             let problem = #expect(throws: APIProblem.self) { try authorize(AdminToken.generate()) }
             #expect(problem?.status == 401)
         }
-        let limited = #expect(throws: UpgradeFailure.self) { try authorize(AdminToken.generate()) }
+        let limited = #expect(throws: ServiceFailure.self) { try authorize(AdminToken.generate()) }
         #expect(limited?.kind == .rateLimited && limited?.retryAfter == 20)
         // Refusals are not counted: the wait does not grow.
         #expect(try adminTokens.retryAfter(clientKey: clientKey, now: Self.now) == 20)

@@ -57,7 +57,7 @@ struct DatabaseLossAPITests {
     @Test("an unreachable database is 503 database-unavailable with Retry-After, from every service")
     func problems() {
         let failures = [
-            APIProblem(UpgradeFailure(.databaseUnavailable, "the database cannot be reached", cause: "storage x")),
+            APIProblem(ServiceFailure(.databaseUnavailable, "the database cannot be reached", cause: "storage x")),
             APIProblem(TransferFailure(.unavailable, "the database cannot be reached")),
             APIProblem(SignInFailure(TransferFailure(.unavailable, "the database cannot be reached"))),
             APIProblem(SignInFailure(.storeUnavailable, "the database cannot be reached")),

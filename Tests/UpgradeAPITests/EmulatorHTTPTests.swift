@@ -27,7 +27,7 @@ func emulatorCall(
     _ method: String,
     _ path: String,
     _ json: String? = nil
-) throws -> (response: TestClient.Response, json: JWSJSON?) {
+) throws -> (response: TestClient.Response, json: JSONValue?) {
     let response = try exchange(
         port,
         method,
@@ -35,7 +35,7 @@ func emulatorCall(
         headers: json == nil ? [] : [("Content-Type", "application/json")],
         body: Array((json ?? "").utf8)
     )
-    return (response, try? JWSJSON.parse(response.body))
+    return (response, try? JSONValue.parse(response.body))
 }
 
 let formType = ("Content-Type", "application/x-www-form-urlencoded")
@@ -598,14 +598,14 @@ struct EmulatorHTTPTests {
         #expect(delivered.json?["delivered"]?.arrayValue?.count == 1)
         #expect(delivered.json?["pending"]?.int64Value == 0)
         let body = try #require(receiver.received.first)
-        let payload = try #require(JWSJSON.parse(body)["payload"]?.stringValue)
+        let payload = try #require(JSONValue.parse(body)["payload"]?.stringValue)
         let jws = try JWSCompact(parsing: payload, maximumLength: 8192)
         let header = try JWSHeader(json: jws.header)
         let keyID = try #require(header.keyID)
         let key = try #require(world.emulator.keySet[keyID])
         #expect(header.algorithm == "RS256")
         #expect(key.verify(signature: jws.signature, message: jws.signingInput))
-        let claims = try JWSJSON.parse(jws.payload)
+        let claims = try JSONValue.parse(jws.payload)
         #expect(claims["aud"]?.stringValue == EmulatorHTTPWorld.app)
         #expect(claims["events"]?.stringValue?.contains("consent-revoked") == true)
     }

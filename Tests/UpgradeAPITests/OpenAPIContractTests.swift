@@ -158,7 +158,7 @@ struct UpgradeProblemsTests {
                 .deletingLastPathComponent().appendingPathComponent("Schema/openapi.yaml"),
             encoding: .utf8
         )
-        for kind in UpgradeFailure.Kind.all {
+        for kind in ServiceFailure.Kind.all {
             let entry = try #require(UpgradeProblems.table[kind], "\(kind) has no status and slug")
             #expect((400...599).contains(entry.status))
             #expect(document.contains("|\(entry.slug)|") || document.contains("/(\(entry.slug)|"), "\(entry.slug)")
@@ -166,7 +166,7 @@ struct UpgradeProblemsTests {
         for reason in UpgradeFailureReason.allCases {
             #expect(document.contains(UpgradeProblems.slug(for: reason)) || reason == .appleExchangeFailed)
         }
-        let failure = UpgradeFailure(.internalError, "could not store", cause: "storage io: disk I/O error")
+        let failure = ServiceFailure(.internalError, "could not store", cause: "storage io: disk I/O error")
         let problem = APIProblem(failure)
         #expect(problem.cause == "storage io: disk I/O error")
         #expect(!String(decoding: problem.response.body, as: UTF8.self).contains("disk"))

@@ -527,7 +527,7 @@ struct TransferCrashTests {
                 "\(user.accountID); \(replay)"
             )
             if let last = mine.last {
-                let payload = try JWSJSON.parse(Array(Self.text(last[3]).utf8))
+                let payload = try JSONValue.parse(Array(Self.text(last[3]).utf8))
                 #expect(payload["data"]?["oldSub"]?.stringValue == user.subA)
                 #expect(payload["data"]?["newSub"]?.stringValue == Self.text(link[1]))
             }

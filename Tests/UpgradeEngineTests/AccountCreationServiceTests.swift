@@ -1,4 +1,5 @@
 import Testing
+import UpgradeTestSupport
 
 @testable import UpgradeEngine
 

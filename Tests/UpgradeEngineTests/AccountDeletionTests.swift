@@ -173,7 +173,7 @@ struct AccountDeletionTests {
         )
         #expect(try world.sender().pendingCount() == 0)
 
-        #expect(throws: UpgradeFailure.self) {
+        #expect(throws: ServiceFailure.self) {
             try world.deletions.delete(username: "bob", deletedBy: "cli", now: world.now)
         }
         do {

@@ -164,7 +164,7 @@ struct AppleIDEmulatorTests {
             state: nil,
             emailMode: .shared
         )
-        let payload = try JWSJSON.parse(JWSCompact(parsing: authorization.identityToken, maximumLength: 8192).payload)
+        let payload = try JSONValue.parse(JWSCompact(parsing: authorization.identityToken, maximumLength: 8192).payload)
         #expect(payload["email_verified"] == .string("true"))
         #expect(payload["is_private_email"] == nil, "absent for a real address")
         #expect(payload["nonce"] == nil)
@@ -727,15 +727,15 @@ struct AppleIDEmulatorTests {
         )
         let keys = world.emulator.keySet
 
-        func decode(_ notification: AppleServerNotification) throws -> (claims: JWSJSON, event: JWSJSON) {
+        func decode(_ notification: AppleServerNotification) throws -> (claims: JSONValue, event: JSONValue) {
             let jws = try JWSCompact(parsing: notification.payload, maximumLength: 8192)
             let header = try JWSHeader(json: jws.header)
             let keyID = try #require(header.keyID)
             let key = try #require(keys[keyID])
             #expect(header.algorithm == "RS256" && key.verify(signature: jws.signature, message: jws.signingInput))
-            let claims = try JWSJSON.parse(jws.payload)
+            let claims = try JSONValue.parse(jws.payload)
             let events = try #require(claims["events"]?.stringValue, "events arrive as a JSON-encoded string")
-            return (claims, try JWSJSON.parse(Array(events.utf8)))
+            return (claims, try JSONValue.parse(Array(events.utf8)))
         }
 
         try world.emulator.setEmailForwarding(userID: world.user, teamID: EmulatorWorld.teamA, enabled: true)

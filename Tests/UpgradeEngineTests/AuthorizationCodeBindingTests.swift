@@ -22,7 +22,7 @@ struct AuthorizationCodeBindingTests {
         _ answer: UpgradeAnswer,
         token: String,
         code: String
-    ) async -> Result<UpgradeAnswer, UpgradeFailure> {
+    ) async -> Result<UpgradeAnswer, ServiceFailure> {
         do {
             let credential = UpgradeService.AppleCredential(
                 identityToken: token,

@@ -52,7 +52,7 @@ struct ClientSecretTests {
     func lifetime() throws {
         let signer = try Self.signer()
         let longest = try signer.make(now: Self.now, lifetime: 15_777_000)
-        let payload = try JWSJSON.parse(JWSCompact(parsing: longest, maximumLength: 4096).payload)
+        let payload = try JSONValue.parse(JWSCompact(parsing: longest, maximumLength: 4096).payload)
         #expect(payload["exp"] == .integer(Self.now + 15_777_000))
         for bad: Int64 in [0, -1, 15_777_001] {
             do {

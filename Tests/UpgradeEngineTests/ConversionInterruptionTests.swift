@@ -75,13 +75,13 @@ struct ConversionInterruptionTests {
         return (started.id, try #require(machine.deadline))
     }
 
-    func failure(_ body: () async throws -> some Any) async -> UpgradeFailure? {
+    func failure(_ body: () async throws -> some Any) async -> ServiceFailure? {
         do {
             _ = try await body()
             Issue.record("expected a failure")
             return nil
         } catch {
-            return error as? UpgradeFailure
+            return error as? ServiceFailure
         }
     }
 
@@ -299,7 +299,7 @@ struct FailureCauseTests {
         )
         try h.addAccount("alice", password: "pw")
         flaky.failWrites(1)
-        let error = #expect(throws: UpgradeFailure.self) {
+        let error = #expect(throws: ServiceFailure.self) {
             try service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: UpgradeHarness.now)
         }
         #expect(error?.kind == .internalError)

@@ -66,7 +66,7 @@ struct CredentialChangeTests {
             serviceIdentifier: "example.com",
             now: now
         )
-        let failure = await #expect(throws: UpgradeFailure.self) {
+        let failure = await #expect(throws: ServiceFailure.self) {
             try await h.service.submitAppleCredential(id: started.id, credential(started), now: now + 1)
         }
         #expect(failure?.kind == .credentialsChanged)
@@ -98,7 +98,7 @@ struct CredentialChangeTests {
         )
         let done = try await h.service.submitAppleCredential(id: started.id, credential(started), now: now + 1)
         #expect(done.status == .completed)
-        let failure = #expect(throws: UpgradeFailure.self) {
+        let failure = #expect(throws: ServiceFailure.self) {
             try h.service.startPasswordChange(
                 username: "alice",
                 password: Self.oldPassword,
@@ -137,13 +137,13 @@ struct CredentialChangeTests {
         #expect(completed.status == .completed)
 
         // The upgrade the old password opened: its step-up is refused with the stable problem.
-        let stepUp = #expect(throws: UpgradeFailure.self) {
+        let stepUp = #expect(throws: ServiceFailure.self) {
             try h.service.stepUp(id: upgrade.id, code: .totp(code(at: now + 31)), now: now + 31)
         }
         #expect(stepUp?.kind == .credentialsChanged)
         #expect(stepUp?.status == .failed)
         // The ticket minted before the change is void.
-        let byTicket = #expect(throws: UpgradeFailure.self) {
+        let byTicket = #expect(throws: ServiceFailure.self) {
             try h.service.start(
                 username: "bob",
                 password: "",
@@ -174,7 +174,7 @@ struct CredentialChangeTests {
         }
         let first = try start(Self.newPassword)
         let second = try start("Second-password-22")
-        let stale = #expect(throws: UpgradeFailure.self) {
+        let stale = #expect(throws: ServiceFailure.self) {
             try h.service.stepUpPasswordChange(id: first.id, code: .totp(code(at: now)), now: now)
         }
         #expect(stale?.passwordChangeStatus == .failed)
@@ -214,7 +214,7 @@ struct CredentialChangeTests {
             options: options
         )
         #expect(reports.map(\.action) == [.updated])
-        let failure = await #expect(throws: UpgradeFailure.self) {
+        let failure = await #expect(throws: ServiceFailure.self) {
             try await h.service.submitAppleCredential(
                 id: upgrade.id,
                 credential(upgrade),

@@ -60,13 +60,13 @@ struct CredentialCheckTransactionTests {
 
     static let throttles: [ClientThrottle.Policy?] = [nil, ClientThrottle.Policy(failures: 4, window: 600)!]
 
-    func failure(_ body: () throws -> some Any) -> UpgradeFailure? {
+    func failure(_ body: () throws -> some Any) -> ServiceFailure? {
         do {
             _ = try body()
             Issue.record("expected a failure")
             return nil
         } catch {
-            return error as? UpgradeFailure
+            return error as? ServiceFailure
         }
     }
 

@@ -31,13 +31,13 @@ struct DatabaseLossTests {
         )
     }
 
-    func failure(_ body: () async throws -> some Any) async -> UpgradeFailure? {
+    func failure(_ body: () async throws -> some Any) async -> ServiceFailure? {
         do {
             _ = try await body()
             Issue.record("expected a failure")
             return nil
         } catch {
-            return error as? UpgradeFailure
+            return error as? ServiceFailure
         }
     }
 

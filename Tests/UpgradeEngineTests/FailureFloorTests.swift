@@ -43,10 +43,10 @@ struct FailureFloorTests {
     static func expectHeld(
         floor: Duration,
         _ what: Comment,
-        _ call: () throws(UpgradeFailure) -> Void
-    ) -> UpgradeFailure? {
+        _ call: () throws(ServiceFailure) -> Void
+    ) -> ServiceFailure? {
         let before = ContinuousClock.now
-        var caught: UpgradeFailure?
+        var caught: ServiceFailure?
         do { try call() } catch { caught = error }
         let after = ContinuousClock.now
         guard let failure = caught else {
@@ -107,7 +107,7 @@ struct FailureFloorTests {
         let service = Self.service(h, floor: floor)
         var answers: [String] = []
         for username in Self.usernames {
-            let failure = Self.expectHeld(floor: floor, "upgrade, \(username)") { () throws(UpgradeFailure) in
+            let failure = Self.expectHeld(floor: floor, "upgrade, \(username)") { () throws(ServiceFailure) in
                 _ = try service.start(username: username, password: "a guess", serviceIdentifier: "s", now: now)
             }
             answers.append("\(failure?.kind.name ?? "none") \(failure?.message ?? "")")
@@ -125,7 +125,7 @@ struct FailureFloorTests {
         let floor = Self.floor
         let service = Self.service(h, floor: floor)
         for username in Self.usernames {
-            let failure = Self.expectHeld(floor: floor, "password change, \(username)") { () throws(UpgradeFailure) in
+            let failure = Self.expectHeld(floor: floor, "password change, \(username)") { () throws(ServiceFailure) in
                 _ = try service.startPasswordChange(
                     username: username,
                     password: "a guess",
@@ -145,7 +145,7 @@ struct FailureFloorTests {
         let floor = Self.floor
         let service = Self.service(h, floor: floor)
         for username in ["nobody", "current"] {
-            _ = Self.expectHeld(floor: floor, "ticket, \(username)") { () throws(UpgradeFailure) in
+            _ = Self.expectHeld(floor: floor, "ticket, \(username)") { () throws(ServiceFailure) in
                 _ = try service.start(
                     username: username,
                     password: "",
@@ -164,7 +164,7 @@ struct FailureFloorTests {
                 now: now + 3600 * Int64(attempt)
             )
         }
-        let locked = Self.expectHeld(floor: floor, "locked") { () throws(UpgradeFailure) in
+        let locked = Self.expectHeld(floor: floor, "locked") { () throws(ServiceFailure) in
             _ = try service.start(
                 username: "django",
                 password: "a guess",
@@ -211,12 +211,12 @@ struct FailureFloorTests {
             now: now
         )
         #expect(answer.status == .awaitingAppleCredential, "an answer, not a failure: nothing to hold")
-        let validation = #expect(throws: UpgradeFailure.self) {
+        let validation = #expect(throws: ServiceFailure.self) {
             try service.start(username: "", password: "x", serviceIdentifier: "s", now: now)
         }
         #expect(validation?.kind == .validation)
         #expect(validation?.notBefore == nil)
-        let policy = #expect(throws: UpgradeFailure.self) {
+        let policy = #expect(throws: ServiceFailure.self) {
             try service.startPasswordChange(
                 username: "current",
                 password: "right password",
@@ -265,13 +265,13 @@ struct FailureFloorTests {
             apple: h.apple,
             configuration: configuration
         )
-        #expect(throws: UpgradeFailure.self) {
+        #expect(throws: ServiceFailure.self) {
             try service.start(username: "bcrypt", password: "a guess", serviceIdentifier: "s", now: now)
         }
         let took = try #require(overruns.withLock { $0.first })
         #expect(took > .milliseconds(1))
         // The next refusal, however quick, is held to the raised floor (capped at four times 1 ms).
-        _ = Self.expectHeld(floor: .milliseconds(4), "after an overrun") { () throws(UpgradeFailure) in
+        _ = Self.expectHeld(floor: .milliseconds(4), "after an overrun") { () throws(ServiceFailure) in
             _ = try service.start(username: "nobody", password: "a guess", serviceIdentifier: "s", now: now)
         }
     }
@@ -281,7 +281,7 @@ struct FailureFloorTests {
         let h = try UpgradeHarness()
         let derived = PasswordHashLimits.default.failureFloor
         #expect(derived > PasswordHashLimits.default.costliestCheck)
-        _ = Self.expectHeld(floor: derived, "default floor") { () throws(UpgradeFailure) in
+        _ = Self.expectHeld(floor: derived, "default floor") { () throws(ServiceFailure) in
             _ = try Self.service(h, floor: nil).start(
                 username: "nobody",
                 password: "a guess",
@@ -289,7 +289,7 @@ struct FailureFloorTests {
                 now: now
             )
         }
-        _ = Self.expectHeld(floor: .zero, "floor off") { () throws(UpgradeFailure) in
+        _ = Self.expectHeld(floor: .zero, "floor off") { () throws(ServiceFailure) in
             _ = try Self.service(h, floor: .zero).start(
                 username: "nobody",
                 password: "a guess",

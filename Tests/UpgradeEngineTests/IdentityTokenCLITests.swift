@@ -27,7 +27,7 @@ struct IdentityTokenCLITests {
         for fixture in fixtures.valid {
             let result = try Self.run([fixture.token] + Self.common(fixtures))
             #expect(result.status == 0, "\(fixture.name): \(result.stderr)")
-            let claims = try JWSJSON.parse(Array(result.stdout.utf8))
+            let claims = try JSONValue.parse(Array(result.stdout.utf8))
             for (name, value) in fixture.expected {
                 #expect(claims[name] == value.json, "\(fixture.name): \(name)")
             }

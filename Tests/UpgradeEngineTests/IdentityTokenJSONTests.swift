@@ -6,8 +6,8 @@ import Testing
 /// The strict JSON reader that identity-token headers, claims and JWK sets go through.
 @Suite("Identity token JSON")
 struct IdentityTokenJSONTests {
-    static func parse(_ text: String) throws -> JWSJSON {
-        try JWSJSON.parse(Array(text.utf8))
+    static func parse(_ text: String) throws -> JSONValue {
+        try JSONValue.parse(Array(text.utf8))
     }
 
     @Test("values")
@@ -42,7 +42,7 @@ struct IdentityTokenJSONTests {
         ]
     )
     func refusals(text: String) {
-        #expect(throws: JWSJSONError.self, "\(text.debugDescription)") { try Self.parse(text) }
+        #expect(throws: JSONValueError.self, "\(text.debugDescription)") { try Self.parse(text) }
     }
 
     @Test("a repeated member name is refused wherever it falls, in small objects and in large ones")
@@ -50,14 +50,14 @@ struct IdentityTokenJSONTests {
         func object(_ names: [String]) -> String {
             "{" + names.enumerated().map { "\"\($0.element)\":\($0.offset)" }.joined(separator: ",") + "}"
         }
-        let limit = JWSJSONReader.linearDuplicateCheckLimit
+        let limit = JSONValueReader.linearDuplicateCheckLimit
         for count in [2, 5, limit - 1, limit, limit + 1, limit + 2, 3 * limit] {
             let names = (0..<count).map { "k\($0)" }
             let parsed = try Self.parse(object(names))
             #expect(parsed.members?.map(\.key) == names)
             // The last name repeated, the first, and one from the middle, appended at the end.
             for repeated in Set([names[0], names[count / 2], names[count - 1]]) {
-                #expect(throws: JWSJSONError.self, "\(count) members, \(repeated) twice") {
+                #expect(throws: JSONValueError.self, "\(count) members, \(repeated) twice") {
                     try Self.parse(object(names + [repeated]))
                 }
             }
@@ -65,11 +65,11 @@ struct IdentityTokenJSONTests {
             if count > limit {
                 var withRepeat = names
                 withRepeat.insert(names[1], at: limit + 1)
-                #expect(throws: JWSJSONError.self) { try Self.parse(object(withRepeat)) }
+                #expect(throws: JSONValueError.self) { try Self.parse(object(withRepeat)) }
             }
         }
         // An escape that spells the same name is the same name.
-        #expect(throws: JWSJSONError.self) { try Self.parse(#"{"ab":1,"a\u0062":2}"#) }
+        #expect(throws: JSONValueError.self) { try Self.parse(#"{"ab":1,"a\u0062":2}"#) }
     }
 
     @Test("the eight-byte scan finds a quote, a backslash or a control byte in any position, and nothing else")
@@ -84,14 +84,14 @@ struct IdentityTokenJSONTests {
                 bytes[Int.random(in: 0..<8, using: &generator)] = UInt8.random(in: 0...0xff, using: &generator)
             }
             let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
-            #expect(JWSJSONReader.hasStringBoundary(word) == bytes.contains(where: boundary), "\(bytes)")
+            #expect(JSONValueReader.hasStringBoundary(word) == bytes.contains(where: boundary), "\(bytes)")
         }
         for position in 0..<8 {
             for value in 0...255 {
                 var bytes = [UInt8](repeating: 0x61, count: 8)
                 bytes[position] = UInt8(value)
                 let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
-                #expect(JWSJSONReader.hasStringBoundary(word) == boundary(UInt8(value)))
+                #expect(JSONValueReader.hasStringBoundary(word) == boundary(UInt8(value)))
             }
         }
     }
@@ -114,9 +114,9 @@ struct IdentityTokenJSONTests {
         // A control byte or a truncated multi-byte sequence after long plain runs, at every offset.
         for prefix in 0..<20 {
             let plain = String(repeating: "a", count: prefix)
-            #expect(throws: JWSJSONError.self) { try JWSJSON.parse(Array(("\"" + plain + "\u{1}b\"").utf8)) }
-            #expect(throws: JWSJSONError.self) {
-                try JWSJSON.parse(Array(("\"" + plain).utf8) + [0xE2, 0x82] + Array("abcdefgh\"".utf8))
+            #expect(throws: JSONValueError.self) { try JSONValue.parse(Array(("\"" + plain + "\u{1}b\"").utf8)) }
+            #expect(throws: JSONValueError.self) {
+                try JSONValue.parse(Array(("\"" + plain).utf8) + [0xE2, 0x82] + Array("abcdefgh\"".utf8))
             }
             #expect(try Self.parse("\"" + plain + "\\\"x\"").stringValue == plain + "\"x")
         }
@@ -127,7 +127,7 @@ struct IdentityTokenJSONTests {
         for prefix in 0..<20 {
             for special in ["\"", "\\", "\n", "\u{1}", "\u{1f}", "é", "/", "\u{7f}"] {
                 let value = String(repeating: "a", count: prefix) + special + String(repeating: "b", count: prefix % 9)
-                let text = String(decoding: JWSJSON.string(value).serialized(), as: UTF8.self)
+                let text = String(decoding: JSONValue.string(value).serialized(), as: UTF8.self)
                 #expect(try Self.parse(text) == .string(value), "\(text)")
                 let reference = try JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)
                 #expect(reference as? String == value, "\(text)")
@@ -140,18 +140,20 @@ struct IdentityTokenJSONTests {
         arguments: [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF], [0xE2, 0x82]]
     )
     func invalidUTF8(bytes: [UInt8]) {
-        #expect(throws: JWSJSONError.self) { try JWSJSON.parse([UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")]) }
+        #expect(throws: JSONValueError.self) {
+            try JSONValue.parse([UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")])
+        }
     }
 
     @Test("serialization round-trips and escapes what JSON requires")
     func serialization() throws {
-        let value = JWSJSON.object([
+        let value = JSONValue.object([
             "s": .string("a\"b\\c\n\u{1}/é"), "n": .integer(-5), "d": .double(0.5), "b": .bool(true), "z": .null,
             "a": .array([.integer(1), .string("")]),
         ])
         let text = value.serializedString
         #expect(text == #"{"s":"a\"b\\c\n\u0001/é","n":-5,"d":0.5,"b":true,"z":null,"a":[1,""]}"#)
-        #expect(try JWSJSON.parse(value.serialized()) == value)
-        #expect(JWSJSON.object(["a": nil, "b": .integer(1)]).serializedString == #"{"b":1}"#)
+        #expect(try JSONValue.parse(value.serialized()) == value)
+        #expect(JSONValue.object(["a": nil, "b": .integer(1)]).serializedString == #"{"b":1}"#)
     }
 }

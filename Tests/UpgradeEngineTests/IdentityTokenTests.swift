@@ -32,7 +32,7 @@ struct TokenFixtures: Decodable {
             }
         }
 
-        var json: JWSJSON {
+        var json: JSONValue {
             switch self {
             case .string(let value): return .string(value)
             case .int(let value): return .integer(value)
@@ -69,10 +69,10 @@ struct IdentityTokenTests {
         #expect(fixtures.valid.count == 2)
         for fixture in fixtures.valid {
             let claims = try verifier.verify(fixture.token, expectedNonce: fixtures.nonce, now: fixtures.now)
-            let expected = JWSJSON.object(
-                fixture.expected.sorted { $0.key < $1.key }.map { JWSJSON.Member($0.key, $0.value.json) }
+            let expected = JSONValue.object(
+                fixture.expected.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, $0.value.json) }
             )
-            let actual = JWSJSON.object((claims.json.members ?? []).sorted { $0.key < $1.key })
+            let actual = JSONValue.object((claims.json.members ?? []).sorted { $0.key < $1.key })
             #expect(actual == expected, "\(fixture.name)")
         }
         let first = try verifier.verify(fixtures.valid[0].token, expectedNonce: fixtures.nonce, now: fixtures.now)
@@ -119,10 +119,10 @@ struct IdentityTokenTests {
     }
 
     static func token(
-        header: JWSJSON = .object(["kid": .string("k"), "alg": .string("RS256")]),
-        _ claims: KeyValuePairs<String, JWSJSON?>
+        header: JSONValue = .object(["kid": .string("k"), "alg": .string("RS256")]),
+        _ claims: KeyValuePairs<String, JSONValue?>
     ) -> String {
-        var members: [JWSJSON.Member] = [
+        var members: [JSONValue.Member] = [
             .init("iss", .string("https://appleid.apple.com")), .init("aud", .string("com.example.app")),
             .init("exp", .integer(now + 600)), .init("iat", .integer(now)), .init("sub", .string("000001.abc.0001")),
             .init("nonce", .string("n1")),
@@ -131,7 +131,7 @@ struct IdentityTokenTests {
             members.removeAll { $0.key == name }
             if let value { members.append(.init(name, value)) }
         }
-        return JWSCompact.sign(header: header, payload: JWSJSON.object(members).serialized()) {
+        return JWSCompact.sign(header: header, payload: JSONValue.object(members).serialized()) {
             signingKey.signRS256($0)
         }
     }
@@ -178,7 +178,7 @@ struct IdentityTokenTests {
     @Test("boolean claims: JSON booleans or the strings true/false; anything else is not verified")
     func booleans() throws {
         let verifier = try Self.verifier()
-        let cases: [(JWSJSON?, Bool)] = [
+        let cases: [(JSONValue?, Bool)] = [
             (.bool(true), true), (.string("true"), true), (.bool(false), false), (.string("false"), false),
             (.string("TRUE"), false), (.string("yes"), false), (.integer(1), false), (nil, false), (.null, false),
         ]
@@ -214,7 +214,7 @@ struct IdentityTokenTests {
             #"{"iss":"https://appleid.apple.com","aud":"com.example.app","exp":1800000600,"iat":1800000000,"sub":"a","sub":"b","nonce":"n1"}"#
                 .utf8
         )
-        let header = JWSJSON.object(["kid": .string("k"), "alg": .string("RS256")])
+        let header = JSONValue.object(["kid": .string("k"), "alg": .string("RS256")])
         let duplicate = JWSCompact.sign(header: header, payload: payload) { Self.signingKey.signRS256($0) }
         #expect(try Self.code(duplicate) == "invalidClaim")
         // A claim name spelled with an escape is the same claim (and still a duplicate).
@@ -252,17 +252,19 @@ struct IdentityTokenTests {
             try Self.code(Self.token(header: .object(["alg": .string("RS256"), "kid": .integer(1)]), [:]))
                 == "malformed"
         )
-        let critical = JWSJSON.object(["alg": .string("RS256"), "kid": .string("k"), "crit": .array([.string("exp")])])
+        let critical = JSONValue.object([
+            "alg": .string("RS256"), "kid": .string("k"), "crit": .array([.string("exp")]),
+        ])
         #expect(try Self.code(Self.token(header: critical, [:])) == "malformed")
         // An embedded key is ignored: the key set decides.
         let otherKey = try RSAPrivateKey(generatingBits: 2048)
-        let embedded = JWSJSON.object([
+        let embedded = JSONValue.object([
             "alg": .string("RS256"), "kid": .string("k"),
             "jwk": .object(["kty": .string("RSA"), "n": .string(otherKey.publicKey.jwkModulus), "e": .string("AQAB")]),
         ])
         let forged = JWSCompact.sign(
             header: embedded,
-            payload: JWSJSON.object(["iss": .string("https://appleid.apple.com")]).serialized()
+            payload: JSONValue.object(["iss": .string("https://appleid.apple.com")]).serialized()
         ) { otherKey.signRS256($0) }
         #expect(try Self.code(forged) == "badSignature")
     }

@@ -7,8 +7,8 @@ import Testing
 struct JWKSTests {
     static let key = try! RSAPrivateKey(generatingBits: 2048).publicKey
 
-    static func rsaEntry(_ kid: String?, extra: KeyValuePairs<String, JWSJSON?> = [:]) -> JWSJSON {
-        var members: [JWSJSON.Member] = [
+    static func rsaEntry(_ kid: String?, extra: KeyValuePairs<String, JSONValue?> = [:]) -> JSONValue {
+        var members: [JSONValue.Member] = [
             .init("kty", .string("RSA")), .init("n", .string(key.jwkModulus)), .init("e", .string(key.jwkExponent)),
         ]
         if let kid { members.append(.init("kid", .string(kid))) }
@@ -19,8 +19,8 @@ struct JWKSTests {
         return .object(members)
     }
 
-    static func document(_ entries: [JWSJSON]) -> [UInt8] {
-        JWSJSON.object(["keys": .array(entries)]).serialized()
+    static func document(_ entries: [JSONValue]) -> [UInt8] {
+        JSONValue.object(["keys": .array(entries)]).serialized()
     }
 
     @Test("the committed fixture loads both keys by kid")
@@ -42,10 +42,10 @@ struct JWKSTests {
 
     @Test("unusable entries are skipped with a reason")
     func skipping() throws {
-        let ec: JWSJSON = .object([
+        let ec: JSONValue = .object([
             "kty": .string("EC"), "kid": .string("ec"), "crv": .string("P-256"), "x": .string("AA"), "y": .string("AA"),
         ])
-        let entries: [JWSJSON] = [
+        let entries: [JSONValue] = [
             Self.rsaEntry("good", extra: ["use": .string("sig"), "alg": .string("RS256")]),
             ec,
             Self.rsaEntry("enc", extra: ["use": .string("enc")]),

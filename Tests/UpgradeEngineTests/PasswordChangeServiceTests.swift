@@ -10,13 +10,13 @@ struct PasswordChangeServiceTests {
     static let old = "Old-password-1"
     static let new = "abcdEf-ghijK1-lmnoPq"
 
-    func failure(_ body: () throws -> some Any) -> UpgradeFailure? {
+    func failure(_ body: () throws -> some Any) -> ServiceFailure? {
         do {
             _ = try body()
             Issue.record("expected a failure")
             return nil
         } catch {
-            return error as? UpgradeFailure
+            return error as? ServiceFailure
         }
     }
 
@@ -96,7 +96,7 @@ struct PasswordChangeServiceTests {
         let before = try h.store.read { try $0.passwordCredential(accountID: alice.id) }
         #expect(try PasswordVerifier().verify(password: Self.old, encodedHash: before?.hash ?? ""))
 
-        var last: UpgradeFailure?
+        var last: ServiceFailure?
         for attempt in 1...5 {
             // Past the lockout's short delays, so each wrong code is judged.
             last = failure {

@@ -21,7 +21,7 @@ struct PasswordRehashTests {
         let account = try h.addAccount("legacy", password: entry.password, storedHash: entry.hash)
 
         // A wrong password first: nothing is rehashed.
-        #expect(throws: UpgradeFailure.self) {
+        #expect(throws: ServiceFailure.self) {
             try h.service.start(username: "legacy", password: entry.password + "x", serviceIdentifier: "s", now: now)
         }
         #expect(try h.store.read { try $0.passwordCredential(accountID: account.id) }?.hash == entry.hash)

@@ -171,7 +171,7 @@ extension StoreConformanceTests {
             _ id: String,
             _ account: String,
             _ type: WebhookEventType,
-            _ data: [(String, JWSJSON)]
+            _ data: [(String, JSONValue)]
         ) -> WebhookEventRecord {
             var record = WebhookOutbox.event(type, accountID: account, data: data, now: Self.now)
             record.id = id

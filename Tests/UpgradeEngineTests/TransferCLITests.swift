@@ -147,7 +147,7 @@ struct TransferCLITests {
 
         let json = try runCLI(["transfer", "status", "--json", "--db", db])
         #expect(json.status == 0)
-        let object = try JWSJSON.parse(Array(json.stdout.utf8))
+        let object = try JSONValue.parse(Array(json.stdout.utf8))
         #expect(object["notTouched"] == .integer(1))
         #expect(object["transferred"] == .integer(1))
         #expect(object["windowEndsAt"] == .integer(windowEndsAt))

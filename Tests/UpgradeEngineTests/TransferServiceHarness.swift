@@ -230,9 +230,9 @@ final class TransferWorld: Sendable {
     func drainEvents() throws -> [Event] {
         try emulator.drainNotifications().map { notification in
             let jws = try JWSCompact(parsing: notification.payload, maximumLength: 16_384)
-            let claims = try JWSJSON.parse(jws.payload)
+            let claims = try JSONValue.parse(jws.payload)
             var events = claims["events"]
-            if let text = events?.stringValue { events = try JWSJSON.parse(Array(text.utf8)) }
+            if let text = events?.stringValue { events = try JSONValue.parse(Array(text.utf8)) }
             let privateFlag = events?["is_private_email"]
             return Event(
                 type: events?["type"]?.stringValue ?? "",

@@ -99,10 +99,10 @@ final class UpgradeHarness: Sendable {
         audience: String = clientID,
         issuedAt: Int64 = now,
         lifetime: Int64 = 600,
-        extra: [String: JWSJSON] = [:],
+        extra: [String: JSONValue] = [:],
         keyID: String = keyID
     ) -> String {
-        var claims: [String: JWSJSON] = [
+        var claims: [String: JSONValue] = [
             "iss": .string("https://appleid.apple.com"), "aud": .string(audience), "sub": .string(sub),
             "iat": .integer(issuedAt), "exp": .integer(issuedAt + lifetime),
             "email": .string("x7k2@privaterelay.appleid.com"),
@@ -110,8 +110,8 @@ final class UpgradeHarness: Sendable {
         ]
         if let nonce { claims["nonce"] = .string(nonce) }
         for (key, value) in extra { claims[key] = value }
-        let header = JWSJSON.object(["kid": .string(keyID), "alg": .string("RS256")])
-        let payload = JWSJSON.object(claims.sorted { $0.key < $1.key }.map { JWSJSON.Member($0.key, $0.value) })
+        let header = JSONValue.object(["kid": .string(keyID), "alg": .string("RS256")])
+        let payload = JSONValue.object(claims.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, $0.value) })
         return JWSCompact.sign(header: header, payload: payload.serialized()) { appleKey.signRS256($0) }
     }
 

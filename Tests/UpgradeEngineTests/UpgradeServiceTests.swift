@@ -11,14 +11,14 @@ struct UpgradeServiceTests {
     let sub = "001234.0123456789abcdef0123456789abcdef.1234"
 
     /// Runs `body` and returns the failure it threw, recording an issue if it did not throw one.
-    func failure(_ body: () async throws -> some Any) async -> UpgradeFailure? {
+    func failure(_ body: () async throws -> some Any) async -> ServiceFailure? {
         do {
             _ = try await body()
             Issue.record("expected a failure")
             return nil
         } catch {
-            #expect(error is UpgradeFailure, "\(error)")
-            return error as? UpgradeFailure
+            #expect(error is ServiceFailure, "\(error)")
+            return error as? ServiceFailure
         }
     }
 
@@ -168,7 +168,7 @@ struct UpgradeServiceTests {
         let h = try UpgradeHarness()
         try h.addAccount("bob", password: "pw", totpSecret: SecureRandom.bytes(20))
         let started = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
-        var last: UpgradeFailure?
+        var last: ServiceFailure?
         for attempt in 1...5 {
             // Spaced past the lockout policy's growing delay between failures.
             last = await failure {
@@ -275,7 +275,7 @@ struct UpgradeServiceTests {
 
     enum CredentialCase: CaseIterable, Sendable {
         case stateMismatch, nonceMismatch, nonceMissing, otherAudience, expiredToken, badSignature, userDoesNotMatch
-        var expected: UpgradeFailure.Kind {
+        var expected: ServiceFailure.Kind {
             switch self {
             case .stateMismatch: .stateMismatch
             case .nonceMismatch, .nonceMissing: .nonceMismatch
@@ -391,13 +391,13 @@ struct UpgradeServiceTests {
         let started = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
         let request = credential(started)
         let service = h.service
-        let answers = await withTaskGroup(of: Result<UpgradeAnswer, UpgradeFailure>.self) { group in
+        let answers = await withTaskGroup(of: Result<UpgradeAnswer, ServiceFailure>.self) { group in
             for _ in 0..<50 {
                 group.addTask {
                     do {
                         return .success(try await service.submitAppleCredential(id: started.id, request, now: now + 1))
                     } catch {
-                        return .failure((error as? UpgradeFailure) ?? UpgradeFailure(.internalError, "\(error)"))
+                        return .failure((error as? ServiceFailure) ?? ServiceFailure(.internalError, "\(error)"))
                     }
                 }
             }

@@ -15,14 +15,14 @@ struct UsernameLookAlikeTests {
     static let nfdJose = "Jose\u{301}"
 
     /// The failure `body` threw, or nil (recording an issue) if it threw none.
-    func failure(_ body: () throws -> some Any) -> UpgradeFailure? {
+    func failure(_ body: () throws -> some Any) -> ServiceFailure? {
         do {
             _ = try body()
             Issue.record("expected a failure")
             return nil
         } catch {
-            #expect(error is UpgradeFailure, "\(error)")
-            return error as? UpgradeFailure
+            #expect(error is ServiceFailure, "\(error)")
+            return error as? ServiceFailure
         }
     }
 

@@ -30,7 +30,7 @@ extension AppleIDEmulatorHandler {
             return Self.json(
                 .object([
                     "clientId": .string(clientID), "teamId": .string(teamID),
-                    "primaryAppId": primary.map(JWSJSON.string),
+                    "primaryAppId": primary.map(JSONValue.string),
                 ]),
                 status: 201
             )
@@ -134,7 +134,7 @@ extension AppleIDEmulatorHandler {
                 "issuer": .string(emulator.configuration.issuer),
                 "now": .integer(configuration.clock?.now ?? Int64(Date().timeIntervalSince1970)),
                 "activeKeyId": .string(emulator.activeSigningKeyID),
-                "keyIds": .array(keys.keyIDs.map(JWSJSON.string)),
+                "keyIds": .array(keys.keyIDs.map(JSONValue.string)),
                 "pendingNotifications": .integer(Int64(collectNotifications().count)),
             ])
         )
@@ -161,7 +161,8 @@ extension AppleIDEmulatorHandler {
         try emulator.registerKey(teamID: teamID, keyID: keyID, publicKey: publicKey)
         return Self.json(
             .object([
-                "teamId": .string(teamID), "keyId": .string(keyID), "privateKeyPem": privateKeyPEM.map(JWSJSON.string),
+                "teamId": .string(teamID), "keyId": .string(keyID),
+                "privateKeyPem": privateKeyPEM.map(JSONValue.string),
             ]),
             status: 201
         )
@@ -190,9 +191,9 @@ extension AppleIDEmulatorHandler {
                 "identityToken": .string(authorization.identityToken),
                 "authorizationCode": .string(authorization.authorizationCode),
                 "user": .string(authorization.user),
-                "state": authorization.state.map(JWSJSON.string),
-                "email": authorization.email.map(JWSJSON.string),
-                "fullName": authorization.fullName.map(JWSJSON.string),
+                "state": authorization.state.map(JSONValue.string),
+                "email": authorization.email.map(JSONValue.string),
+                "fullName": authorization.fullName.map(JSONValue.string),
                 "isFirstAuthorization": .bool(authorization.isFirstAuthorization),
             ])
         )
@@ -217,7 +218,7 @@ extension AppleIDEmulatorHandler {
             emailMode: mode
         )
         let list = users.map { user in
-            JWSJSON.object(["userId": .string(user.userID), "sub": .string(user.sub), "email": .string(user.email)])
+            JSONValue.object(["userId": .string(user.userID), "sub": .string(user.sub), "email": .string(user.email)])
         }
         return Self.json(.object(["users": .array(list)]), status: 201)
     }
@@ -270,7 +271,7 @@ extension AppleIDEmulatorHandler {
 
     /// After an action that may notify: deliver at once when a notification URL is configured,
     /// otherwise say how many wait.
-    private func notificationsAfterAction() -> JWSJSON {
+    private func notificationsAfterAction() -> JSONValue {
         if let url = configuration.notificationURL, let result = try? deliver(to: url, clientID: nil) {
             return .object(["notifications": result])
         }
@@ -279,7 +280,7 @@ extension AppleIDEmulatorHandler {
 
     /// Posts each undelivered notification (of `clientID`, if given) to `url`; those the receiver
     /// did not accept with a 2xx stay queued.
-    private func deliver(to url: String, clientID: String?) throws(HTTPProblem) -> JWSJSON {
+    private func deliver(to url: String, clientID: String?) throws(HTTPProblem) -> JSONValue {
         let target: URL
         switch EmulatorNotificationSender.validate(
             url,
@@ -294,8 +295,8 @@ extension AppleIDEmulatorHandler {
             queue.removeAll { clientID == nil || $0.clientID == clientID }
             return chosen
         }
-        var delivered: [JWSJSON] = []
-        var failed: [JWSJSON] = []
+        var delivered: [JSONValue] = []
+        var failed: [JSONValue] = []
         var retained: [AppleServerNotification] = []
         for notification in batch {
             let outcome = EmulatorNotificationSender.post(
@@ -331,7 +332,7 @@ extension AppleIDEmulatorHandler {
         ])
     }
 
-    private static func describe(_ notification: AppleServerNotification) -> JWSJSON {
+    private static func describe(_ notification: AppleServerNotification) -> JSONValue {
         .object([
             "clientId": .string(notification.clientID), "type": .string(notification.type.rawValue),
             "payload": .string(notification.payload),
@@ -341,17 +342,17 @@ extension AppleIDEmulatorHandler {
 
 extension AppleIDEmulatorHandler {
     /// A revoked token as `GET /emulator/revocations` lists it: by its hash, never itself.
-    static func describeRevocation(_ revocation: AppleIDEmulator.RevocationCount) -> JWSJSON {
+    static func describeRevocation(_ revocation: AppleIDEmulator.RevocationCount) -> JSONValue {
         .object([
             "tokenSha256": .string(revocation.tokenSHA256), "tokenType": .string(revocation.tokenType),
-            "clientId": .string(revocation.clientID), "userId": revocation.userID.map(JWSJSON.string),
+            "clientId": .string(revocation.clientID), "userId": revocation.userID.map(JSONValue.string),
             "count": .integer(Int64(revocation.count)),
         ])
     }
 }
 
-extension JWSJSON {
-    fileprivate func adding(_ key: String, _ value: JWSJSON) -> JWSJSON {
+extension JSONValue {
+    fileprivate func adding(_ key: String, _ value: JSONValue) -> JSONValue {
         guard case .object(var members) = self else { return self }
         members.append(Member(key, value))
         return .object(members)

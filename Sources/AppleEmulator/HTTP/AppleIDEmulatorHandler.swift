@@ -62,7 +62,7 @@ public final class AppleIDEmulatorHandler: HTTPHandler {
     }
 
     /// A JSON body for the emulator-only endpoints.
-    static func json(_ value: JWSJSON, status: Int = 200) -> HTTPResponse {
+    static func json(_ value: JSONValue, status: Int = 200) -> HTTPResponse {
         var response = HTTPResponse.json(status: status, value.serializedString)
         response.headers.append(name: "Cache-Control", value: "no-store")
         return response

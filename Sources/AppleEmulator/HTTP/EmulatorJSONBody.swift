@@ -7,7 +7,7 @@ import UpgradeEngine
 /// refused so a misspelt option is not silently ignored. Problems are RFC 9457 documents, never
 /// Apple's `{"error": …}` shape.
 struct EmulatorJSONBody {
-    private let members: [JWSJSON.Member]
+    private let members: [JSONValue.Member]
 
     init(_ request: HTTPRequest, allowed: Set<String>) throws(HTTPProblem) {
         guard !request.body.isEmpty else {
@@ -23,7 +23,7 @@ struct EmulatorJSONBody {
                 detail: "Emulator endpoints take application/json bodies in UTF-8."
             )
         }
-        guard let json = try? JWSJSON.parse(request.body), let members = json.members else {
+        guard let json = try? JSONValue.parse(request.body), let members = json.members else {
             throw Self.invalid("The body is not a JSON object (or repeats a member).")
         }
         if let unknown = members.first(where: { !allowed.contains($0.key) }) {
@@ -34,7 +34,7 @@ struct EmulatorJSONBody {
         self.members = members
     }
 
-    private func value(_ name: String) -> JWSJSON? {
+    private func value(_ name: String) -> JSONValue? {
         members.first { $0.key == name }?.value
     }
 

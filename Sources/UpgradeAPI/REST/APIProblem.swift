@@ -9,11 +9,11 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
     public var status: Int
     public var slug: String
     public var detail: String
-    public var extensions: [JWSJSON.Member]
+    public var extensions: [JSONValue.Member]
     public var headers: HTTPHeaders
     /// What underlay the failure, for the request's log line; never part of the response.
     public var cause: String?
-    /// The earliest moment the answer may be written (`UpgradeFailure.notBefore`): the event loop
+    /// The earliest moment the answer may be written (`ServiceFailure.notBefore`): the event loop
     /// holds it until then, without a thread waiting.
     public var notBefore: ContinuousClock.Instant?
 
@@ -21,7 +21,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         status: Int,
         slug: String,
         detail: String,
-        extensions: [JWSJSON.Member] = [],
+        extensions: [JSONValue.Member] = [],
         headers: HTTPHeaders = HTTPHeaders()
     ) {
         self.status = status
@@ -31,8 +31,8 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         self.headers = headers
     }
 
-    public init(_ failure: UpgradeFailure) {
-        var extensions = [JWSJSON.Member("result", .string(failure.result.rawValue))]
+    public init(_ failure: ServiceFailure) {
+        var extensions = [JSONValue.Member("result", .string(failure.result.rawValue))]
         if let id = failure.upgradeID { extensions.append(.init("id", .string(id))) }
         if let status = failure.status { extensions.append(.init("upgradeStatus", .string(status.rawValue))) }
         if let status = failure.passwordChangeStatus {
@@ -115,7 +115,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(status) \(slug): \(detail)" }
 
     public var response: HTTPResponse {
-        let members: [JWSJSON.Member] =
+        let members: [JSONValue.Member] =
             [
                 .init("type", .string(type)), .init("title", .string(title)), .init("status", .integer(Int64(status))),
                 .init("detail", .string(detail)),
@@ -123,7 +123,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
             + extensions
         var headers = self.headers
         headers.replaceOrAppend(name: "Content-Type", value: "application/problem+json")
-        var response = HTTPResponse(status: status, headers: headers, body: JWSJSON.object(members).serialized())
+        var response = HTTPResponse(status: status, headers: headers, body: JSONValue.object(members).serialized())
         response.notBefore = notBefore
         return response
     }

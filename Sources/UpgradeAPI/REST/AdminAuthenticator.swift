@@ -20,7 +20,7 @@ struct AdminAuthenticator: Sendable {
 
     static let realm = "siwa-upgrade admin"
 
-    /// Throws an `APIProblem` for a missing, wrong or under-scoped token, and an `UpgradeFailure`
+    /// Throws an `APIProblem` for a missing, wrong or under-scoped token, and an `ServiceFailure`
     /// for a wrong token from a client over its limit (`rate-limited`) or a database that cannot
     /// count the failure.
     func authorize(_ request: HTTPRequest, scope: AdminScope, now: Int64) throws -> AdminToken {
@@ -40,7 +40,7 @@ struct AdminAuthenticator: Sendable {
         guard let token = tokens?.authenticate(presented) else {
             if let throttle, let clientKey = request.client.map({ $0.throttleKey.description }) {
                 if let wait = try throttle.retryAfter(clientKey: clientKey, now: now) {
-                    throw UpgradeFailure(
+                    throw ServiceFailure(
                         .rateLimited,
                         "too many wrong admin tokens from this client; retry in \(wait) s",
                         retryAfter: wait

@@ -4,8 +4,8 @@ import UpgradeEngine
 /// what `upgrade-cli audit --json` prints, so the two never drift apart. Built from values that
 /// hold no secret (`AuditEvent`, `AccountOverview`), so there is none to leave out here.
 public enum AdminJSON {
-    public static func event(_ event: AuditEvent) -> JWSJSON {
-        JWSJSON.object([
+    public static func event(_ event: AuditEvent) -> JSONValue {
+        JSONValue.object([
             "id": event.id.map { .integer($0) },
             "at": .string(RFC3339.utc(seconds: event.at)),
             "accountId": event.accountID.map { .string($0) },
@@ -17,17 +17,17 @@ public enum AdminJSON {
         ])
     }
 
-    public static func page(_ page: AdminQueryService.AuditPage, cursors: AuditCursors) -> JWSJSON {
-        JWSJSON.object([
+    public static func page(_ page: AdminQueryService.AuditPage, cursors: AuditCursors) -> JSONValue {
+        JSONValue.object([
             "events": .array(page.events.map(event)),
             "nextCursor": page.nextBeforeID.map { .string(cursors.cursor(afterID: $0)) },
         ])
     }
 
-    public static func overview(_ overview: AccountOverview) -> JWSJSON {
+    public static func overview(_ overview: AccountOverview) -> JSONValue {
         let account = overview.account
         let apple = overview.apple
-        return JWSJSON.object([
+        return JSONValue.object([
             "id": .string(account.id),
             "username": .string(account.username),
             "credentialKind": .string(account.credentialKind.rawValue),
@@ -41,7 +41,7 @@ public enum AdminJSON {
             "password": .bool(overview.password != nil),
             "totp": .bool(overview.totp != nil),
             "recoveryCodesLeft": .integer(Int64(overview.recoveryCodesLeft)),
-            "apple": JWSJSON.object([
+            "apple": JSONValue.object([
                 "linked": .bool(apple?.status == .linked),
                 "status": apple.map { .string($0.status.rawValue) },
                 "sub": apple.map { .string($0.sub) },
@@ -50,7 +50,7 @@ public enum AdminJSON {
             ]),
             "openUpgrades": .array(
                 overview.openUpgrades.map {
-                    JWSJSON.object([
+                    JSONValue.object([
                         "id": .string($0.id), "status": .string($0.status),
                         "expiresAt": .string(RFC3339.utc(seconds: $0.expiresAt)),
                     ])

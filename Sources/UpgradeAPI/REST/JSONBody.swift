@@ -7,7 +7,7 @@ import UpgradeEngine
 /// Bodies have a handful of fields, so the allowed names are a list and members are looked up by
 /// comparing names in order: no set or dictionary is built per request.
 package struct JSONBody {
-    private let members: [JWSJSON.Member]
+    private let members: [JSONValue.Member]
 
     /// Whether the media type (before any `;` parameters, spaces and tabs around it ignored, any
     /// case) is `application/json`, and a `charset` parameter, if any, names UTF-8 (in any case,
@@ -60,9 +60,9 @@ package struct JSONBody {
                 extensions: [.init("result", .string("failure"))]
             )
         }
-        let parsed: JWSJSON
+        let parsed: JSONValue
         do {
-            parsed = try JWSJSON.parse(request.body)
+            parsed = try JSONValue.parse(request.body)
         } catch {
             throw APIProblem(
                 status: 400,
@@ -125,7 +125,7 @@ package struct JSONBody {
         try string(name, required: true) ?? ""
     }
 
-    func value(_ name: String) -> JWSJSON? { members.first { $0.key == name }?.value }
+    func value(_ name: String) -> JSONValue? { members.first { $0.key == name }?.value }
 
     /// Field names are echoed in errors; keep them short and printable.
     static func printable(_ text: String) -> String {

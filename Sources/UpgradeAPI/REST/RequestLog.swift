@@ -15,18 +15,18 @@ public final class RequestLog: Sendable {
 
     /// Writes `{"ts":…,"level":…,"msg":…,` then each field in order. The line is assembled as
     /// bytes in one buffer (one is written per request, so no intermediate JSON tree is built).
-    public func log(_ level: String, _ message: String, _ fields: [(String, JWSJSON)] = []) {
+    public func log(_ level: String, _ message: String, _ fields: [(String, JSONValue)] = []) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         bytes.append(contentsOf: #"{"ts":""#.utf8)
         Self.appendTimestamp(to: &bytes)
         bytes.append(contentsOf: #"","level":"#.utf8)
-        JWSJSON.serialize(string: level, into: &bytes)
+        JSONValue.serialize(string: level, into: &bytes)
         bytes.append(contentsOf: #","msg":"#.utf8)
-        JWSJSON.serialize(string: message, into: &bytes)
+        JSONValue.serialize(string: message, into: &bytes)
         for (name, value) in fields {
             bytes.append(UInt8(ascii: ","))
-            JWSJSON.serialize(string: name, into: &bytes)
+            JSONValue.serialize(string: name, into: &bytes)
             bytes.append(UInt8(ascii: ":"))
             value.serialize(into: &bytes)
         }

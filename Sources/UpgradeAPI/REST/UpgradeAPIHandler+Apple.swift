@@ -22,7 +22,7 @@ extension UpgradeAPIHandler {
             )
         }
         return .json(
-            JWSJSON.object([
+            JSONValue.object([
                 "accountId": .string(result.accountID), "sub": .string(result.sub),
                 "migrated": .bool(result.migrated),
             ]).serializedString
@@ -48,7 +48,8 @@ extension UpgradeAPIHandler {
         }
         let state = try transfers.credentialState(userID: user)
         return .json(
-            JWSJSON.object(["state": .string(state.name), "rawValue": .integer(Int64(state.rawValue))]).serializedString
+            JSONValue.object(["state": .string(state.name), "rawValue": .integer(Int64(state.rawValue))])
+                .serializedString
         )
     }
 
@@ -65,7 +66,8 @@ extension UpgradeAPIHandler {
             return .json(#"{"status":"duplicate"}"#)
         case .processed(let outcome):
             return .json(
-                JWSJSON.object(["status": .string("processed"), "outcome": .string(outcome.rawValue)]).serializedString
+                JSONValue.object(["status": .string("processed"), "outcome": .string(outcome.rawValue)])
+                    .serializedString
             )
         }
     }

@@ -66,7 +66,7 @@ extension UpgradeAPIHandler {
         )
         let upgrades = self.upgrades
         let answer = try recorded {
-            try blockingWait { () async throws(UpgradeFailure) -> UpgradeAnswer in
+            try blockingWait { () async throws(ServiceFailure) -> UpgradeAnswer in
                 try await upgrades.submitAppleCredential(id: id, credential, now: now)
             }
         }
@@ -91,7 +91,7 @@ extension UpgradeAPIHandler {
             let answer = try body()
             metrics.recordTransition(status: answer.status.rawValue, result: answer.result.rawValue)
             return answer
-        } catch let failure as UpgradeFailure {
+        } catch let failure as ServiceFailure {
             if let status = failure.status {
                 metrics.recordTransition(status: status.rawValue, result: failure.result.rawValue)
             }
@@ -146,7 +146,7 @@ extension UpgradeAPIHandler {
 
     static func render(_ view: UpgradeView) -> HTTPResponse {
         let history = view.history.map { entry in
-            JWSJSON.object([
+            JSONValue.object([
                 "at": .string(timestamp(entry.at)),
                 "event": .string(entry.event),
                 "from": entry.from.map { .string($0) },
@@ -154,7 +154,7 @@ extension UpgradeAPIHandler {
                 "problem": entry.problem.map { .string(UpgradeProblems.slug(for: $0)) },
             ])
         }
-        let body = JWSJSON.object([
+        let body = JSONValue.object([
             "id": .string(view.id),
             "status": .string(view.status.rawValue),
             "result": view.result.map { .string($0.rawValue) },

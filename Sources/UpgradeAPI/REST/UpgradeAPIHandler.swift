@@ -136,7 +136,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
                 throw APIProblem(status: 404, slug: "not-found", detail: "no such resource")
             }
         } catch {
-            if let failure = error as? UpgradeFailure, failure.notBefore != nil { metrics.recordFailureHeld() }
+            if let failure = error as? ServiceFailure, failure.notBefore != nil { metrics.recordFailureHeld() }
             if let problem = UpgradeProblems.problem(for: error) {
                 problemSlug = problem.slug
                 cause = problem.cause
@@ -156,7 +156,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         metrics.recordRequest(route: route, method: request.method, status: response.status, seconds: seconds)
-        var fields: [(String, JWSJSON)] = [
+        var fields: [(String, JSONValue)] = [
             ("requestId", .string("\(request.id)")), ("method", .string(request.method)), ("route", .string(route)),
             ("status", .integer(Int64(response.status))), ("ms", .double((seconds * 1e6).rounded() / 1e3)),
         ]
@@ -225,7 +225,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
     }
 
     /// A JSON answer that carries something a cache must not keep (an id, a ticket, a nonce).
-    static func noStoreJSON(_ body: JWSJSON, status: Int = 200) -> HTTPResponse {
+    static func noStoreJSON(_ body: JSONValue, status: Int = 200) -> HTTPResponse {
         HTTPResponse(
             status: status,
             headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],

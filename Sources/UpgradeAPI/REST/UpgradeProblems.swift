@@ -9,7 +9,7 @@ enum UpgradeProblems {
     static func problem(for error: any Error) -> APIProblem? {
         switch error {
         case let problem as APIProblem: problem
-        case let failure as UpgradeFailure: APIProblem(failure)
+        case let failure as ServiceFailure: APIProblem(failure)
         case let failure as SignInFailure: APIProblem(failure)
         case let failure as TransferFailure: APIProblem(failure)
         // The services turn storage errors into their failures: only `/readyz`'s ping lets one through.
@@ -19,11 +19,11 @@ enum UpgradeProblems {
     }
 
     /// The HTTP status and problem slug of a failure kind.
-    static func problem(for kind: UpgradeFailure.Kind) -> (status: Int, slug: String) {
+    static func problem(for kind: ServiceFailure.Kind) -> (status: Int, slug: String) {
         table[kind] ?? (500, "internal")
     }
 
-    static let table: [UpgradeFailure.Kind: (status: Int, slug: String)] = [
+    static let table: [ServiceFailure.Kind: (status: Int, slug: String)] = [
         .invalidCredentials: (401, "invalid-credentials"),
         .invalidTicket: (401, "invalid-ticket"),
         .accountNotFound: (404, "account-not-found"),

@@ -136,7 +136,7 @@ public final class UpgradeApplication: Sendable {
                 switch event {
                 case .revoked(let id, let attempts, let note):
                     metrics.recordRevocation(done: true)
-                    var fields: [(String, JWSJSON)] = [("revocation", .string(id)), ("attempts", .integer(attempts))]
+                    var fields: [(String, JSONValue)] = [("revocation", .string(id)), ("attempts", .integer(attempts))]
                     if let note { fields.append(("note", .string(note))) }
                     log.log("info", "apple revocation done", fields)
                 case .deferred(let id, let attempts, let reason, let nextAttemptAt):

@@ -17,12 +17,12 @@ public struct AccountDeletionService: Sendable {
     /// Deletes the account named `username` (in its enforced form). `deletedBy` names who asked (an
     /// admin token's name, `cli`) for the tombstone. An unknown username is `accountNotFound` and
     /// changes nothing.
-    public func delete(username: String, deletedBy: String, now: Int64) throws(UpgradeFailure) -> AccountDeletion {
+    public func delete(username: String, deletedBy: String, now: Int64) throws(ServiceFailure) -> AccountDeletion {
         let prepared: Username
         do {
             prepared = try Username(username)
         } catch {
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .validation,
                 error.code == .empty ? "username is required" : "username: \(error.message)"
             )
@@ -31,7 +31,7 @@ public struct AccountDeletionService: Sendable {
         do {
             return try store.write { tx in
                 guard let account = try tx.account(username: prepared) else {
-                    throw UpgradeFailure(.accountNotFound, "no account has this username")
+                    throw ServiceFailure(.accountNotFound, "no account has this username")
                 }
                 var queued: String?
                 let link = try tx.appleLink(accountID: account.id)
@@ -50,7 +50,7 @@ public struct AccountDeletionService: Sendable {
                     queued = revocationID
                 }
                 guard try tx.deleteAccount(id: account.id) else {
-                    throw UpgradeFailure(.accountNotFound, "no account has this username")
+                    throw ServiceFailure(.accountNotFound, "no account has this username")
                 }
                 try Self.eraseTraces(of: account, appleIDs: Self.appleIDs(link, transfer), in: tx)
                 // The account id only: the username, email and sub went with the account.
@@ -89,7 +89,7 @@ public struct AccountDeletionService: Sendable {
         revocations: AppleRevocationSender?,
         waits: [Duration] = [],
         clock: @escaping @Sendable () -> Int64
-    ) throws(UpgradeFailure) -> AccountDeletion {
+    ) throws(ServiceFailure) -> AccountDeletion {
         var deletion = try delete(username: username, deletedBy: deletedBy, now: clock())
         guard let id = deletion.revocationID else { return deletion }
         deletion.appleRevocation = .pending

@@ -26,7 +26,7 @@ public struct AdminQueryService: Sendable {
     }
 
     /// The backlog, read in one transaction; `clients` asks for the clients in debt too.
-    public func backlog(clients: Bool, now: Int64) throws(UpgradeFailure) -> Backlog {
+    public func backlog(clients: Bool, now: Int64) throws(ServiceFailure) -> Backlog {
         do {
             return try store.read { tx in
                 Backlog(
@@ -48,17 +48,17 @@ public struct AdminQueryService: Sendable {
     /// The audit events `search` selects, newest first, with `username` (resolved through
     /// `Username`, in the same snapshot as the search) narrowing them to one account when given.
     /// `search.accountID` is ignored: accounts are named by username here.
-    public func searchAudit(username: String?, _ search: AuditSearch) throws(UpgradeFailure) -> AuditPage {
+    public func searchAudit(username: String?, _ search: AuditSearch) throws(ServiceFailure) -> AuditPage {
         guard AuditSearch.limits.contains(search.limit) else {
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .validation,
                 "limit must be between \(AuditSearch.limits.lowerBound) and \(AuditSearch.limits.upperBound)"
             )
         }
         if let event = search.event, event.isEmpty || event.utf8.count > Self.maxEventBytes {
-            throw UpgradeFailure(.validation, "type must be 1 to \(Self.maxEventBytes) bytes")
+            throw ServiceFailure(.validation, "type must be 1 to \(Self.maxEventBytes) bytes")
         }
-        let account = try username.map { (typed) throws(UpgradeFailure) in try Self.username(typed, field: "account") }
+        let account = try username.map { (typed) throws(ServiceFailure) in try Self.username(typed, field: "account") }
         // One row more than the page shows, to know whether another page follows.
         var query = search
         query.limit = search.limit + 1
@@ -67,7 +67,7 @@ public struct AdminQueryService: Sendable {
             events = try store.read { tx in
                 if let account {
                     guard let found = try tx.account(username: account) else {
-                        throw UpgradeFailure(.accountNotFound, "no account has this username")
+                        throw ServiceFailure(.accountNotFound, "no account has this username")
                     }
                     query.accountID = found.id
                 } else {
@@ -83,12 +83,12 @@ public struct AdminQueryService: Sendable {
     }
 
     /// The overview of the account named `username` with its last `events` audit events.
-    public func account(username: String, events: Int = overviewEvents) throws(UpgradeFailure) -> AccountOverview {
+    public func account(username: String, events: Int = overviewEvents) throws(ServiceFailure) -> AccountOverview {
         let name = try Self.username(username, field: "username")
         do {
             return try store.read { tx in
                 guard let overview = try AccountOverview.read(username: name, events: events, in: tx) else {
-                    throw UpgradeFailure(.accountNotFound, "no account has this username")
+                    throw ServiceFailure(.accountNotFound, "no account has this username")
                 }
                 return overview
             }
@@ -99,20 +99,20 @@ public struct AdminQueryService: Sendable {
 
     /// A failure thrown inside the read as it is; a storage error as the upgrade calls report one,
     /// but worded for a read.
-    static func readFailure(_ error: any Error) -> UpgradeFailure {
+    static func readFailure(_ error: any Error) -> ServiceFailure {
         var failure = UpgradeService.storageFailure(error)
-        if failure.kind == .internalError, !(error is UpgradeFailure) {
+        if failure.kind == .internalError, !(error is ServiceFailure) {
             failure.message = "the database could not answer; nothing changed, retry later"
         }
         return failure
     }
 
     /// `typed` through `Username`; a refusal names `field`, the parameter the caller filled in.
-    static func username(_ typed: String, field: String) throws(UpgradeFailure) -> Username {
+    static func username(_ typed: String, field: String) throws(ServiceFailure) -> Username {
         do {
             return try Username(typed)
         } catch {
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .validation,
                 error.code == .empty ? "\(field) is required" : "\(field): \(error.message)"
             )

@@ -22,7 +22,7 @@ extension AppleClient {
         /// Apple's `{"error": "…"}`; an unknown value is kept as its own code. A 4xx without one
         /// (an HTML page from a proxy, say) is `unavailable`.
         private func endpointError() -> AppleEndpointError {
-            guard let json = try? JWSJSON.parse(response.body), let value = json["error"]?.stringValue else {
+            guard let json = try? JSONValue.parse(response.body), let value = json["error"]?.stringValue else {
                 return unexpected("answered HTTP \(response.status) without an error code")
             }
             // Apple's codes are short snake_case words; anything else is not echoed into our logs.
@@ -68,14 +68,14 @@ extension AppleClient {
             AppleEndpointError(code: .unavailable, httpStatus: response.status, message: "\(call.label): \(what)")
         }
 
-        private func json() throws(AppleEndpointError) -> JWSJSON {
-            guard let json = try? JWSJSON.parse(response.body), json.members != nil else {
+        private func json() throws(AppleEndpointError) -> JSONValue {
+            guard let json = try? JSONValue.parse(response.body), json.members != nil else {
                 throw unexpected("answered HTTP \(response.status) with a body that is not a JSON object")
             }
             return json
         }
 
-        private func string(_ json: JWSJSON, _ name: String, required: Bool) throws(AppleEndpointError) -> String? {
+        private func string(_ json: JSONValue, _ name: String, required: Bool) throws(AppleEndpointError) -> String? {
             guard let member = json[name] else {
                 if required { throw unexpected("the answer has no \(name)") }
                 return nil

@@ -74,15 +74,16 @@ public struct AppleIdentityClaims: Sendable, Equatable {
     }
 
     /// The claims under Apple's names (absent ones left out), booleans as JSON booleans.
-    public var json: JWSJSON {
+    public var json: JSONValue {
         .object([
             "iss": .string(issuer), "aud": .string(audience), "sub": .string(subject),
-            "iat": .integer(issuedAt), "exp": .integer(expiresAt), "auth_time": authTime.map(JWSJSON.integer),
-            "email": email.map(JWSJSON.string), "email_verified": .bool(emailVerified),
-            "is_private_email": isPrivateEmail.map(JWSJSON.bool), "nonce_supported": nonceSupported.map(JWSJSON.bool),
+            "iat": .integer(issuedAt), "exp": .integer(expiresAt), "auth_time": authTime.map(JSONValue.integer),
+            "email": email.map(JSONValue.string), "email_verified": .bool(emailVerified),
+            "is_private_email": isPrivateEmail.map(JSONValue.bool),
+            "nonce_supported": nonceSupported.map(JSONValue.bool),
             "real_user_status": realUserStatus.map { .integer(Int64($0)) },
-            "transfer_sub": transferSub.map(JWSJSON.string), "org_id": organizationID.map(JWSJSON.string),
-            "c_hash": codeHash.map(JWSJSON.string), "at_hash": accessTokenHash.map(JWSJSON.string),
+            "transfer_sub": transferSub.map(JSONValue.string), "org_id": organizationID.map(JSONValue.string),
+            "c_hash": codeHash.map(JSONValue.string), "at_hash": accessTokenHash.map(JSONValue.string),
         ])
     }
 }

@@ -62,9 +62,9 @@ public struct AppleNotificationVerifier: Sendable {
             maximumLength: Self.maximumLength,
             what: "notification"
         )
-        let claims: JWSJSON
+        let claims: JSONValue
         do {
-            claims = try JWSJSON.parse(jws.payload)
+            claims = try JSONValue.parse(jws.payload)
         } catch {
             throw IdentityTokenError(.malformed, "notification claims are not JSON: \(error.description)")
         }
@@ -87,13 +87,13 @@ public struct AppleNotificationVerifier: Sendable {
             throw IdentityTokenError(.invalidClaim, "notification has no jti (needed to ignore redeliveries)")
         }
         // Apple's example shows `events` as an object; real deliveries carry it as a JSON-encoded string.
-        let events: JWSJSON
+        let events: JSONValue
         switch claims["events"] {
         case .object?:
             events = claims["events"]!
         case .string(let text)?:
             do {
-                events = try JWSJSON.parse(Array(text.utf8))
+                events = try JSONValue.parse(Array(text.utf8))
             } catch {
                 throw IdentityTokenError(.invalidClaim, "notification events string is not JSON: \(error.description)")
             }

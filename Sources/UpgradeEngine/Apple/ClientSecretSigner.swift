@@ -66,7 +66,7 @@ public struct ClientSecretSigner: Sendable {
         let (expiresAt, overflow) = now.addingReportingOverflow(lifetime)
         guard !overflow else { throw ClientSecretError(.invalidLifetime, "now + lifetime overflows") }
         let header = JWSHeader(algorithm: "ES256", keyID: keyID)
-        let claims = JWSJSON.object([
+        let claims = JSONValue.object([
             "iss": .string(teamID), "iat": .integer(now), "exp": .integer(expiresAt),
             "aud": .string(Self.audience), "sub": .string(clientID),
         ])

@@ -257,10 +257,10 @@ private struct RawClaims {
     init(_ payload: [UInt8]) throws(IdentityTokenError) {
         var claims = RawClaims.empty
         do {
-            try payload.withUnsafeBufferPointer { buffer throws(JWSJSONError) in
-                var reader = JWSJSONReader(buffer)
+            try payload.withUnsafeBufferPointer { buffer throws(JSONValueError) in
+                var reader = JSONValueReader(buffer)
                 var seen: UInt32 = 0
-                try reader.readObjectRawKeys { key, reader throws(JWSJSONError) in
+                try reader.readObjectRawKeys { key, reader throws(JSONValueError) in
                     try claims.read(key, &reader, seen: &seen)
                 }
                 try reader.finish()
@@ -432,9 +432,9 @@ private struct RawClaims {
 
     private mutating func read(
         _ rawName: UnsafeBufferPointer<UInt8>,
-        _ reader: inout JWSJSONReader,
+        _ reader: inout JSONValueReader,
         seen: inout UInt32
-    ) throws(JWSJSONError) {
+    ) throws(JSONValueError) {
         guard let claim = Claim(rawName) else {
             try reader.skipValue()
             return
@@ -469,8 +469,8 @@ private struct RawClaims {
 
     private mutating func requiredString(
         _ name: String,
-        _ reader: inout JWSJSONReader
-    ) throws(JWSJSONError)
+        _ reader: inout JSONValueReader
+    ) throws(JSONValueError)
         -> String?
     {
         guard try reader.peekKind() == .string else {
@@ -484,8 +484,8 @@ private struct RawClaims {
     /// A NumericDate (RFC 7519 §2): integer seconds; a fractional value is rounded down.
     private mutating func requiredTime(
         _ name: String,
-        _ reader: inout JWSJSONReader
-    ) throws(JWSJSONError)
+        _ reader: inout JSONValueReader
+    ) throws(JSONValueError)
         -> Int64?
     {
         guard let time = try Self.optionalTime(&reader) else {
@@ -495,7 +495,7 @@ private struct RawClaims {
         return time
     }
 
-    private static func optionalTime(_ reader: inout JWSJSONReader) throws(JWSJSONError) -> Int64? {
+    private static func optionalTime(_ reader: inout JSONValueReader) throws(JSONValueError) -> Int64? {
         guard try reader.peekKind() == .number else {
             try reader.skipValue()
             return nil
@@ -509,7 +509,7 @@ private struct RawClaims {
         }
     }
 
-    private static func optionalString(_ reader: inout JWSJSONReader) throws(JWSJSONError) -> String? {
+    private static func optionalString(_ reader: inout JSONValueReader) throws(JSONValueError) -> String? {
         guard try reader.peekKind() == .string else {
             try reader.skipValue()
             return nil
@@ -518,7 +518,7 @@ private struct RawClaims {
     }
 
     /// `true` / `"true"` → true, `false` / `"false"` → false, anything else → false ("not verified").
-    private static func flexibleBool(_ reader: inout JWSJSONReader) throws(JWSJSONError) -> Bool {
+    private static func flexibleBool(_ reader: inout JSONValueReader) throws(JSONValueError) -> Bool {
         switch try reader.peekKind() {
         case .bool: return try reader.readBool()
         case .string: return try reader.readString() == "true"
@@ -528,13 +528,13 @@ private struct RawClaims {
         }
     }
 
-    private mutating func audience(_ reader: inout JWSJSONReader) throws(JWSJSONError) -> [String]? {
+    private mutating func audience(_ reader: inout JSONValueReader) throws(JSONValueError) -> [String]? {
         switch try reader.peekKind() {
         case .string: return [try reader.readString()]
         case .array:
             var values: [String] = []
             var allStrings = true
-            try reader.readArray { reader throws(JWSJSONError) in
+            try reader.readArray { reader throws(JSONValueError) in
                 if try reader.peekKind() == .string {
                     values.append(try reader.readString())
                 } else {

@@ -48,9 +48,9 @@ public struct JWKSet: Sendable {
         guard bytes.count <= Self.maximumJSONBytes else {
             throw JWKSetError(.malformed, "the JWK set is larger than \(Self.maximumJSONBytes) bytes")
         }
-        let document: JWSJSON
+        let document: JSONValue
         do {
-            document = try JWSJSON.parse(bytes)
+            document = try JSONValue.parse(bytes)
         } catch {
             throw JWKSetError(.malformed, "the JWK set is not valid JSON: \(error)")
         }
@@ -101,7 +101,7 @@ public struct JWKSet: Sendable {
         let message: String
     }
 
-    private static func usableKey(_ entry: JWSJSON) -> Result<RSAPublicKey, Unusable> {
+    private static func usableKey(_ entry: JSONValue) -> Result<RSAPublicKey, Unusable> {
         guard let type = entry["kty"]?.stringValue else { return .failure(Unusable(message: "no kty")) }
         guard type == "RSA" else {
             return .failure(Unusable(message: "kty \(IdentityTokenError.quoted(type)) is not RSA"))
@@ -135,7 +135,7 @@ public struct JWKSet: Sendable {
 
     /// The usable keys as a JWK set document, each `{"kty":"RSA","kid":…,"use":"sig","alg":"RS256","n":…,"e":…}`
     /// (the shape of Apple's `/auth/keys` response).
-    public var json: JWSJSON {
+    public var json: JSONValue {
         .object([
             "keys": .array(
                 keyIDs.map { keyID in

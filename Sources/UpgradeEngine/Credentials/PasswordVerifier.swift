@@ -66,7 +66,7 @@ public struct PasswordVerifier: Sendable {
     /// dummy is argon2id with `dummyParameters`, the cost of every account hashed by this service's
     /// `PasswordHasher`. Accounts still holding an imported legacy hash cost what their own format
     /// costs, so the service answers every refusal at a floor above the costliest admitted check
-    /// (`PasswordHashLimits.failureFloor`, `UpgradeFailure.notBefore`), which hides the difference.
+    /// (`PasswordHashLimits.failureFloor`, `ServiceFailure.notBefore`), which hides the difference.
     /// A password `verify` would refuse before hashing (too long) is refused here just as early.
     public func verifyDummy(password: String) {
         _ = try? verify(password: password, against: dummy)

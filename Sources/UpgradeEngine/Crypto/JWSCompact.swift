@@ -65,7 +65,7 @@ public struct JWSCompact: Sendable {
     /// Serializes `header` and `payload`, signs the signing input with `signer`, and returns the
     /// compact token.
     public static func sign(
-        header: JWSJSON,
+        header: JSONValue,
         payload: [UInt8],
         signer: ([UInt8]) throws -> [UInt8]
     ) rethrows -> String {

@@ -22,11 +22,11 @@ public struct JWSHeader: Sendable, Equatable {
         var notString: String?
         var hasCritical = false
         do {
-            try bytes.withUnsafeBufferPointer { buffer throws(JWSJSONError) in
-                var reader = JWSJSONReader(buffer)
+            try bytes.withUnsafeBufferPointer { buffer throws(JSONValueError) in
+                var reader = JSONValueReader(buffer)
                 // Duplicates matter only for the members we act on; a bit each is enough.
                 var seen: UInt8 = 0
-                try reader.readObject { key, reader throws(JWSJSONError) in
+                try reader.readObject { key, reader throws(JSONValueError) in
                     let bit: UInt8 =
                         switch key {
                         case "alg": 1
@@ -36,7 +36,7 @@ public struct JWSHeader: Sendable, Equatable {
                         default: 0
                         }
                     guard seen & bit == 0 else {
-                        throw JWSJSONError(offset: reader.index, message: "duplicate member \(key)")
+                        throw JSONValueError(offset: reader.index, message: "duplicate member \(key)")
                     }
                     seen |= bit
                     switch key {
@@ -77,7 +77,7 @@ public struct JWSHeader: Sendable, Equatable {
     }
 
     /// `{"alg":…,"kid":…}` in that order, plus `typ` when set.
-    public var json: JWSJSON {
-        .object(["alg": .string(algorithm), "kid": keyID.map(JWSJSON.string), "typ": type.map(JWSJSON.string)])
+    public var json: JSONValue {
+        .object(["alg": .string(algorithm), "kid": keyID.map(JSONValue.string), "typ": type.map(JSONValue.string)])
     }
 }

@@ -24,7 +24,7 @@ public struct ImportRowReport: Sendable, Equatable {
 
     /// The report's JSON line (without the newline).
     public var jsonLine: String {
-        JWSJSON.object([
+        JSONValue.object([
             "line": .integer(line),
             "username": username.map { .string($0) } ?? .null,
             "action": .string(action.rawValue),

@@ -136,9 +136,9 @@ public struct ImportReader {
     }
 
     static func parseJSONRow(_ bytes: [UInt8]) -> Result<ImportRawRow, ImportRowError> {
-        let json: JWSJSON
+        let json: JSONValue
         do {
-            json = try JWSJSON.parse(bytes)
+            json = try JSONValue.parse(bytes)
         } catch {
             return .failure(ImportRowError(field: nil, "not valid JSON (\(error.message) at byte \(error.offset))"))
         }

@@ -79,13 +79,13 @@ public struct PersonName: Sendable, Equatable {
     }
 
     /// The parts given, under their JSON names in `partNames` order; absent ones left out.
-    public var json: JWSJSON {
+    public var json: JSONValue {
         .object(Self.keyPaths.compactMap { key, keyPath in self[keyPath: keyPath].map { .init(key, .string($0)) } })
     }
 
     /// A name stored as `json`; nil for text that is not such an object.
     public init?(json text: String) {
-        guard let members = (try? JWSJSON.parse(Array(text.utf8)))?.members else { return nil }
+        guard let members = (try? JSONValue.parse(Array(text.utf8)))?.members else { return nil }
         var name = PersonName()
         for member in members {
             guard let keyPath = Self.keyPaths.first(where: { $0.0 == member.key })?.1,

@@ -168,6 +168,6 @@ extension Username {
     /// Usernames as a JSON array of strings: the one parameter of a query that takes a list
     /// (`accounts(usernames:)`), so its text is the same whatever the list's length.
     static func jsonArray(_ usernames: [Username]) -> String {
-        JWSJSON.array(usernames.map { .string($0.value) }).serializedString
+        JSONValue.array(usernames.map { .string($0.value) }).serializedString
     }
 }

@@ -37,7 +37,7 @@ extension AuditEvent {
     var detailJSON: String { Self.json(detail: detail) }
 
     static func json(detail: [String: String]) -> String {
-        JWSJSON.object(detail.sorted { $0.key < $1.key }.map { JWSJSON.Member($0.key, .string($0.value)) })
+        JSONValue.object(detail.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .string($0.value)) })
             .serializedString
     }
 
@@ -45,7 +45,7 @@ extension AuditEvent {
     /// not a JSON object, holds none: a trail is still read when one row is damaged.
     static func detail(json: String) -> [String: String] {
         var detail: [String: String] = [:]
-        for member in (try? JWSJSON.parse(Array(json.utf8)))?.members ?? [] {
+        for member in (try? JSONValue.parse(Array(json.utf8)))?.members ?? [] {
             if let value = member.value.stringValue { detail[member.key] = value }
         }
         return detail

@@ -31,7 +31,7 @@ public enum PersonalData {
     /// (strings, and the `fullName` object) made `null`, keeping every member and its order; nil when
     /// nothing changes (or the body is not the engine's JSON, which a redaction then leaves alone).
     static func redactPayload(_ payload: String) -> String? {
-        guard let body = try? JWSJSON.parse(Array(payload.utf8)), var members = body.members,
+        guard let body = try? JSONValue.parse(Array(payload.utf8)), var members = body.members,
             let index = members.firstIndex(where: { $0.key == "data" }), var data = members[index].value.members
         else { return nil }
         var changed = false
@@ -42,7 +42,7 @@ public enum PersonalData {
         }
         guard changed else { return nil }
         members[index].value = .object(data)
-        return JWSJSON.object(members).serializedString
+        return JSONValue.object(members).serializedString
     }
 
     /// A condition on `column` true for every text in which one of `names` (an audit detail's `keys`,

@@ -82,10 +82,10 @@ public struct TransferRowReport: Sendable, Equatable {
     }
 
     /// The row as one JSON object (one line of a JSON Lines report), keys in a fixed order.
-    public var json: JWSJSON {
+    public var json: JSONValue {
         .object([
             "accountId": .string(accountID), "step": .string(step.rawValue), "from": .string(from.rawValue),
-            "to": .string(to.rawValue), "outcome": .string(outcome.rawValue), "reason": reason.map(JWSJSON.string),
+            "to": .string(to.rawValue), "outcome": .string(outcome.rawValue), "reason": reason.map(JSONValue.string),
             "dryRun": .bool(dryRun),
         ])
     }

@@ -138,8 +138,8 @@ extension TransferService {
                         accountID: accountID,
                         data: [
                             ("accountId", .string(accountID)), ("sub", .string(link.sub)),
-                            ("email", link.email.map(JWSJSON.string) ?? .null),
-                            ("isPrivateEmail", link.isPrivateEmail.map(JWSJSON.bool) ?? .null),
+                            ("email", link.email.map(JSONValue.string) ?? .null),
+                            ("isPrivateEmail", link.isPrivateEmail.map(JSONValue.bool) ?? .null),
                             ("emailForwarding", .bool(enabled)),
                         ],
                         in: tx,

@@ -125,7 +125,7 @@ public final class ClientThrottle: Sendable {
     }
 
     /// `retryAfter` in a read of its own (the admin routes, where no service transaction surrounds it).
-    public func retryAfter(clientKey: String, now: Int64) throws(UpgradeFailure) -> Int64? {
+    public func retryAfter(clientKey: String, now: Int64) throws(ServiceFailure) -> Int64? {
         do {
             return try store.read { tx in try retryAfter(clientKey: clientKey, in: tx, now: now) }
         } catch {
@@ -134,7 +134,7 @@ public final class ClientThrottle: Sendable {
     }
 
     /// `recordFailure` in a write of its own.
-    public func recordFailure(clientKey: String, now: Int64) throws(UpgradeFailure) {
+    public func recordFailure(clientKey: String, now: Int64) throws(ServiceFailure) {
         do {
             try store.write { tx in try recordFailure(clientKey: clientKey, in: tx, now: now) }
         } catch {
@@ -144,7 +144,7 @@ public final class ClientThrottle: Sendable {
 
     /// Clients whose failures still weigh on them at `now`, across every server on the database, on
     /// either count (a client in debt on both counts twice).
-    public func clientsInDebt(now: Int64) throws(UpgradeFailure) -> Int {
+    public func clientsInDebt(now: Int64) throws(ServiceFailure) -> Int {
         do {
             return try store.read { try $0.clientsInDebt(now: now * 1000) }
         } catch {

@@ -39,7 +39,7 @@ extension UpgradeService {
         id: String,
         _ credential: AppleCredential,
         now: Int64
-    ) async throws(UpgradeFailure)
+    ) async throws(ServiceFailure)
         -> UpgradeAnswer
     {
         try Self.require(credential.identityToken, "identityToken", maxBytes: Self.maxIdentityTokenBytes)
@@ -50,7 +50,7 @@ extension UpgradeService {
         do {
             given = try DeviceGivenProfile(email: credential.email, fullName: credential.fullName)
         } catch {
-            throw UpgradeFailure(.validation, error.description)
+            throw ServiceFailure(.validation, error.description)
         }
 
         let loaded = try loadSettled(id, now: now)
@@ -65,7 +65,7 @@ extension UpgradeService {
             // The extension's retry of the call that completed the upgrade: the same `state` gets the
             // same answer, and nothing changes.
             guard stateMatches else {
-                throw UpgradeFailure(
+                throw ServiceFailure(
                     .stateMismatch,
                     Self.message(for: .stateMismatch),
                     upgradeID: id,
@@ -94,7 +94,7 @@ extension UpgradeService {
             claims = verified
         case .undecided(let why):
             // A transient outage on Apple's side must not fail the user's upgrade: answer and keep it open.
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .appleUnavailable,
                 "Apple's signing keys could not be fetched to check the identity token; retry shortly",
                 upgradeID: id,
@@ -148,12 +148,12 @@ extension UpgradeService {
         _ machine: UpgradeStateMachine,
         _ claims: AppleIdentityClaims,
         _ now: Int64
-    ) async throws(UpgradeFailure) -> AppleTokenResponse {
+    ) async throws(ServiceFailure) -> AppleTokenResponse {
         do {
             return try await AuthorizationCodeExchange(apple: apple, identityTokens: identityTokens)
                 .exchange(code, for: claims, now: now)
         } catch {
-            let (reason, kind): (UpgradeEvent.ConversionFailure, UpgradeFailure.Kind) =
+            let (reason, kind): (UpgradeEvent.ConversionFailure, ServiceFailure.Kind) =
                 switch error.code {
                 case .notForThisToken: (.codeMismatch, .invalidAuthorizationCode)
                 case .refused: (.appleExchangeFailed, .invalidAuthorizationCode)
@@ -162,7 +162,7 @@ extension UpgradeService {
             var detail = ["apple": error.appleCode?.rawValue ?? "\(error.code)"]
             if let revoked = error.grantRevoked { detail["grantRevoked"] = revoked ? "true" : "false" }
             let ended = await commitConversionFailure(reason, detail: detail, record: claim, machine: machine, now: now)
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 kind,
                 error.message + "; start a new upgrade",
                 upgradeID: claim.id,
@@ -247,7 +247,7 @@ extension UpgradeService {
         machine: UpgradeStateMachine,
         inputs: EffectInputs,
         now: Int64
-    ) throws(UpgradeFailure) -> UpgradeAnswer {
+    ) throws(ServiceFailure) -> UpgradeAnswer {
         var machine = machine
         let transition: UpgradeTransition
         do {
@@ -277,9 +277,9 @@ extension UpgradeService {
                 throw failure(for: try restore(current), id: claimed.id, problem: nil)
             } else if let storage = error as? StorageError, storage.constraint == .appleLinksSub {
                 reason = .subConflict
-            } else if let failure = error as? UpgradeFailure, failure.kind == .notEligible {
+            } else if let failure = error as? ServiceFailure, failure.kind == .notEligible {
                 reason = .notEligible
-            } else if let failure = error as? UpgradeFailure, failure.kind == .credentialsChanged {
+            } else if let failure = error as? ServiceFailure, failure.kind == .credentialsChanged {
                 reason = .credentialsChanged
             } else {
                 throw Self.storageFailure(error)
@@ -305,7 +305,7 @@ extension UpgradeService {
     }
 
     /// A request that lost the race to the converting one waits, bounded, for its outcome.
-    private func awaitConversion(id: String, state: String) async throws(UpgradeFailure) -> UpgradeAnswer {
+    private func awaitConversion(id: String, state: String) async throws(ServiceFailure) -> UpgradeAnswer {
         let deadline =
             DispatchTime.now().uptimeNanoseconds + UInt64(configuration.convertingWaitMilliseconds) * 1_000_000
         while DispatchTime.now().uptimeNanoseconds < deadline {
@@ -316,7 +316,7 @@ extension UpgradeService {
                 try? await Task.sleep(nanoseconds: 20_000_000)
             case .completed:
                 guard Self.stateMatches(state, record) else {
-                    throw UpgradeFailure(
+                    throw ServiceFailure(
                         .stateMismatch,
                         Self.message(for: .stateMismatch),
                         upgradeID: id,
@@ -328,7 +328,7 @@ extension UpgradeService {
                 throw failure(for: machine, id: id, problem: nil)
             }
         }
-        throw UpgradeFailure(
+        throw ServiceFailure(
             .inProgress,
             "another request is converting this upgrade; retry shortly for its result",
             upgradeID: id,
@@ -347,7 +347,7 @@ extension UpgradeService {
         machine: inout UpgradeStateMachine,
         now: Int64,
         unless refusal: ((any StoreTransaction) throws -> Refusal?)? = nil
-    ) throws(UpgradeFailure) -> (record: UpgradeSessionRecord, transition: UpgradeTransition) {
+    ) throws(ServiceFailure) -> (record: UpgradeSessionRecord, transition: UpgradeTransition) {
         let original = machine
         let transition: UpgradeTransition
         do {
@@ -371,7 +371,7 @@ extension UpgradeService {
                 now: now
             )
         } catch let error as StorageError where error.code == .versionConflict {
-            throw UpgradeFailure(.inProgress, "another request changed this upgrade", upgradeID: record.id)
+            throw ServiceFailure(.inProgress, "another request changed this upgrade", upgradeID: record.id)
         } catch {
             throw Self.storageFailure(error)
         }
@@ -419,7 +419,7 @@ extension UpgradeService {
         record: UpgradeSessionRecord,
         machine: inout UpgradeStateMachine,
         now: Int64
-    ) throws(UpgradeFailure) -> UpgradeFailure {
+    ) throws(ServiceFailure) -> ServiceFailure {
         let (_, transition) = try commit(event, detail: detail, record: record, machine: &machine, now: now)
         return failure(for: machine, id: record.id, problem: transition.problem)
     }

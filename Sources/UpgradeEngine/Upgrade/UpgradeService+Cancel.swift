@@ -3,7 +3,7 @@ extension UpgradeService {
     /// cancelled upgrade again answers the same and changes nothing. An upgrade that already ended
     /// otherwise (completed, failed, expired) cannot be cancelled: `not-allowed-in-state`, naming how
     /// it ended.
-    public func cancel(id: String, reason: ASExtensionErrorCode, now: Int64) throws(UpgradeFailure) -> UpgradeAnswer {
+    public func cancel(id: String, reason: ASExtensionErrorCode, now: Int64) throws(ServiceFailure) -> UpgradeAnswer {
         let loaded = try loadSettled(id, now: now)
         if loaded.interruptedNow { throw failure(for: loaded.machine, id: id, problem: nil) }
         let record = loaded.record
@@ -22,7 +22,7 @@ extension UpgradeService {
                 throw failure(for: refusal, machine: machine, id: id)
             }
             let ended = failure(for: machine, id: id, problem: nil)
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .notAllowedInState,
                 Self.alreadyEnded(machine.status.rawValue, ended.message, what: " and cannot be cancelled"),
                 upgradeID: id,
@@ -42,7 +42,7 @@ extension UpgradeService {
 
     /// `GET /v1/upgrades/{id}`: status, how a failed upgrade ended, and the transition history. An
     /// open upgrade past its deadline reads as `expired` even before an event has persisted that.
-    public func view(id: String, now: Int64) throws(UpgradeFailure) -> UpgradeView {
+    public func view(id: String, now: Int64) throws(ServiceFailure) -> UpgradeView {
         // A lapsed conversion is failed here too, so the view and the next call agree.
         let loaded = try loadSettled(id, now: now)
         let record = loaded.record

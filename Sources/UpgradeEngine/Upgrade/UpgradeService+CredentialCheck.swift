@@ -55,13 +55,13 @@ extension UpgradeService {
         username: String,
         password: String,
         ticket: String?
-    ) throws(UpgradeFailure)
+    ) throws(ServiceFailure)
         -> Username
     {
         try require(username, "username", maxBytes: maxUsernameBytes)
         if let ticket {
             guard password.isEmpty else {
-                throw UpgradeFailure(
+                throw ServiceFailure(
                     .validation,
                     "send a password or a ticket, not both; a ticket comes with an empty password"
                 )
@@ -73,7 +73,7 @@ extension UpgradeService {
         do {
             return try Username(username)
         } catch {
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .validation,
                 error.code == .empty ? "username is required" : "username: \(error.message)"
             )
@@ -94,7 +94,7 @@ extension UpgradeService {
         use: CredentialUse,
         for id: String,
         now: Int64
-    ) throws(UpgradeFailure) -> CredentialCheck {
+    ) throws(ServiceFailure) -> CredentialCheck {
         let ticketHash = ticket.map(Self.hashOneTimeValue)
         let read: (clientWait: Int64?, snapshot: PasswordCheckSnapshot?, ticketUsable: Bool)
         do {
@@ -118,7 +118,7 @@ extension UpgradeService {
         }
         guard let snapshot = read.snapshot else {
             let wait = read.clientWait ?? 1
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .rateLimited,
                 "too many failed attempts from this client; retry in \(wait) s",
                 retryAfter: wait
@@ -246,12 +246,12 @@ extension UpgradeService {
         _ clientKey: String?,
         in tx: any StoreTransaction,
         now: Int64,
-        _ body: () throws -> Result<Answer, UpgradeFailure>
-    ) throws -> Result<Answer, UpgradeFailure> {
+        _ body: () throws -> Result<Answer, ServiceFailure>
+    ) throws -> Result<Answer, ServiceFailure> {
         guard let clientThrottle, let clientKey else { return try body() }
         if let wait = try clientThrottle.retryAfter(clientKey: clientKey, in: tx, now: now) {
             return .failure(
-                UpgradeFailure(
+                ServiceFailure(
                     .rateLimited,
                     "too many failed attempts from this client; retry in \(wait) s",
                     retryAfter: wait

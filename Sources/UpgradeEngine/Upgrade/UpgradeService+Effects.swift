@@ -62,15 +62,15 @@ extension UpgradeService {
         now: Int64
     ) throws {
         guard let accountID = record.accountID, let claims = inputs.claims else {
-            throw UpgradeFailure(.internalError, "the upgrade has no account", cause: "convertAccount without inputs")
+            throw ServiceFailure(.internalError, "the upgrade has no account", cause: "convertAccount without inputs")
         }
         guard let account = try tx.account(id: accountID), account.credentialKind == .password else {
-            throw UpgradeFailure(.notEligible, Self.message(for: .notEligible))
+            throw ServiceFailure(.notEligible, Self.message(for: .notEligible))
         }
         // A credential change that committed after the claim wins: the owner's new password is not
         // deleted by a conversion the old one authorized (docs/architecture.md §4.4).
         guard let claimed = inputs.claimedCredential, try tx.passwordCredential(accountID: accountID) == claimed else {
-            throw UpgradeFailure(.credentialsChanged, Self.message(for: .credentialsChanged))
+            throw ServiceFailure(.credentialsChanged, Self.message(for: .credentialsChanged))
         }
         let refreshCiphertext = inputs.tokens?.refreshToken.map {
             secrets.seal(Array($0.utf8), context: Self.refreshTokenContext(accountID: accountID))

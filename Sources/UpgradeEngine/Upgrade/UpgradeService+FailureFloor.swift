@@ -10,7 +10,7 @@ extension UpgradeService {
     /// times the dummy check of an unknown username), so without the floor the answer's timing would
     /// tell which usernames exist and which hashes they hold. The floor is raised for a while after a
     /// check overran it (`FailureFloorTracker`). The caller holds the answer; nothing here waits.
-    func heldToFloor(_ failure: UpgradeFailure, since started: ContinuousClock.Instant) -> UpgradeFailure {
+    func heldToFloor(_ failure: ServiceFailure, since started: ContinuousClock.Instant) -> ServiceFailure {
         let now = ContinuousClock.now
         let elapsed = now - started
         let (floor, overran) = failureFloors.floor(configured: failureFloor, elapsed: elapsed, now: now)

@@ -12,7 +12,7 @@ extension UpgradeService {
     /// could not record the outcome) is failed with `conversion-interrupted` and an audit row first,
     /// so that every call (`GET`, credential, cancel, step-up) sees the same final state. The account
     /// itself needs nothing: a conversion commits in one transaction or not at all.
-    func loadSettled(_ id: String, now: Int64) throws(UpgradeFailure) -> Loaded {
+    func loadSettled(_ id: String, now: Int64) throws(ServiceFailure) -> Loaded {
         let record = try load(id)
         var machine = try restore(record)
         guard machine.conversionInterrupted(now: now) else {
@@ -31,7 +31,7 @@ extension UpgradeService {
     /// At start-up: fails every conversion whose claim has lapsed, so that none waits for a client to
     /// touch it. Returns how many it failed. Conversions still inside their claim are left alone: on a
     /// shared database another instance may be finishing them; once lapsed, the next call settles them.
-    public func failInterruptedConversions(now: Int64) throws(UpgradeFailure) -> Int {
+    public func failInterruptedConversions(now: Int64) throws(ServiceFailure) -> Int {
         var failed = 0
         while true {
             let lapsed: [UpgradeSessionRecord]

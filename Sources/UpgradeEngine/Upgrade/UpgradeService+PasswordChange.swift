@@ -21,7 +21,7 @@ extension UpgradeService {
         serviceIdentifier: String,
         clientKey: String? = nil,
         now: Int64
-    ) throws(UpgradeFailure) -> PasswordChangeAnswer {
+    ) throws(ServiceFailure) -> PasswordChangeAnswer {
         let started = ContinuousClock.now
         let prepared = try Self.credentialFields(username: username, password: password, ticket: ticket)
         try Self.require(newPassword, "newPassword", maxBytes: Self.maxPasswordBytes)
@@ -73,7 +73,7 @@ extension UpgradeService {
                 do {
                     transition = try machine.apply(event, now: now)
                 } catch {
-                    throw UpgradeFailure(.internalError, "the password change could not start")
+                    throw ServiceFailure(.internalError, "the password change could not start")
                 }
                 let record = PasswordChangeRecord(
                     id: id,
@@ -116,18 +116,18 @@ extension UpgradeService {
         code: StepUpCode,
         clientKey: String? = nil,
         now: Int64
-    ) throws(UpgradeFailure) -> PasswordChangeAnswer {
+    ) throws(ServiceFailure) -> PasswordChangeAnswer {
         switch code {
         case .totp(let value): try Self.require(value, "code", maxBytes: 16)
         case .recoveryCode(let value): try Self.require(value, "recoveryCode", maxBytes: 64)
         }
-        let notFound = UpgradeFailure(.notFound, "no password change with this id")
+        let notFound = ServiceFailure(.notFound, "no password change with this id")
         guard !id.isEmpty, id.utf8.count <= 64 else { throw notFound }
-        let outcome: Result<PasswordChangeAnswer, UpgradeFailure>
+        let outcome: Result<PasswordChangeAnswer, ServiceFailure>
         do {
             outcome = try store.write { tx in
                 try clientThrottled(clientKey, in: tx, now: now) {
-                    () throws -> Result<PasswordChangeAnswer, UpgradeFailure> in
+                    () throws -> Result<PasswordChangeAnswer, ServiceFailure> in
                     guard let record = try tx.passwordChange(id: id) else { return .failure(notFound) }
                     var machine = try restore(record)
                     let event: PasswordChangeEvent
@@ -146,7 +146,7 @@ extension UpgradeService {
                             now: now
                         )
                         if case .delayed(let until) = decision {
-                            var failure = UpgradeFailure(
+                            var failure = ServiceFailure(
                                 .rateLimited,
                                 "too many wrong codes in a row; retry in \(max(1, until - now)) s",
                                 result: .twoFactorAuthRequired,
@@ -220,12 +220,12 @@ extension UpgradeService {
         id: String,
         reason: ASExtensionErrorCode,
         now: Int64
-    ) throws(UpgradeFailure) -> PasswordChangeAnswer {
-        let notFound = UpgradeFailure(.notFound, "no password change with this id")
+    ) throws(ServiceFailure) -> PasswordChangeAnswer {
+        let notFound = ServiceFailure(.notFound, "no password change with this id")
         guard !id.isEmpty, id.utf8.count <= 64 else { throw notFound }
-        let outcome: Result<PasswordChangeAnswer, UpgradeFailure>
+        let outcome: Result<PasswordChangeAnswer, ServiceFailure>
         do {
-            outcome = try store.write { tx throws -> Result<PasswordChangeAnswer, UpgradeFailure> in
+            outcome = try store.write { tx throws -> Result<PasswordChangeAnswer, ServiceFailure> in
                 guard let record = try tx.passwordChange(id: id) else { return .failure(notFound) }
                 var machine = try restore(record)
                 let event: PasswordChangeEvent
@@ -270,9 +270,9 @@ extension UpgradeService {
         _ violation: PasswordRuleViolation,
         machine: inout PasswordChangeStateMachine,
         now: Int64
-    ) throws(UpgradeFailure) -> Never {
+    ) throws(ServiceFailure) -> Never {
         let problem = (try? machine.apply(.newPasswordRefused, now: now))?.problem ?? .passwordPolicy
-        var failure = UpgradeFailure(Self.passwordChangeKind(for: problem), violation.description)
+        var failure = ServiceFailure(Self.passwordChangeKind(for: problem), violation.description)
         failure.rule = violation.rule
         throw failure
     }
@@ -297,11 +297,11 @@ extension UpgradeService {
         )
     }
 
-    private func hashNewPassword(_ newPassword: String) throws(UpgradeFailure) -> String {
+    private func hashNewPassword(_ newPassword: String) throws(ServiceFailure) -> String {
         do {
             return try passwords.hash(password: newPassword, with: configuration.passwordHasher)
         } catch {
-            throw UpgradeFailure(.internalError, "the new password could not be hashed", cause: "\(error.code)")
+            throw ServiceFailure(.internalError, "the new password could not be hashed", cause: "\(error.code)")
         }
     }
 
@@ -329,7 +329,7 @@ extension UpgradeService {
             switch effect {
             case .storeNewPassword:
                 guard let accountID = change.accountID, let newHash else {
-                    throw UpgradeFailure(
+                    throw ServiceFailure(
                         .internalError,
                         "the password change could not be completed; nothing changed",
                         cause: "storeNewPassword without an account or a new hash"
@@ -391,7 +391,7 @@ extension UpgradeService {
     /// The `machine` column: `PasswordChangeState.Persisted` as a JSON object with sorted keys.
     public static func encode(_ machine: PasswordChangeStateMachine) -> String {
         let state = machine.state.persisted
-        return JWSJSON.object([
+        return JSONValue.object([
             "cancelCode": state.cancelCode.map { .integer(Int64($0)) },
             "deadline": state.deadline.map { .integer($0) },
             "failedAttempts": state.failedAttempts.map { .integer(Int64($0)) },
@@ -400,7 +400,7 @@ extension UpgradeService {
         ]).serializedString
     }
 
-    func restore(_ record: PasswordChangeRecord) throws(UpgradeFailure) -> PasswordChangeStateMachine {
+    func restore(_ record: PasswordChangeRecord) throws(ServiceFailure) -> PasswordChangeStateMachine {
         try Self.restore(record, policy: configuration.policy)
     }
 
@@ -408,15 +408,15 @@ extension UpgradeService {
     static func restore(
         _ record: PasswordChangeRecord,
         policy: UpgradePolicy
-    ) throws(UpgradeFailure)
+    ) throws(ServiceFailure)
         -> PasswordChangeStateMachine
     {
-        let unreadable = UpgradeFailure(
+        let unreadable = ServiceFailure(
             .internalError,
             "the stored password change could not be read",
             cause: "password change \(record.id): the machine column is not a state this version knows"
         )
-        guard let json = try? JWSJSON.parse(Array(record.machine.utf8)), json.members != nil,
+        guard let json = try? JSONValue.parse(Array(record.machine.utf8)), json.members != nil,
             let status = json["status"]?.stringValue
         else { throw unreadable }
         let persisted = PasswordChangeState.Persisted(
@@ -451,9 +451,9 @@ extension UpgradeService {
         _ machine: PasswordChangeStateMachine,
         id: String,
         problem: PasswordChangeFailureReason?
-    ) -> UpgradeFailure {
+    ) -> ServiceFailure {
         let reason = problem ?? machine.state.problem ?? .notEligible
-        var failure = UpgradeFailure(
+        var failure = ServiceFailure(
             Self.passwordChangeKind(for: reason),
             Self.passwordChangeMessage(for: reason),
             result: machine.result ?? .failure,
@@ -468,10 +468,10 @@ extension UpgradeService {
     }
 
     /// A call the change's state does not take: an ended change says how it ended.
-    private func passwordChangeRefusal(_ machine: PasswordChangeStateMachine, id: String) -> UpgradeFailure {
+    private func passwordChangeRefusal(_ machine: PasswordChangeStateMachine, id: String) -> ServiceFailure {
         switch machine.status {
         case .cancelled:
-            var failure = UpgradeFailure(
+            var failure = ServiceFailure(
                 .notAllowedInState,
                 "this password change was cancelled; start a new one",
                 result: .failure,
@@ -484,7 +484,7 @@ extension UpgradeService {
             failure.message = "this password change already ended as '\(machine.status.rawValue)' (\(failure.message))"
             return failure
         default:
-            var failure = UpgradeFailure(
+            var failure = ServiceFailure(
                 .notAllowedInState,
                 "this call is not allowed while the password change is '\(machine.status.rawValue)'",
                 result: machine.result ?? .failure,
@@ -495,7 +495,7 @@ extension UpgradeService {
         }
     }
 
-    static func passwordChangeKind(for reason: PasswordChangeFailureReason) -> UpgradeFailure.Kind {
+    static func passwordChangeKind(for reason: PasswordChangeFailureReason) -> ServiceFailure.Kind {
         switch reason {
         case .invalidCredentials: .invalidCredentials
         case .invalidTicket: .invalidTicket

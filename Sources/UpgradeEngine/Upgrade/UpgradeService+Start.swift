@@ -16,7 +16,7 @@ extension UpgradeService {
         serviceIdentifier: String,
         clientKey: String? = nil,
         now: Int64
-    ) throws(UpgradeFailure) -> UpgradeAnswer {
+    ) throws(ServiceFailure) -> UpgradeAnswer {
         let started = ContinuousClock.now
         let prepared = try Self.credentialFields(username: username, password: password, ticket: ticket)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
@@ -50,7 +50,7 @@ extension UpgradeService {
                 do {
                     transition = try machine.apply(event, now: now)
                 } catch {
-                    throw UpgradeFailure(.internalError, "the upgrade could not start")
+                    throw ServiceFailure(.internalError, "the upgrade could not start")
                 }
                 var record = UpgradeSessionRecord(
                     id: id,
@@ -125,7 +125,7 @@ extension UpgradeService {
     /// alike: a short delay between failures is thrown as `rateLimited` (no session, no hash, no
     /// count); a lock returns the seconds until it ends, so the caller records a `locked` refusal;
     /// nil lets the check go on.
-    func lockedFor(_ snapshot: PasswordCheckSnapshot, now: Int64) throws(UpgradeFailure) -> Int64? {
+    func lockedFor(_ snapshot: PasswordCheckSnapshot, now: Int64) throws(ServiceFailure) -> Int64? {
         let decision = configuration.lockout.decision(
             failures: snapshot.throttle?.failures ?? 0,
             lastFailureAt: snapshot.throttle?.lastFailureAt ?? 0,
@@ -133,7 +133,7 @@ extension UpgradeService {
         )
         switch decision {
         case .delayed(let until):
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .rateLimited,
                 "too many failed attempts for this username; retry in \(max(1, until - now)) s",
                 retryAfter: max(1, until - now)

@@ -14,19 +14,19 @@ extension UpgradeService {
         code: StepUpCode,
         clientKey: String? = nil,
         now: Int64
-    ) throws(UpgradeFailure) -> UpgradeAnswer {
+    ) throws(ServiceFailure) -> UpgradeAnswer {
         switch code {
         case .totp(let value): try Self.require(value, "code", maxBytes: 16)
         case .recoveryCode(let value): try Self.require(value, "recoveryCode", maxBytes: 64)
         }
         _ = try load(id)
 
-        let outcome: Result<UpgradeAnswer, UpgradeFailure>
+        let outcome: Result<UpgradeAnswer, ServiceFailure>
         do {
             outcome = try store.write { tx in
-                try clientThrottled(clientKey, in: tx, now: now) { () throws -> Result<UpgradeAnswer, UpgradeFailure> in
+                try clientThrottled(clientKey, in: tx, now: now) { () throws -> Result<UpgradeAnswer, ServiceFailure> in
                     guard let record = try tx.upgradeSession(id: id) else {
-                        return .failure(UpgradeFailure(.notFound, "no upgrade with this id"))
+                        return .failure(ServiceFailure(.notFound, "no upgrade with this id"))
                     }
                     var machine = try restore(record)
                     let event: UpgradeEvent
@@ -50,7 +50,7 @@ extension UpgradeService {
                         if case .delayed(let until) = decision {
                             // Between failures the user waits; the upgrade and its attempt count stay as they are.
                             return .failure(
-                                UpgradeFailure(
+                                ServiceFailure(
                                     .rateLimited,
                                     "too many wrong codes in a row; retry in \(max(1, until - now)) s",
                                     result: .twoFactorAuthRequired,
@@ -126,7 +126,7 @@ extension UpgradeService {
             do {
                 secret = try secrets.open(enrollment.secretCiphertext, context: Self.totpContext(accountID: accountID))
             } catch {
-                throw UpgradeFailure(.internalError, "the second factor could not be checked; nothing changed")
+                throw ServiceFailure(.internalError, "the second factor could not be checked; nothing changed")
             }
             let parameters: TOTPParameters
             do {
@@ -136,7 +136,7 @@ extension UpgradeService {
                     period: enrollment.period
                 )
             } catch {
-                throw UpgradeFailure(.internalError, "the stored second factor has unsupported parameters")
+                throw ServiceFailure(.internalError, "the stored second factor has unsupported parameters")
             }
             switch TOTP.verify(
                 code: value,

@@ -20,13 +20,13 @@ extension UpgradeService {
         secondFactorVerified: Bool,
         issuedBy: String,
         now: Int64
-    ) throws(UpgradeFailure) -> IssuedUpgradeTicket {
+    ) throws(ServiceFailure) -> IssuedUpgradeTicket {
         try Self.require(username, "username", maxBytes: Self.maxUsernameBytes)
         let prepared: Username
         do {
             prepared = try Username(username)
         } catch {
-            throw UpgradeFailure(
+            throw ServiceFailure(
                 .validation,
                 error.code == .empty ? "username is required" : "username: \(error.message)"
             )
@@ -37,11 +37,11 @@ extension UpgradeService {
         do {
             try store.write { tx in
                 guard let account = try tx.account(username: prepared) else {
-                    throw UpgradeFailure(.accountNotFound, "no account has this username")
+                    throw ServiceFailure(.accountNotFound, "no account has this username")
                 }
                 guard account.credentialKind == .password, try tx.passwordCredential(accountID: account.id) != nil
                 else {
-                    throw UpgradeFailure(
+                    throw ServiceFailure(
                         .notEligible,
                         "the account has no password to replace; it already signs in with Apple"
                     )

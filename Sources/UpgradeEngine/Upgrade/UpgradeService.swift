@@ -43,10 +43,10 @@ public final class UpgradeService: Sendable {
     static let maxAuthorizationCodeBytes = 2048
     static let maxStateBytes = 512
 
-    static func require(_ value: String, _ field: String, maxBytes: Int) throws(UpgradeFailure) {
-        guard !value.isEmpty else { throw UpgradeFailure(.validation, "\(field) is required") }
+    static func require(_ value: String, _ field: String, maxBytes: Int) throws(ServiceFailure) {
+        guard !value.isEmpty else { throw ServiceFailure(.validation, "\(field) is required") }
         guard value.utf8.count <= maxBytes else {
-            throw UpgradeFailure(.validation, "\(field) is longer than \(maxBytes) bytes")
+            throw ServiceFailure(.validation, "\(field) is longer than \(maxBytes) bytes")
         }
     }
 
@@ -64,7 +64,7 @@ public final class UpgradeService: Sendable {
     /// the engine's own JSON serializer (a hot path: every transition writes one).
     public static func encode(_ machine: UpgradeStateMachine) -> String {
         let state = machine.state.persisted
-        return JWSJSON.object([
+        return JSONValue.object([
             "cancelCode": state.cancelCode.map { .integer(Int64($0)) },
             "deadline": state.deadline.map { .integer($0) },
             "failedAttempts": state.failedAttempts.map { .integer(Int64($0)) },
@@ -75,7 +75,7 @@ public final class UpgradeService: Sendable {
         ]).serializedString
     }
 
-    func restore(_ record: UpgradeSessionRecord) throws(UpgradeFailure) -> UpgradeStateMachine {
+    func restore(_ record: UpgradeSessionRecord) throws(ServiceFailure) -> UpgradeStateMachine {
         try Self.restore(record, policy: configuration.policy)
     }
 
@@ -83,15 +83,15 @@ public final class UpgradeService: Sendable {
     static func restore(
         _ record: UpgradeSessionRecord,
         policy: UpgradePolicy
-    ) throws(UpgradeFailure)
+    ) throws(ServiceFailure)
         -> UpgradeStateMachine
     {
-        let unreadable = UpgradeFailure(
+        let unreadable = ServiceFailure(
             .internalError,
             "the stored upgrade could not be read",
             cause: "upgrade \(record.id): the machine column is not a state this version knows"
         )
-        guard let json = try? JWSJSON.parse(Array(record.machine.utf8)), json.members != nil,
+        guard let json = try? JSONValue.parse(Array(record.machine.utf8)), json.members != nil,
             let status = json["status"]?.stringValue
         else { throw unreadable }
         let persisted = UpgradeState.Persisted(
@@ -111,31 +111,31 @@ public final class UpgradeService: Sendable {
     }
 
     /// Loads an upgrade or answers `not-found`.
-    func load(_ id: String) throws(UpgradeFailure) -> UpgradeSessionRecord {
-        guard !id.isEmpty, id.utf8.count <= 64 else { throw UpgradeFailure(.notFound, "no upgrade with this id") }
+    func load(_ id: String) throws(ServiceFailure) -> UpgradeSessionRecord {
+        guard !id.isEmpty, id.utf8.count <= 64 else { throw ServiceFailure(.notFound, "no upgrade with this id") }
         let record: UpgradeSessionRecord?
         do {
             record = try store.read { try $0.upgradeSession(id: id) }
         } catch {
             throw Self.storageFailure(error)
         }
-        guard let record else { throw UpgradeFailure(.notFound, "no upgrade with this id") }
+        guard let record else { throw ServiceFailure(.notFound, "no upgrade with this id") }
         return record
     }
 
     /// The failure a client sees when storage failed: generic for the client, with the storage error
     /// kept as `cause` for the request's log line. An unreachable database is told apart, since
     /// retrying later is then the client's whole remedy.
-    static func storageFailure(_ error: any Error) -> UpgradeFailure {
-        if let failure = error as? UpgradeFailure { return failure }
+    static func storageFailure(_ error: any Error) -> ServiceFailure {
+        if let failure = error as? ServiceFailure { return failure }
         if let storage = error as? StorageError, storage.code == .unavailable {
-            return UpgradeFailure(
+            return ServiceFailure(
                 .databaseUnavailable,
                 "the database cannot be reached; retry shortly",
                 cause: storage.description
             )
         }
-        return UpgradeFailure(
+        return ServiceFailure(
             .internalError,
             "the upgrade could not be stored; nothing changed, retry later",
             cause: Self.cause(of: error)
@@ -190,10 +190,10 @@ public final class UpgradeService: Sendable {
     }
 
     /// The failure that answers a machine in a failed or otherwise non-success state.
-    func failure(for machine: UpgradeStateMachine, id: String, problem: UpgradeFailureReason?) -> UpgradeFailure {
+    func failure(for machine: UpgradeStateMachine, id: String, problem: UpgradeFailureReason?) -> ServiceFailure {
         let reason = problem ?? machine.state.problem ?? .notEligible
-        var failure = UpgradeFailure(
-            UpgradeFailure.Kind(reason),
+        var failure = ServiceFailure(
+            ServiceFailure.Kind(reason),
             Self.message(for: reason),
             result: machine.result ?? .failure,
             upgradeID: id,
@@ -230,17 +230,17 @@ public final class UpgradeService: Sendable {
     }
 
     /// Refusal of an event by the machine, as the client sees it.
-    func failure(for error: TransitionError, machine: UpgradeStateMachine, id: String) -> UpgradeFailure {
+    func failure(for error: TransitionError, machine: UpgradeStateMachine, id: String) -> ServiceFailure {
         switch machine.status {
         case .expired:
-            return UpgradeFailure(.upgradeExpired, Self.message(for: .upgradeExpired), upgradeID: id, status: .expired)
+            return ServiceFailure(.upgradeExpired, Self.message(for: .upgradeExpired), upgradeID: id, status: .expired)
         case .failed:
             var failure = self.failure(for: machine, id: id, problem: nil)
             failure.message = Self.alreadyEnded("failed", failure.message)
             return failure
         default:
-            let kind: UpgradeFailure.Kind = error.code == .conflict ? .subConflict : .notAllowedInState
-            return UpgradeFailure(
+            let kind: ServiceFailure.Kind = error.code == .conflict ? .subConflict : .notAllowedInState
+            return ServiceFailure(
                 kind,
                 "this call is not allowed while the upgrade is '\(machine.status.rawValue)'",
                 result: machine.result ?? .failure,

@@ -19,7 +19,7 @@ public struct UpgradeServiceConfiguration: Sendable {
     /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`).
     public var passwordRules: PasswordRules = .default
     /// How soon, from the start of the call, a refused credential check may be answered at the
-    /// earliest (`UpgradeFailure.notBefore`, `UPGRADE_FAILURE_FLOOR_MS`). nil takes the verifier's
+    /// earliest (`ServiceFailure.notBefore`, `UPGRADE_FAILURE_FLOOR_MS`). nil takes the verifier's
     /// `PasswordHashLimits.failureFloor`, which exceeds the costliest check its limits admit;
     /// `.zero` turns the floor off.
     public var failureFloor: Duration?

@@ -11,7 +11,7 @@ extension TransferService {
     ) -> WebhookEventRecord? {
         guard transition.stateChanged, transition.from != transition.to else { return nil }
         let type: WebhookEventType
-        var data: [(String, JWSJSON)] = [("accountId", .string(accountID))]
+        var data: [(String, JSONValue)] = [("accountId", .string(accountID))]
         switch (event, transition.to) {
         case (.transferIdentifierObtained, .transferPrepared):
             type = .transferPrepared
@@ -20,7 +20,7 @@ extension TransferService {
             type = .transferCompleted
             data += [
                 ("oldSub", .string(before.sub)), ("newSub", .string(after.sub)),
-                ("email", after.email.map(JWSJSON.string) ?? .null),
+                ("email", after.email.map(JSONValue.string) ?? .null),
             ]
         case (.consentRevoked, .revoked):
             type = .appleConsentRevoked

@@ -29,11 +29,11 @@ extension UpgradeService {
     /// and display name with where each came from, the name's parts the device forwarded, and the
     /// token's `real_user_status`; `null` for what the account has not. `email`, `displayName` and
     /// `fullName` name the person, so a deletion nulls them (`PersonalData.payloadKeys`).
-    static func profileData(_ profile: AccountProfileRecord?) -> [(String, JWSJSON)] {
+    static func profileData(_ profile: AccountProfileRecord?) -> [(String, JSONValue)] {
         [
-            ("displayName", profile?.displayName.map(JWSJSON.string) ?? .null),
+            ("displayName", profile?.displayName.map(JSONValue.string) ?? .null),
             ("displayNameSource", profile?.displayNameSource.map { .string($0.rawValue) } ?? .null),
-            ("email", profile?.email.map(JWSJSON.string) ?? .null),
+            ("email", profile?.email.map(JSONValue.string) ?? .null),
             ("emailSource", profile?.emailSource.map { .string($0.rawValue) } ?? .null),
             ("fullName", profile?.fullName?.json ?? .null),
             ("realUserStatus", profile?.realUserStatus.map { .string($0.name) } ?? .null),

@@ -29,7 +29,7 @@ public enum WebhookOutbox {
     public static func enqueue(
         _ type: WebhookEventType,
         accountID: String?,
-        data: [(String, JWSJSON)],
+        data: [(String, JSONValue)],
         in tx: any StoreTransaction,
         now: Int64
     ) throws(StorageError) -> String {
@@ -44,7 +44,7 @@ public enum WebhookOutbox {
     static func event(
         _ type: WebhookEventType,
         accountID: String?,
-        data: [(String, JWSJSON)],
+        data: [(String, JSONValue)],
         now: Int64
     ) -> WebhookEventRecord {
         WebhookEventRecord(
@@ -57,9 +57,9 @@ public enum WebhookOutbox {
         )
     }
 
-    static func body(type: WebhookEventType, data: [(String, JWSJSON)], now: Int64) -> String {
-        let members = data.map { JWSJSON.Member($0.0, $0.1) }
-        return JWSJSON.object([
+    static func body(type: WebhookEventType, data: [(String, JSONValue)], now: Int64) -> String {
+        let members = data.map { JSONValue.Member($0.0, $0.1) }
+        return JSONValue.object([
             "type": .string(type.rawValue), "timestamp": .string(timestamp(now)), "data": .object(members),
         ]).serializedString
     }

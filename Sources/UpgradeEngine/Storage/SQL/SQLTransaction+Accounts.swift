@@ -44,7 +44,7 @@ extension SQLTransaction {
         guard !usernameSkeletons.isEmpty else { return [] }
         return try rows(
             AccountSQL.selectAccountsBySkeletons,
-            [.text(JWSJSON.array(usernameSkeletons.map { .string($0) }).serializedString)]
+            [.text(JSONValue.array(usernameSkeletons.map { .string($0) }).serializedString)]
         ).map(Self.account)
     }
 
@@ -61,7 +61,7 @@ extension SQLTransaction {
 
     func setUsernameSkeletons(_ skeletons: [(accountID: String, skeleton: String)]) throws(StorageError) {
         guard !skeletons.isEmpty else { return }
-        let json = JWSJSON.array(
+        let json = JSONValue.array(
             skeletons.map { .object(["id": .string($0.accountID), "skeleton": .string($0.skeleton)]) }
         )
         try rows(AccountSQL.setUsernameSkeletons, [.text(json.serializedString)])

@@ -52,7 +52,7 @@ extension SQLTransaction {
     func auditEventsNamingPersonalData(accountID: String, subs: [String]) throws(StorageError) -> [AuditEvent] {
         try rows(
             AuditSQL.selectNamingPersonalData,
-            [.text(accountID), .text(JWSJSON.array(subs.map(JWSJSON.string)).serializedString)]
+            [.text(accountID), .text(JSONValue.array(subs.map(JSONValue.string)).serializedString)]
         ).map(Self.audit)
     }
 

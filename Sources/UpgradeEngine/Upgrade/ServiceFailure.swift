@@ -1,9 +1,11 @@
-/// Why an upgrade call failed, in the vocabulary the REST layer renders as problem+json.
+/// Why a call into the engine's services failed (an upgrade, a password change, a sign-in, an admin
+/// query or a deletion), in the vocabulary the REST layer renders as problem+json
+/// (`UpgradeProblems.problem(for:)`, the one table) and the CLI prints as one line.
 ///
 /// Every failure carries the extension-facing `result` (`failure`, or `twoFactorAuthRequired` after a
 /// wrong code that still has tries left), and the upgrade's id and status when one exists. Messages are
 /// written for the client and never contain a password, code, token, nonce or state value.
-public struct UpgradeFailure: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ServiceFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, as a stable name the REST layer maps to its HTTP status and problem slug
     /// (the engine knows neither). A struct over a private enum, so kinds can be added.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {

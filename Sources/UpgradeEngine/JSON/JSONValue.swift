@@ -4,7 +4,7 @@
 /// parsing rejects duplicate member names (RFC 7519 §4 allows either rejecting them or taking the
 /// last one; a verifier and another party disagreeing on which duplicate counts is how claim
 /// smuggling starts).
-public enum JWSJSON: Sendable, Equatable {
+public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     /// A number written without fraction or exponent that fits in 64 bits.
@@ -12,14 +12,14 @@ public enum JWSJSON: Sendable, Equatable {
     /// Any other number.
     case double(Double)
     case string(String)
-    case array([JWSJSON])
+    case array([JSONValue])
     case object([Member])
 
     public struct Member: Sendable, Equatable {
         public var key: String
-        public var value: JWSJSON
+        public var value: JSONValue
 
-        public init(_ key: String, _ value: JWSJSON) {
+        public init(_ key: String, _ value: JSONValue) {
             self.key = key
             self.value = value
         }
@@ -27,28 +27,28 @@ public enum JWSJSON: Sendable, Equatable {
 
     /// Builds an object from ordered `(key, value)` pairs; nil values are left out, which is how
     /// optional claims are written.
-    public static func object(_ pairs: KeyValuePairs<String, JWSJSON?>) -> JWSJSON {
+    public static func object(_ pairs: KeyValuePairs<String, JSONValue?>) -> JSONValue {
         .object(pairs.compactMap { pair in pair.value.map { Member(pair.key, $0) } })
     }
 
     /// Parses a complete JSON text; anything but whitespace after the value is an error.
-    public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(JWSJSONError) -> JWSJSON {
+    public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(JSONValueError) -> JSONValue {
         if let result = bytes.withContiguousStorageIfAvailable({ buffer in
-            Result { () throws(JWSJSONError) in try parse(buffer) }
+            Result { () throws(JSONValueError) in try parse(buffer) }
         }) {
             return try result.get()
         }
-        return try Array(bytes).withUnsafeBufferPointer { buffer throws(JWSJSONError) in try parse(buffer) }
+        return try Array(bytes).withUnsafeBufferPointer { buffer throws(JSONValueError) in try parse(buffer) }
     }
 
-    static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JWSJSONError) -> JWSJSON {
-        var reader = JWSJSONReader(buffer)
+    static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONValueError) -> JSONValue {
+        var reader = JSONValueReader(buffer)
         let value = try reader.readValue()
         try reader.finish()
         return value
     }
 
-    public subscript(key: String) -> JWSJSON? {
+    public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
@@ -68,7 +68,7 @@ public enum JWSJSON: Sendable, Equatable {
         return nil
     }
 
-    public var arrayValue: [JWSJSON]? {
+    public var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
@@ -133,7 +133,7 @@ public enum JWSJSON: Sendable, Equatable {
         out.append(UInt8(ascii: "\""))
         // Most strings need no escape: copy those whole, scanning their bytes in place.
         let copied: Bool? = string.utf8.withContiguousStorageIfAvailable { bytes in
-            guard JWSJSONReader.plainRun(bytes, from: 0).end == bytes.count else { return false }
+            guard JSONValueReader.plainRun(bytes, from: 0).end == bytes.count else { return false }
             out.append(contentsOf: bytes)
             return true
         }

@@ -1,6 +1,6 @@
 /// Why a JSON text was refused. Messages give the byte offset and what was expected, never the
 /// content around it (a token's payload may hold personal data).
-public struct JWSJSONError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct JSONValueError: Error, Sendable, Equatable, CustomStringConvertible {
     public let offset: Int
     public let message: String
 

@@ -6,7 +6,7 @@
 /// trailing commas, no leading zeros, no lone surrogates, no invalid UTF-8, no control characters
 /// in strings, bounded nesting), because two parsers reading one signed payload differently is a
 /// security bug. The buffer must outlive the reader, so it lives inside `withUnsafe…` scopes only.
-struct JWSJSONReader {
+struct JSONValueReader {
     /// Deep enough for any JOSE object; shallow enough that hostile input cannot exhaust the stack.
     static let maximumDepth = 32
 
@@ -18,8 +18,8 @@ struct JWSJSONReader {
         self.bytes = bytes
     }
 
-    private func fail(_ message: String) -> JWSJSONError {
-        JWSJSONError(offset: index, message: message)
+    private func fail(_ message: String) -> JSONValueError {
+        JSONValueError(offset: index, message: message)
     }
 
     mutating func skipWhitespace() {
@@ -32,18 +32,18 @@ struct JWSJSONReader {
     }
 
     /// Only whitespace may follow the top-level value.
-    mutating func finish() throws(JWSJSONError) {
+    mutating func finish() throws(JSONValueError) {
         skipWhitespace()
         guard index == bytes.count else { throw fail("unexpected data after the JSON value") }
     }
 
-    private mutating func peek() throws(JWSJSONError) -> UInt8 {
+    private mutating func peek() throws(JSONValueError) -> UInt8 {
         skipWhitespace()
         guard index < bytes.count else { throw fail("unexpected end of input") }
         return bytes[index]
     }
 
-    private mutating func expect(_ byte: UInt8) throws(JWSJSONError) {
+    private mutating func expect(_ byte: UInt8) throws(JSONValueError) {
         guard try peek() == byte else { throw fail("expected '\(Character(Unicode.Scalar(byte)))'") }
         index += 1
     }
@@ -53,9 +53,9 @@ struct JWSJSONReader {
     /// Reads an object, handing each member's name to `member`, which must consume the value
     /// (with one of the `read…` methods or `skipValue`).
     mutating func readObject(
-        _ member: (String, inout JWSJSONReader) throws(JWSJSONError) -> Void
-    ) throws(JWSJSONError) {
-        try readObjectRawKeys { key, reader throws(JWSJSONError) in
+        _ member: (String, inout JSONValueReader) throws(JSONValueError) -> Void
+    ) throws(JSONValueError) {
+        try readObjectRawKeys { key, reader throws(JSONValueError) in
             try member(String(decoding: key, as: UTF8.self), &reader)
         }
     }
@@ -63,8 +63,8 @@ struct JWSJSONReader {
     /// Like `readObject`, but hands over each name as its (unescaped, valid UTF-8) bytes, valid only
     /// during the call: matching names byte-wise spares a `String` per member on the hot path.
     mutating func readObjectRawKeys(
-        _ member: (UnsafeBufferPointer<UInt8>, inout JWSJSONReader) throws(JWSJSONError) -> Void
-    ) throws(JWSJSONError) {
+        _ member: (UnsafeBufferPointer<UInt8>, inout JSONValueReader) throws(JSONValueError) -> Void
+    ) throws(JSONValueError) {
         try expect(UInt8(ascii: "{"))
         depth += 1
         guard depth <= Self.maximumDepth else { throw fail("nesting deeper than \(Self.maximumDepth)") }
@@ -81,7 +81,7 @@ struct JWSJSONReader {
             } else {
                 let key = Array(try readString().utf8)
                 try expect(UInt8(ascii: ":"))
-                try key.withUnsafeBufferPointer { key throws(JWSJSONError) in try member(key, &self) }
+                try key.withUnsafeBufferPointer { key throws(JSONValueError) in try member(key, &self) }
             }
             switch try peek() {
             case UInt8(ascii: ","): index += 1
@@ -96,7 +96,7 @@ struct JWSJSONReader {
 
     /// A string without escapes, as its bytes in the input (checked like `readString`); nil, with
     /// nothing consumed, when it contains an escape.
-    private mutating func readPlainString() throws(JWSJSONError) -> UnsafeBufferPointer<UInt8>? {
+    private mutating func readPlainString() throws(JSONValueError) -> UnsafeBufferPointer<UInt8>? {
         let quote = index
         index += 1
         var union: UInt8 = 0
@@ -119,7 +119,7 @@ struct JWSJSONReader {
         throw fail("unterminated string")
     }
 
-    mutating func readArray(_ element: (inout JWSJSONReader) throws(JWSJSONError) -> Void) throws(JWSJSONError) {
+    mutating func readArray(_ element: (inout JSONValueReader) throws(JSONValueError) -> Void) throws(JSONValueError) {
         try expect(UInt8(ascii: "["))
         depth += 1
         guard depth <= Self.maximumDepth else { throw fail("nesting deeper than \(Self.maximumDepth)") }
@@ -148,7 +148,7 @@ struct JWSJSONReader {
         case object, array, string, number, bool, null
     }
 
-    mutating func peekKind() throws(JWSJSONError) -> Kind {
+    mutating func peekKind() throws(JSONValueError) -> Kind {
         switch try peek() {
         case UInt8(ascii: "{"): return .object
         case UInt8(ascii: "["): return .array
@@ -163,15 +163,15 @@ struct JWSJSONReader {
     static let linearDuplicateCheckLimit = 16
 
     /// Any value, as a tree.
-    mutating func readValue() throws(JWSJSONError) -> JWSJSON {
+    mutating func readValue() throws(JSONValueError) -> JSONValue {
         switch try peekKind() {
         case .object:
-            var members: [JWSJSON.Member] = []
+            var members: [JSONValue.Member] = []
             // Duplicates are found by comparing with the names so far while an object is small (the
             // tokens, bodies and answers we read have a dozen members at most), which costs less
             // than hashing every name; past that a set keeps the check linear.
             var names: Set<String>?
-            try readObject { key, reader throws(JWSJSONError) in
+            try readObject { key, reader throws(JSONValueError) in
                 let duplicate: Bool
                 if var seen = names {
                     names = nil
@@ -185,12 +185,12 @@ struct JWSJSONReader {
                     names = seen
                 }
                 guard !duplicate else { throw reader.fail("duplicate member name") }
-                members.append(JWSJSON.Member(key, try reader.readValue()))
+                members.append(JSONValue.Member(key, try reader.readValue()))
             }
             return .object(members)
         case .array:
-            var values: [JWSJSON] = []
-            try readArray { reader throws(JWSJSONError) in values.append(try reader.readValue()) }
+            var values: [JSONValue] = []
+            try readArray { reader throws(JSONValueError) in values.append(try reader.readValue()) }
             return .array(values)
         case .string: return .string(try readString())
         case .number: return try readNumber()
@@ -201,11 +201,11 @@ struct JWSJSONReader {
         }
     }
 
-    mutating func skipValue() throws(JWSJSONError) {
+    mutating func skipValue() throws(JSONValueError) {
         _ = try readValue()
     }
 
-    mutating func readBool() throws(JWSJSONError) -> Bool {
+    mutating func readBool() throws(JSONValueError) -> Bool {
         if try peek() == UInt8(ascii: "t") {
             try readLiteral("true")
             return true
@@ -214,7 +214,7 @@ struct JWSJSONReader {
         return false
     }
 
-    private mutating func readLiteral(_ literal: StaticString) throws(JWSJSONError) {
+    private mutating func readLiteral(_ literal: StaticString) throws(JSONValueError) {
         _ = try peek()
         let count = literal.utf8CodeUnitCount
         guard bytes.count - index >= count else { throw fail("expected \(literal)") }
@@ -226,7 +226,7 @@ struct JWSJSONReader {
     }
 
     /// A number per the RFC 8259 grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
-    mutating func readNumber() throws(JWSJSONError) -> JWSJSON {
+    mutating func readNumber() throws(JSONValueError) -> JSONValue {
         _ = try peek()
         let start = index
         var isInteger = true
@@ -287,7 +287,7 @@ struct JWSJSONReader {
 
     // MARK: Strings
 
-    mutating func readString() throws(JWSJSONError) -> String {
+    mutating func readString() throws(JSONValueError) -> String {
         try expect(UInt8(ascii: "\""))
         let start = index
         // Fast path: no escapes, which is every string in a real token; pure ASCII needs no
@@ -378,7 +378,7 @@ struct JWSJSONReader {
 
     /// `\uXXXX` (the `\u` already consumed), combining a surrogate pair; a lone surrogate is refused
     /// because it has no UTF-8 encoding.
-    private mutating func appendUnicodeEscape(to decoded: inout [UInt8]) throws(JWSJSONError) {
+    private mutating func appendUnicodeEscape(to decoded: inout [UInt8]) throws(JSONValueError) {
         var scalar = try readHex4()
         if (0xD800...0xDBFF).contains(scalar) {
             guard bytes.count - index >= 2, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
@@ -394,7 +394,7 @@ struct JWSJSONReader {
         decoded.append(contentsOf: UTF8.encode(unicode)!)
     }
 
-    private mutating func readHex4() throws(JWSJSONError) -> UInt32 {
+    private mutating func readHex4() throws(JSONValueError) -> UInt32 {
         guard bytes.count - index >= 4 else { throw fail("truncated \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
