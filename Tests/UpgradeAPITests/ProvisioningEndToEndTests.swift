@@ -125,6 +125,30 @@ struct ProvisioningEndToEndTests {
         for answer in [created, again, updated] { #expect(!Self.text(answer).contains(hash)) }
     }
 
+    @Test(
+        "PUT with TOTP and recovery codes: the same body again is skipped, a new secret updates",
+        arguments: Backend.all
+    )
+    func secondFactor(_ backend: Backend) async throws {
+        let harness = try Harness(backend)
+        let codes = [String(repeating: "1", count: 64), String(repeating: "2", count: 64)]
+        var body: [String: any Sendable] = [
+            "passwordHash": try Self.hash("pw"),
+            "totp": "otpauth://totp/Example:erin?secret=JBSWY3DPEHPK3PXP&issuer=Example",
+            "recoveryCodes": codes,
+        ]
+        #expect(try await harness.put("erin", body).status == 201)
+        let before = try await harness.audit().count
+        let again = try await harness.put("erin", body)
+        #expect(again.status == 200 && again["action"] == "skipped", "\(Self.text(again))")
+        #expect(try await harness.audit().count == before)
+
+        body["totp"] = "otpauth://totp/Example:erin?secret=KRSXG5CTMVRXEZLU&issuer=Example"
+        let rotated = try await harness.put("erin", body)
+        #expect(rotated.status == 200 && rotated["action"] == "updated")
+        #expect(!Self.text(rotated).contains("KRSXG5CTMVRXEZLU") && !Self.text(rotated).contains(codes[0]))
+    }
+
     @Test("a token without the provisioning scope gets 403, none 401, and nothing is written", arguments: Backend.all)
     func scope(_ backend: Backend) async throws {
         let harness = try Harness(backend)
