@@ -23,7 +23,7 @@ enum AdminTokensFileOption {
 struct AdminTokensAddCommand: CLICommand {
     static let path = ["admin", "tokens", "add"]
     static let summary = "create an admin bearer token; printed once, stored hashed (file created mode 0600)"
-    static let usage = "upgrade-cli admin tokens add NAME --scopes tickets,accounts,audit [--file PATH]"
+    static let usage = "upgrade-cli admin tokens add NAME --scopes tickets,accounts,audit,provisioning [--file PATH]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let file = try AdminTokensFileOption.path(&arguments)

@@ -58,11 +58,19 @@ extension StoreConformanceTests {
         #expect(stored.1 == run)
         #expect(stored.2 == nil)
         #expect(stored.3 == nil)
+        // The hashes of every code, used or not, as provisioning compares them.
+        let codes = [String(repeating: "a", count: 64), String(repeating: "b", count: 64)]
+        try db.store.write { tx in
+            try tx.insertRecoveryCodes(accountID: alice.id, codeHashes: codes)
+            #expect(try tx.consumeRecoveryCode(accountID: alice.id, codeHash: codes[0], now: 5))
+        }
+        #expect(try Set(db.store.read { try $0.recoveryCodeHashes(accountID: alice.id) }) == Set(["a", "b"] + codes))
         try db.store.write { tx in
             try tx.upsertAccountProfile(changed)
             try tx.upsertImportRun(finished)
             try tx.deleteRecoveryCodes(accountID: alice.id)
         }
+        #expect(try db.store.read { try $0.recoveryCodeHashes(accountID: alice.id) }.isEmpty)
         let updated = try db.store.read { tx in
             (
                 try tx.accountProfile(accountID: alice.id), try tx.importRun(id: "run-1"),

@@ -127,6 +127,9 @@ package struct JSONBody {
 
     func value(_ name: String) -> JSONValue? { members.first { $0.key == name }?.value }
 
+    /// The whole body, for an engine call that reads its fields itself (a provisioning row).
+    var object: JSONValue { .object(members) }
+
     /// Field names are echoed in errors; keep them short and printable.
     static func printable(_ text: String) -> String {
         let cleaned = text.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7f }.prefix(40)

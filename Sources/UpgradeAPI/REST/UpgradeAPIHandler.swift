@@ -10,7 +10,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case startPasswordChange, stepUpPasswordChange, cancelPasswordChange
         case signInNonce, signIn, credentialState, notification
         case searchAudit, accountOverview
-        case deleteAccount
+        case deleteAccount, provisionAccount, provisionBatch
         case health, ready, metrics
     }
 
@@ -25,6 +25,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     /// `DELETE /v1/admin/accounts/{username}`: the deletion, then one attempt at its revocation.
     let deletions: AccountDeletionService
     let revocations: AppleRevocationSender?
+    /// `PUT /v1/admin/accounts/{username}` and `POST /v1/admin/accounts/batch`.
+    let provisioning: AccountProvisioningService
     /// Pinged by `/readyz`.
     let store: any UpgradeStore
     let clock: @Sendable () -> Int64
@@ -46,6 +48,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         store: any UpgradeStore,
         auditCursors: AuditCursors,
         revocations: AppleRevocationSender? = nil,
+        appleClientID: String? = nil,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         metrics: Metrics = Metrics(),
         log: RequestLog = RequestLog(),
@@ -63,6 +66,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.auditCursors = auditCursors
         self.deletions = AccountDeletionService(store: store)
         self.revocations = revocations
+        // Provisioned Apple links record the first client id, as `accounts import` does by default.
+        self.provisioning = AccountProvisioningService(upgrades: upgrades, appleClientID: appleClientID)
         self.clock = clock
         self.metrics = metrics
         self.log = log
@@ -90,6 +95,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("GET", "/v1/admin/audit", .searchAudit)
         router.add("GET", "/v1/admin/accounts/{username}", .accountOverview)
         router.add("DELETE", "/v1/admin/accounts/{username}", .deleteAccount)
+        router.add("PUT", "/v1/admin/accounts/{username}", .provisionAccount)
+        router.add("POST", "/v1/admin/accounts/batch", .provisionBatch)
         router.add("GET", "/healthz", .health)
         router.add("GET", "/readyz", .ready)
         router.add("GET", "/metrics", .metrics)
@@ -196,6 +203,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case .searchAudit: return try searchAudit(request, now: now)
         case .accountOverview: return try accountOverview(request, username: parameters["username"], now: now)
         case .deleteAccount: return try deleteAccount(request, username: parameters["username"], now: now)
+        case .provisionAccount: return try provisionAccount(request, username: parameters["username"], now: now)
+        case .provisionBatch: return try provisionBatch(request, now: now)
         case .health: return Self.ok
         case .ready: return try ready()
         case .metrics: return scrape(now: now)

@@ -211,6 +211,7 @@ public final class UpgradeApplication: Sendable {
             store: store,
             auditCursors: AuditCursors(secrets: secrets),
             revocations: revocations,
+            appleClientID: settings.clientIDs.first,
             clock: clock,
             metrics: metrics,
             log: log,

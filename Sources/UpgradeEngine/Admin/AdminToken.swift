@@ -6,6 +6,8 @@ public enum AdminScope: String, Sendable, Hashable, CaseIterable, Comparable {
     case accounts
     /// Search the audit trail.
     case audit
+    /// Create and update accounts (`PUT /v1/admin/accounts/{username}`, `POST /v1/admin/accounts/batch`).
+    case provisioning
 
     public static func < (lhs: AdminScope, rhs: AdminScope) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

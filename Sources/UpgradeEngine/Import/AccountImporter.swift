@@ -49,6 +49,17 @@ public struct ImportSummary: Sendable, Equatable {
     public var rows: Int { created + updated + skipped + failed + alreadyCommitted }
 }
 
+/// Who writes an import's rows, which decides what its audit rows, profiles and reasons say.
+public enum ImportOrigin: Sendable, Equatable {
+    /// `accounts import`: rows are input lines; profiles record the import and line.
+    case file
+    /// `PUT /v1/admin/accounts/{username}` and `POST /v1/admin/accounts/batch` by the named admin
+    /// token: rows are a batch's indexes (line 1 is index 0), profiles keep what an import recorded,
+    /// and an existing account that already holds every value the row gives is `skipped`, unwritten
+    /// and unaudited, so sending the same row again changes nothing (docs/architecture.md §7.5).
+    case api(by: String)
+}
+
 /// How an import runs, besides its input.
 public struct AccountImportOptions: Sendable {
     /// The import's identity (`import_runs.id`): a hash of the input and the arguments that change
@@ -64,6 +75,8 @@ public struct AccountImportOptions: Sendable {
     /// Recorded on imported Apple links; rows with `appleSub` are refused without them.
     public var appleTeamID: String?
     public var appleClientID: String?
+    /// Who writes the rows: an import file, or the provisioning API.
+    public var origin: ImportOrigin = .file
 
     public init(runID: String, source: String) {
         self.runID = runID
@@ -213,6 +226,34 @@ public final class AccountImporter: Sendable {
         return summary
     }
 
+    /// Writes `rows` (lines from 1) in one transaction, without an import run's progress: the
+    /// provisioning API's rows, decided and written exactly as an import's batch.
+    public func write(_ rows: [ImportSourceRow], now: Int64) throws -> [ImportRowReport] {
+        let pending = rows.map { source in
+            Pending(
+                line: source.line,
+                typedUsername: (try? source.row.get().values[.username]) ?? nil,
+                row: source.row.flatMap { validator.validate($0) }
+            )
+        }
+        var ids = AccountIDGenerator()
+        ids.reserve(pending.count)
+        return try store.write { tx in
+            var writes = try BatchWrites(pending, in: tx, reference: reference)
+            var reports: [ImportRowReport] = []
+            for item in pending {
+                reports.append(try apply(item, in: tx, now: now, writes: &writes, ids: &ids))
+            }
+            try writes.write(in: tx, now: now)
+            return reports
+        }
+    }
+
+    /// How a reason names another row: its input line, or its index in a provisioning batch.
+    private func otherRow(_ line: Int64) -> String {
+        options.origin == .file ? "line \(line) in this file" : "index \(line - 1) in this batch"
+    }
+
     private static func read(_ reader: inout ImportReader) throws -> ImportSourceRow? {
         do {
             return try reader.next()
@@ -248,12 +289,13 @@ public final class AccountImporter: Sendable {
         }
 
         if let earlier = writes.takenUsernames[username] {
-            return report(.error, "username: duplicate of line \(earlier) in this file")
+            return report(.error, "username: duplicate of \(otherRow(earlier))")
         }
         var existing = writes.stored[username]
         var fromReference = false
         if let found = existing {
-            if let profile = try tx.accountProfile(accountID: found.id), profile.importRun == options.runID,
+            if options.origin == .file, let profile = try tx.accountProfile(accountID: found.id),
+                profile.importRun == options.runID,
                 let earlier = profile.importLine, earlier < item.line
             {
                 return report(.error, "username: duplicate of line \(earlier) in this file")
@@ -270,6 +312,10 @@ public final class AccountImporter: Sendable {
             let link =
                 try fromReference
                 ? reference?.read { try $0.appleLink(accountID: existing.id) } : tx.appleLink(accountID: existing.id)
+            if options.origin != .file, try isUnchanged(existing, link: link, by: row, in: tx) {
+                writes.takenUsernames[username] = item.line
+                return report(.skipped, "unchanged: the account already holds every value the row gives")
+            }
             guard existing.credentialKind == .password, link == nil else {
                 return report(.error, "username: the account signs in with Apple; an import does not change it")
             }
@@ -300,7 +346,7 @@ public final class AccountImporter: Sendable {
             line: item.line,
             kind: row.appleSub == nil ? .password : .appleOnly,
             now: now,
-            event: "account.imported",
+            event: options.origin == .file ? "account.imported" : "account.provisioned",
             into: &writes,
             ids: &ids
         )
@@ -318,12 +364,12 @@ public final class AccountImporter: Sendable {
     ) throws -> String? {
         let skeleton = username.skeleton
         if let earlier = writes.takenSkeletons[skeleton] {
-            return "username: looks like the username of line \(earlier) in this file (the same confusable skeleton)"
+            return "username: looks like the username of \(otherRow(earlier)) (the same confusable skeleton)"
         }
         let stored = (writes.storedBySkeleton[skeleton] ?? []).filter { !username.isStored(as: $0.username) }
         let found = stored.isEmpty ? writes.inReferenceBySkeleton[skeleton] ?? [] : stored
         guard let other = found.first else { return nil }
-        if !stored.isEmpty, let profile = try tx.accountProfile(accountID: other.id),
+        if options.origin == .file, !stored.isEmpty, let profile = try tx.accountProfile(accountID: other.id),
             profile.importRun == options.runID, let earlier = profile.importLine, earlier < line
         {
             return "username: looks like the username of line \(earlier) in this file (the same confusable skeleton)"
@@ -351,7 +397,7 @@ public final class AccountImporter: Sendable {
         writes.accounts.append(account)
         writes.takenUsernames[account.username] = line
         writes.takenSkeletons[row.username.skeleton] = line
-        var detail = ["line": String(line)]
+        var detail = auditDetail(line: line)
         writeCredentials(row, accountID: account.id, replacing: false, detail: &detail, into: &writes, now: now)
         if let sub = row.appleSub, let team = options.appleTeamID, let client = options.appleClientID {
             writes.appleLinks.append(
@@ -376,8 +422,8 @@ public final class AccountImporter: Sendable {
                 accountID: account.id,
                 email: row.email,
                 displayName: row.displayName,
-                importRun: options.runID,
-                importLine: line,
+                importRun: options.origin == .file ? options.runID : nil,
+                importLine: options.origin == .file ? line : nil,
                 updatedAt: now,
                 emailSource: row.email.map { _ in .import },
                 displayNameSource: row.displayName.map { _ in .import }
@@ -399,16 +445,18 @@ public final class AccountImporter: Sendable {
         into writes: inout BatchWrites
     ) throws {
         writes.takenUsernames[account.username] = line
-        var detail = ["line": String(line)]
+        var detail = auditDetail(line: line)
         writeCredentials(row, accountID: account.id, replacing: true, detail: &detail, into: &writes, now: now)
         let profile = try tx.accountProfile(accountID: account.id)
+        let isFile = options.origin == .file
         writes.profiles.append(
             AccountProfileRecord(
                 accountID: account.id,
                 email: row.email ?? profile?.email,
                 displayName: row.displayName ?? profile?.displayName,
-                importRun: options.runID,
-                importLine: line,
+                // Provisioning is no import: the profile keeps naming the import that wrote it, if any.
+                importRun: isFile ? options.runID : profile?.importRun,
+                importLine: isFile ? line : profile?.importLine,
                 updatedAt: now,
                 // What the row gives is the import's; what it leaves out keeps its value and source.
                 emailSource: row.email == nil ? profile?.emailSource : .import,
@@ -418,8 +466,65 @@ public final class AccountImporter: Sendable {
             )
         )
         writes.audit.append(
-            AuditEvent(at: now, accountID: account.id, upgradeID: nil, event: "account.import-updated", detail: detail)
+            AuditEvent(
+                at: now,
+                accountID: account.id,
+                upgradeID: nil,
+                event: isFile ? "account.import-updated" : "account.provision-updated",
+                detail: detail
+            )
         )
+    }
+
+    /// An audit row's start: the import line, or the batch index and the admin token that wrote it.
+    private func auditDetail(line: Int64) -> [String: String] {
+        switch options.origin {
+        case .file: ["line": String(line)]
+        case .api(let by): ["index": String(line - 1), "by": by]
+        }
+    }
+
+    /// Whether `account` already holds every value `row` gives: the same Apple `sub` (or none), the
+    /// same password hash, TOTP secret and parameters, recovery codes and profile fields. Fields the
+    /// row leaves out are kept by an update, so they cannot differ.
+    private func isUnchanged(
+        _ account: AccountRecord,
+        link: AppleLinkRecord?,
+        by row: ValidatedImportRow,
+        in tx: any StoreTransaction
+    ) throws -> Bool {
+        if let sub = row.appleSub {
+            guard let link, link.sub == sub else { return false }
+        } else if account.credentialKind != .password || link != nil {
+            return false
+        }
+        if let hash = row.passwordHash {
+            guard let stored = try tx.passwordCredential(accountID: account.id), stored.hash == hash.hash else {
+                return false
+            }
+        }
+        if let totp = row.totp {
+            guard let secrets = options.secrets, let stored = try tx.totpEnrollment(accountID: account.id),
+                stored.algorithm == totp.parameters.algorithm, stored.digits == totp.parameters.digits,
+                stored.period == totp.parameters.period,
+                let secret = try? secrets.open(
+                    stored.secretCiphertext,
+                    context: UpgradeService.totpContext(accountID: account.id)
+                ),
+                ConstantTime.equals(secret, totp.secret)
+            else { return false }
+        }
+        if !row.recoveryCodeHashes.isEmpty,
+            try Set(tx.recoveryCodeHashes(accountID: account.id)) != Set(row.recoveryCodeHashes)
+        {
+            return false
+        }
+        if row.email != nil || row.displayName != nil {
+            let profile = try tx.accountProfile(accountID: account.id)
+            if let email = row.email, profile?.email != email { return false }
+            if let name = row.displayName, profile?.displayName != name { return false }
+        }
+        return true
     }
 
     /// The row's credentials into `writes`, and what the audit row says of them into `detail`.

@@ -142,8 +142,14 @@ public struct ImportReader {
         } catch {
             return .failure(ImportRowError(field: nil, "not valid JSON (\(error.message) at byte \(error.offset))"))
         }
+        return parseJSONRow(json, what: "the line")
+    }
+
+    /// A parsed row: an object of the known fields, each a string (or, for `recoveryCodes`, an
+    /// array of strings) or null. `what` names the row in the refusal of anything else.
+    static func parseJSONRow(_ json: JSONValue, what: String) -> Result<ImportRawRow, ImportRowError> {
         guard let members = json.members else {
-            return .failure(ImportRowError(field: nil, "the line must be a JSON object"))
+            return .failure(ImportRowError(field: nil, "\(what) must be a JSON object"))
         }
         var row = ImportRawRow()
         // The parser already refuses a member name given twice.

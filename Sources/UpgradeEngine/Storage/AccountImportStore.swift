@@ -9,6 +9,8 @@ public protocol AccountImportStore {
     func accountProfile(accountID: String) throws(StorageError) -> AccountProfileRecord?
     /// Deletes the account's recovery codes, used or not, before an import replaces them.
     func deleteRecoveryCodes(accountID: String) throws(StorageError)
+    /// The hashes of the account's recovery codes, used or not: what a provisioning row is compared with.
+    func recoveryCodeHashes(accountID: String) throws(StorageError) -> [String]
     /// Stores every field of the run (the id names it), replacing any earlier state.
     func upsertImportRun(_ run: ImportRunRecord) throws(StorageError)
     func importRun(id: String) throws(StorageError) -> ImportRunRecord?

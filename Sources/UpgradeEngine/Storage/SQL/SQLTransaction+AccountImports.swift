@@ -34,6 +34,12 @@ extension SQLTransaction {
         try rows("DELETE FROM recovery_codes WHERE account_id = $1", [.text(accountID)])
     }
 
+    func recoveryCodeHashes(accountID: String) throws(StorageError) -> [String] {
+        try rows("SELECT code_hash FROM recovery_codes WHERE account_id = $1", [.text(accountID)]).compactMap {
+            $0[0].string
+        }
+    }
+
     func upsertImportRun(_ run: ImportRunRecord) throws(StorageError) {
         try rows(
             """
