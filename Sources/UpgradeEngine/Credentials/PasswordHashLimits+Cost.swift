@@ -20,8 +20,8 @@ extension PasswordHashLimits {
         static let shaCryptBlock = 0.30e-6
         /// One MD5 and one SHA-512 compression block of phpass and Drupal 7 (OpenSSL, one digest
         /// context reused), with the digest calls' overhead, which is most of a one-block iteration.
-        static let phpassMD5Block = 0.146e-6
-        static let drupalSHA512Block = 0.23e-6
+        static let phpassMD5Block = 0.115e-6
+        static let drupalSHA512Block = 0.20e-6
     }
 
     /// What one check against the costliest hash these limits admit costs, per format family, in CPU
