@@ -102,6 +102,22 @@ struct CostliestHash: Sendable {
                 )
             )
         }
+        // At the top cost, the longest password it is checked for: the work of a 64-byte one.
+        let costCharacters = Array("./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+        let phpassCost = min(limits.phpassCost.upperBound, 30)
+        let drupalCost = min(limits.drupalCost.upperBound, 30)
+        hashes += [
+            CostliestHash(
+                name: "phpass cost \(phpassCost), 103-byte password",
+                hash: "$P$\(costCharacters[phpassCost])t4UiB4G0H4GJ3P5V8AcDSaKMG.LrG0",
+                password: password(bytes: 103)
+            ),
+            CostliestHash(
+                name: "Drupal 7 cost \(drupalCost), 175-byte password",
+                hash: "$S$\(costCharacters[drupalCost])H6Az79vdu3TDuYnIMNhvOZauIMVgdDnlo4ebLjuW9F3FSJWM6pu",
+                password: password(bytes: 175)
+            ),
+        ]
         hashes.append(
             CostliestHash(
                 name: "LDAP {SSHA512}, \(longest.utf8.count)-byte password",

@@ -47,6 +47,7 @@ static inline EVP_PKEY *copenssl_ec_generate(const char *curve) { return EVP_PKE
 // come from static C storage too.
 static inline const char *copenssl_name_rsa(void) { return "RSA"; }
 static inline const char *copenssl_name_ec(void) { return "EC"; }
+static inline const char *copenssl_name_md5(void) { return "MD5"; }
 static inline const char *copenssl_name_sha1(void) { return "SHA1"; }
 static inline const char *copenssl_name_sha256(void) { return "SHA256"; }
 static inline const char *copenssl_name_sha512(void) { return "SHA512"; }

@@ -35,6 +35,12 @@ struct CLITests {
         #expect(outOfBounds.status == 2)
         #expect(outOfBounds.stderr.contains("cost = 31"))
         #expect(try runCLI(["password", "verify", "--hash", "{SSHA}abcdef"], stdin: "pw").status == 2)
+        let phpass = try runCLI(
+            ["password", "verify", "--hash", "$P$Ssaltsalt" + String(repeating: ".", count: 22)],
+            stdin: "pw"
+        )
+        #expect(phpass.status == 2)
+        #expect(phpass.stderr.contains("PasswordHashLimits.phpassCost"))
         #expect(try runCLI(["password", "verify"], stdin: "pw").status == 2)
     }
 

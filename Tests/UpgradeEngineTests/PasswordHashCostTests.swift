@@ -101,6 +101,30 @@ struct PasswordHashCostTests {
             refused: "$y$/CT/1\(yescryptBody)",
             limit: "yescryptMaxWorkBytes"
         ),
+        Bound(
+            label: "phpass cost 20 / 21",
+            admitted: "$P$Isaltsalt" + String(repeating: ".", count: 22),
+            refused: "$P$Jsaltsalt" + String(repeating: ".", count: 22),
+            limit: "phpassCost"
+        ),
+        Bound(
+            label: "Drupal 7 cost 19 / 20",
+            admitted: "$S$Hsaltsalt" + String(repeating: ".", count: 43),
+            refused: "$S$Isaltsalt" + String(repeating: ".", count: 43),
+            limit: "drupalCost"
+        ),
+        Bound(
+            label: "Django bcrypt_sha256 cost 13 / 14",
+            admitted: "bcrypt_sha256$$2b$13$\(bcryptBody)",
+            refused: "bcrypt_sha256$$2b$14$\(bcryptBody)",
+            limit: "bcryptCost"
+        ),
+        Bound(
+            label: "Django argon2id 160 MiB × 2 / × 3",
+            admitted: "argon2$argon2id$v=19$m=163840,t=2,p=8$\(salt)$\(digest32)",
+            refused: "argon2$argon2id$v=19$m=163840,t=3,p=8$\(salt)$\(digest32)",
+            limit: "argon2MaxWorkKiB"
+        ),
     ]
 
     let verifier = PasswordVerifier()

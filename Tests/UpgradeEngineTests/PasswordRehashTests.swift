@@ -60,6 +60,13 @@ struct PasswordRehashTests {
         let before = try h.store.read { try $0.passwordCredential(accountID: current.id) }
         _ = try h.service.start(username: "current", password: "pw", serviceIdentifier: "s", now: now)
         #expect(try h.store.read { try $0.passwordCredential(accountID: current.id) } == before)
+
+        // Django's `argon2$` before a hash with the current parameters: rewritten as a plain PHC string.
+        let plain = try PasswordHasher(parameters: UpgradeHarness.fastHash).hash(password: "pw")
+        let django = try h.addAccount("django", password: "pw", storedHash: "argon2" + plain)
+        _ = try h.service.start(username: "django", password: "pw", serviceIdentifier: "s", now: now)
+        let rewritten = try #require(try h.store.read { try $0.passwordCredential(accountID: django.id) })
+        #expect(rewritten.hash.hasPrefix("$argon2id$v=19$"))
     }
 }
 

@@ -9,12 +9,13 @@ struct PasswordVerifierTests {
     @Test("the fixture file is present and covers every format and scheme")
     func fixtureFileIsComplete() throws {
         let entries = PasswordFixtures.entries
-        #expect(entries.count == 84)
+        #expect(entries.count == 105)
         #expect(Set(entries.map(\.format)) == Set(PasswordHashFormat.allCases.map(\.rawValue)))
         let schemes: Set<String> = [
             "$2a$", "$2b$", "$2y$", "$argon2id$", "$argon2i$", "$scrypt$", "$7$", "pbkdf2_sha256$", "pbkdf2_sha1$",
             "$pbkdf2$", "$pbkdf2-sha256$", "$pbkdf2-sha512$", "$6$", "$5$", "$1$", "$y$", "{SSHA}", "{SSHA256}",
-            "{SSHA512}", "{CRYPT}$6$", "{CRYPT}$1$", "{CRYPT}$2b$", "{CRYPT}$y$",
+            "{SSHA512}", "{CRYPT}$6$", "{CRYPT}$1$", "{CRYPT}$2b$", "{CRYPT}$y$", "$P$", "$H$", "$S$", "bcrypt_sha256$",
+            "argon2$argon2id$",
         ]
         #expect(Set(entries.map(\.scheme)) == schemes)
         #expect(entries.contains { $0.password.isEmpty }, "an empty password is covered")
@@ -52,6 +53,41 @@ struct PasswordVerifierTests {
         #expect(entry.password.utf8.count > 72)
         #expect(try verifier.verify(password: entry.password + "anything", encodedHash: entry.hash))
         #expect(try !verifier.verify(password: String(entry.password.prefix(71)), encodedHash: entry.hash))
+    }
+
+    @Test("Django's bcrypt_sha256 checks the whole password, NUL bytes and all, where plain bcrypt stops at 72 bytes")
+    func bcryptSHA256Prehash() throws {
+        let entries = PasswordFixtures.entries.filter { $0.scheme == "bcrypt_sha256$" }
+        let long = try #require(entries.first { $0.password.utf8.count > 72 })
+        #expect(try verifier.verify(password: long.password, encodedHash: long.hash))
+        #expect(try !verifier.verify(password: String(long.password.prefix(72)), encodedHash: long.hash))
+        #expect(try !verifier.verify(password: long.password + "anything", encodedHash: long.hash))
+        let entry = try #require(entries.first { !$0.password.isEmpty })
+        #expect(try !verifier.verify(password: entry.password + "\0", encodedHash: entry.hash))
+        // The stored bcrypt hash is of the hex digest: the digest itself is not the password.
+        let hex = Digest.sha256(entry.password).hexString
+        #expect(try !verifier.verify(password: hex, encodedHash: entry.hash))
+        #expect(try verifier.verify(password: hex, encodedHash: String(entry.hash.dropFirst("bcrypt_sha256$".count))))
+    }
+
+    @Test("phpass and Drupal hashes check long passwords at low costs and refuse them at the top cost before hashing")
+    func phpassPasswordLength() throws {
+        let wordpress = try #require(PasswordFixtures.entries.first { $0.scheme == "$P$" })
+        #expect(try !verifier.verify(password: String(repeating: "p", count: 1024), encodedHash: wordpress.hash))
+        let top = "$P$I" + String(wordpress.hash.dropFirst(4))
+        #expect(try !verifier.verify(password: String(repeating: "p", count: 103), encodedHash: top))
+        let error = #expect(throws: PasswordHashError.self) {
+            try verifier.verify(password: String(repeating: "p", count: 104), encodedHash: top)
+        }
+        #expect(error?.code == .invalidPassword)
+        #expect(error?.message.contains("phpassCost") == true)
+        // Drupal itself refuses passwords over 512 bytes, whatever the cost.
+        let drupal = try #require(PasswordFixtures.entries.first { $0.scheme == "$S$" })
+        #expect(try !verifier.verify(password: String(repeating: "p", count: 512), encodedHash: drupal.hash))
+        let tooLong = #expect(throws: PasswordHashError.self) {
+            try verifier.verify(password: String(repeating: "p", count: 513), encodedHash: drupal.hash)
+        }
+        #expect(tooLong?.code == .invalidPassword)
     }
 
     @Test("many verifications at once on many threads give the same answers")

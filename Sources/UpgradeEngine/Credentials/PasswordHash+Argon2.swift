@@ -15,8 +15,10 @@ extension PasswordHash {
         let parallelism: Int
         let salt: [UInt8]
         let hash: [UInt8]
+        /// `argon2` for Django's `argon2$argon2id$…`, which puts its algorithm name before the PHC string.
+        var prefix = ""
 
-        var scheme: String { variant == .id ? "$argon2id$" : "$argon2i$" }
+        var scheme: String { prefix + (variant == .id ? "$argon2id$" : "$argon2i$") }
 
         var inspection: PasswordHashInspection {
             PasswordHashInspection(
@@ -50,14 +52,18 @@ extension PasswordHash {
         }
     }
 
+    /// With `django`, Django's `argon2$` before the PHC string (argon2-cffi's, salt and hash unpadded
+    /// base64 as everywhere), checked with the same bounds.
     static func parseArgon2(
         _ bytes: [UInt8],
         variant: Argon2.Variant,
+        django: Bool = false,
         limits: PasswordHashLimits
     )
         throws(PasswordHashError) -> PasswordHash
     {
-        let scheme = variant == .id ? "$argon2id$" : "$argon2i$"
+        let prefix = django ? "argon2" : ""
+        let scheme = prefix + (variant == .id ? "$argon2id$" : "$argon2i$")
         var fields = fields(bytes, after: scheme)
         var version: UInt32 = 0x10
         if let first = fields.first, first.starts(with: "v=".utf8) {
@@ -102,9 +108,18 @@ extension PasswordHash {
                 iterations: t,
                 parallelism: p,
                 salt: salt,
-                hash: hash
+                hash: hash,
+                prefix: prefix
             )
         )
+    }
+
+    static func parseDjangoArgon2(
+        _ bytes: [UInt8],
+        _ variant: Argon2.Variant,
+        limits: PasswordHashLimits
+    ) throws(PasswordHashError) -> PasswordHash {
+        try parseArgon2(bytes, variant: variant, django: true, limits: limits)
     }
 
     /// Shared with `PasswordHasher`, so it can never create a hash the verifier would refuse.

@@ -231,3 +231,35 @@ extension PasswordHash {
         return values
     }
 }
+
+// MARK: - Django's bcrypt_sha256
+
+extension PasswordHash {
+    /// Django's `bcrypt_sha256$` followed by a whole bcrypt hash (`$2b$` from current Django, `$2a$`
+    /// from older bcrypt libraries), bounded as bcrypt. Django hashes the lowercase hex SHA-256 of
+    /// the password, 64 bytes, so bcrypt's 72-byte cut never applies and any password can be checked.
+    static func parseDjangoBcryptSHA256(
+        _ bytes: [UInt8],
+        limits: PasswordHashLimits
+    ) throws(PasswordHashError)
+        -> PasswordHash
+    {
+        let prefix = "bcrypt_sha256$"
+        let inner = Array(bytes.dropFirst(prefix.utf8.count))
+        guard let innerScheme = ["$2b$", "$2a$", "$2y$"].first(where: { inner.starts(with: $0.utf8) }) else {
+            throw .malformed(prefix, "the value after bcrypt_sha256$ must be a bcrypt hash ($2b$, $2a$ or $2y$)")
+        }
+        guard case .libxcrypt(let hash) = try parseBcrypt(inner, scheme: prefix + innerScheme, limits: limits) else {
+            throw .malformed(prefix, "the value after bcrypt_sha256$ is not a bcrypt hash")
+        }
+        return .bcryptSHA256(
+            Libxcrypt(
+                format: .bcryptSHA256,
+                scheme: prefix,
+                libxcryptScheme: innerScheme,
+                costDescription: hash.costDescription,
+                encoded: hash.encoded
+            )
+        )
+    }
+}

@@ -11,6 +11,10 @@ enum PasswordHash: Sendable {
     case pbkdf2(PBKDF2)
     /// OpenLDAP's `{SSHA}`, `{SSHA256}` and `{SSHA512}`.
     case saltedSHA(SaltedSHA)
+    /// phpass (`$P$`, `$H$`) and Drupal 7 (`$S$`).
+    case phpass(Phpass)
+    /// Django's `bcrypt_sha256$`: the bcrypt hash checked with the hex SHA-256 of the password.
+    case bcryptSHA256(Libxcrypt)
 
     init(parsing encoded: String, limits: PasswordHashLimits) throws(PasswordHashError) {
         // The scheme is told by a short prefix, so even a huge value is classified without copying it.
@@ -27,7 +31,8 @@ enum PasswordHash: Sendable {
                     + "argon2id or argon2i PHC ($argon2id$), scrypt ($scrypt$, $7$), PBKDF2 (pbkdf2_sha256$, "
                     + "pbkdf2_sha1$, $pbkdf2$, $pbkdf2-sha256$, $pbkdf2-sha512$), sha512-crypt ($6$), "
                     + "sha256-crypt ($5$), md5-crypt ($1$), yescrypt ($y$) or LDAP ({SSHA}, {SSHA256}, {SSHA512}, "
-                    + "{CRYPT} with a crypt hash); convert the export to one of these "
+                    + "{CRYPT} with a crypt hash), phpass ($P$, $H$), Drupal 7 ($S$) "
+                    + "or Django's bcrypt_sha256$ and argon2$; convert the export to one of these "
                     + "or have the user reset the password"
             )
         }
@@ -85,6 +90,13 @@ enum PasswordHash: Sendable {
         ("{SSHA256}", { b, _ throws(PasswordHashError) in try parseSaltedSHA(b, scheme: "{SSHA256}", .sha256) }),
         ("{SSHA512}", { b, _ throws(PasswordHashError) in try parseSaltedSHA(b, scheme: "{SSHA512}", .sha512) }),
         ("{CRYPT}", { b, l throws(PasswordHashError) in try parseLDAPCrypt(b, limits: l) }),
+        ("$P$", { b, l throws(PasswordHashError) in try parsePhpass(b, scheme: "$P$", limits: l) }),
+        ("$H$", { b, l throws(PasswordHashError) in try parsePhpass(b, scheme: "$H$", limits: l) }),
+        ("$S$", { b, l throws(PasswordHashError) in try parsePhpass(b, scheme: "$S$", limits: l) }),
+        ("bcrypt_sha256$", { b, l throws(PasswordHashError) in try parseDjangoBcryptSHA256(b, limits: l) }),
+        ("argon2$argon2id$", { b, l throws(PasswordHashError) in try parseDjangoArgon2(b, .id, limits: l) }),
+        ("argon2$argon2i$", { b, l throws(PasswordHashError) in try parseDjangoArgon2(b, .i, limits: l) }),
+        ("argon2$argon2d$", { _, _ throws(PasswordHashError) in throw unsupported("argon2$argon2d$", argon2dNote) }),
     ]
 
     private static let bcryptBugNote =
@@ -106,6 +118,8 @@ enum PasswordHash: Sendable {
         case .scrypt(let hash): return hash.inspection
         case .pbkdf2(let hash): return hash.inspection
         case .saltedSHA(let hash): return hash.inspection
+        case .phpass(let hash): return hash.inspection
+        case .bcryptSHA256(let hash): return hash.inspection
         }
     }
 
@@ -118,6 +132,11 @@ enum PasswordHash: Sendable {
         case .scrypt(let hash): return try hash.verify(password: password)
         case .pbkdf2(let hash): return try hash.verify(password: password)
         case .saltedSHA(let hash): return hash.verify(password: password)
+        case .phpass(let hash): return try hash.verify(password: password)
+        case .bcryptSHA256(let hash):
+            var prehashed = Array(Digest.sha256(password).hexString.utf8)
+            defer { PasswordKDF.wipe(&prehashed) }
+            return try hash.verify(password: prehashed)
         }
     }
 }

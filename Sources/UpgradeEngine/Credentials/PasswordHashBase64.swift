@@ -125,4 +125,23 @@ enum PasswordHashBase64 {
         }
         return out
     }
+
+    /// The crypt(3) alphabet, in value order.
+    static let cryptAlphabet = Array("./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+
+    /// crypt(3)'s base64, the inverse of `decodeCrypt`: phpass and Drupal compare their hashes in it
+    /// (Drupal keeps only a prefix of the encoding).
+    static func encodeCrypt(_ bytes: [UInt8]) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index < bytes.count {
+            let chunk = bytes[index..<min(index + 3, bytes.count)]
+            var value: UInt32 = 0
+            for (position, byte) in chunk.enumerated() { value |= UInt32(byte) << UInt32(8 * position) }
+            for position in 0...chunk.count { out.append(cryptAlphabet[Int((value >> UInt32(6 * position)) & 0x3f)]) }
+            index += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }

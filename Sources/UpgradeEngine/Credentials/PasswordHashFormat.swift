@@ -30,4 +30,11 @@ public enum PasswordHashFormat: String, Sendable, Hashable, CaseIterable, Codabl
     case ldapSSHA256 = "ldap-ssha256"
     /// OpenLDAP salted SHA-512, `{SSHA512}`. Weak, accepted only to move off it.
     case ldapSSHA512 = "ldap-ssha512"
+    /// phpass's portable hashes, WordPress's `$P$` and phpBB's `$H$`: MD5 iterated 2^cost times
+    /// (OpenSSL). Weak, accepted only so such accounts can move off it.
+    case phpass
+    /// Drupal 7's `$S$`: phpass's construction with SHA-512, truncated to 55 characters (OpenSSL).
+    case drupal7
+    /// Django's `bcrypt_sha256$`: bcrypt (libxcrypt) of the lowercase hex SHA-256 of the password.
+    case bcryptSHA256 = "bcrypt-sha256"
 }

@@ -18,6 +18,10 @@ extension PasswordHashLimits {
         /// One SHA-2 compression block of sha-crypt (libxcrypt's own SHA-2; short rounds cost a
         /// little more per block than long ones, and this is the short rounds' figure).
         static let shaCryptBlock = 0.30e-6
+        /// One MD5 and one SHA-512 compression block of phpass and Drupal 7 (OpenSSL, one digest
+        /// context reused), with the digest calls' overhead, which is most of a one-block iteration.
+        static let phpassMD5Block = 0.115e-6
+        static let drupalSHA512Block = 0.20e-6
     }
 
     /// What one check against the costliest hash these limits admit costs, per format family, in CPU
@@ -41,8 +45,17 @@ extension PasswordHashLimits {
             ("PBKDF2-SHA1 / SHA256", Double(pbkdf2Iterations.upperBound) * ReferenceCost.pbkdf2Iteration),
             ("PBKDF2-SHA512", Double(pbkdf2SHA512Iterations.upperBound) * ReferenceCost.pbkdf2SHA512Iteration),
             ("sha512-crypt / sha256-crypt", shaCrypt),
+            ("phpass", phpassWork(.md5, phpassCost) * ReferenceCost.phpassMD5Block),
+            ("Drupal 7", phpassWork(.drupalSHA512, drupalCost) * ReferenceCost.drupalSHA512Block),
         ]
         return estimates.map { ($0.0, .milliseconds(Int64(($0.1 * 1000).rounded(.up)))) }
+    }
+
+    /// Compression blocks of the costliest admitted phpass or Drupal check: the top cost's
+    /// iterations over a password of the admitted length (longer ones are refused at lower costs).
+    private func phpassWork(_ variant: PasswordHash.Phpass.Variant, _ cost: ClosedRange<Int>) -> Double {
+        Double(1 << min(cost.upperBound, 30))
+            * Double(PasswordHash.phpassBlocks(variant, passwordBytes: PasswordHash.phpassAdmittedPasswordBytes))
     }
 
     /// The costliest of `costliestChecks`: about 0.48 s with the defaults.

@@ -104,6 +104,20 @@ public struct PasswordHashLimits: Sendable, Hashable {
     /// against it is refused before any hashing, as a password the hash cannot check.
     public var shaCryptMaxBlocks: Int = 1_600_000
 
+    /// phpass cost (WordPress `$P$`, phpBB `$H$`), the base-2 logarithm of the MD5 iterations
+    /// (default 7...20; phpass itself accepts 7...30). WordPress stores 13 (`$P$B`), phpBB 11
+    /// (`$H$9`), passlib 19. Each iteration hashes the password again, so the work grows with its
+    /// length too: a hash at the top cost is checked for passwords up to 103 bytes (the work of a
+    /// 64-byte one), and each step down doubles the length allowed; a longer password is refused
+    /// before any hashing.
+    public var phpassCost: ClosedRange<Int> = 7...20
+
+    /// Drupal 7 cost (`$S$`), the base-2 logarithm of the SHA-512 iterations (default 7...19;
+    /// Drupal accepts 7...30). Drupal 7 stores 15 (`$S$D`), later versions 16 (`$S$E`). A hash at
+    /// the top cost is checked for passwords up to 175 bytes, each step down doubling that, and
+    /// never beyond Drupal's own 512.
+    public var drupalCost: ClosedRange<Int> = 7...19
+
     /// The password length every admitted sha-crypt hash can be checked for.
     public static let shaCryptAdmittedPasswordBytes = 64
 

@@ -104,7 +104,9 @@ public struct PasswordHasher: Sendable {
     /// is replaced after the password's next successful check.
     public func isCurrent(_ encodedHash: String) -> Bool {
         guard case .argon2(let hash) = try? PasswordHash(parsing: encodedHash, limits: limits) else { return false }
-        return hash.variant == .id && hash.version == 0x13 && hash.memoryKiB == parameters.memoryKiB
+        // Django's `argon2$…` is rewritten as the plain PHC string this hasher writes.
+        return hash.prefix.isEmpty && hash.variant == .id && hash.version == 0x13
+            && hash.memoryKiB == parameters.memoryKiB
             && hash.iterations == parameters.iterations && hash.parallelism == parameters.parallelism
             && hash.salt.count == parameters.saltLength && hash.hash.count == parameters.hashLength
     }

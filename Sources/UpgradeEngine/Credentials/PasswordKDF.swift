@@ -182,6 +182,46 @@ enum PasswordKDF {
         return out
     }
 
+    /// phpass's iterated digest: `h = D(salt ‖ password)`, then `iterations` times
+    /// `h = D(h ‖ password)`, with one digest context reused throughout.
+    static func phpass(
+        _ md: OpaquePointer,
+        password: [UInt8],
+        salt: [UInt8],
+        iterations: Int
+    ) throws(PasswordHashError) -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else {
+            throw PasswordHashError(.internalFailure, "OpenSSL could not allocate a digest context")
+        }
+        defer { EVP_MD_CTX_free(context) }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MD_get_size(md)))
+        var length: UInt32 = 0
+        var ok = true
+        password.withUnsafeBytes { passwordBytes in
+            digest.withUnsafeMutableBytes { digestBytes in
+                let out = digestBytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                func step(_ first: UnsafeRawBufferPointer) {
+                    ok =
+                        ok && EVP_DigestInit_ex2(context, md, nil) == 1
+                        && EVP_DigestUpdate(context, first.baseAddress, first.count) == 1
+                        && EVP_DigestUpdate(context, passwordBytes.baseAddress, passwordBytes.count) == 1
+                        && EVP_DigestFinal_ex(context, out, &length) == 1
+                }
+                salt.withUnsafeBytes { step($0) }
+                // EVP_DigestUpdate has consumed the previous digest before EVP_DigestFinal_ex
+                // overwrites it, so the buffer is its own input.
+                let previous = UnsafeRawBufferPointer(digestBytes)
+                for _ in 0..<iterations where ok { step(previous) }
+            }
+        }
+        guard ok else {
+            wipe(&digest)
+            let details = OpenSSLError.drainQueue().joined(separator: "; ")
+            throw PasswordHashError(.internalFailure, "OpenSSL digest failed: \(details)")
+        }
+        return digest
+    }
+
     /// Overwrites a buffer that held a password or derived key, in a way the optimiser may not drop.
     static func wipe<T>(_ buffer: inout [T]) {
         buffer.withUnsafeMutableBytes { bytes in

@@ -17,6 +17,8 @@ enum EVPKeySupport {
         let cipher: OpaquePointer
     }
 
+    /// Only for phpass hashes (`PasswordHash.Phpass`), which are made of iterated MD5.
+    static let md5 = fetchDigest(copenssl_name_md5(), "MD5")
     static let sha1 = fetchDigest(copenssl_name_sha1(), "SHA-1")
     static let sha256 = fetchDigest(copenssl_name_sha256(), "SHA-256")
     static let sha512 = fetchDigest(copenssl_name_sha512(), "SHA-512")

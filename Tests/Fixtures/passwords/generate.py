@@ -20,6 +20,12 @@ Where a second independent implementation exists, the generator cross-checks aga
     yescrypt $y$      pyescrypt (Openwall's reference yescrypt,  (none: no other implementation
                       compiled into the package)                 exists; libxcrypt's is the same
                                                                  upstream code, built separately)
+    phpass $P$ $H$    passlib phpass (pure Python)               phpass_reference below (hashlib)
+    Drupal 7 $S$      drupal7_reference below, written from      (none: passlib has no Drupal 7
+                      Drupal's password.inc (hashlib)            handler)
+    Django            Django's hashers as Django writes them:    bcrypt.checkpw / argon2-cffi verify
+    bcrypt_sha256$,   pyca/bcrypt of the hex SHA-256; argon2-
+    argon2$           cffi hash_secret with Django's prefix
 
 The PasswordHasher vectors are argon2-cffi hashes with a FIXED salt: the tests hash the same password
 and salt and must produce the identical PHC string.
@@ -241,6 +247,66 @@ def ldap_fixtures(existing):
 
 for entry in ldap_fixtures(fixtures):
     add(*entry)
+
+# --- phpass, Drupal 7, Django bcrypt_sha256 and argon2 (appended, so earlier entries keep their index) ---
+ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def itoa64_encode(data):
+    """phpass's encode64 (also Drupal's _password_base64_encode): little-endian groups of 3 bytes."""
+    out = ""
+    for i in range(0, len(data), 3):
+        chunk = data[i : i + 3]
+        value = int.from_bytes(chunk, "little")
+        for position in range(len(chunk) + 1):
+            out += ITOA64[(value >> (6 * position)) & 0x3F]
+    return out
+
+
+def phpass_reference(algorithm, password, setting):
+    """phpass's crypt_private and Drupal 7's _password_crypt: the same loop, Drupal cuts to 55."""
+    count = 1 << ITOA64.index(setting[3])
+    salt = setting[4:12].encode()
+    digest = hashlib.new(algorithm, salt + password).digest()
+    for _ in range(count):
+        digest = hashlib.new(algorithm, digest + password).digest()
+    out = setting[:12] + itoa64_encode(digest)
+    return out[:55] if algorithm == "sha512" else out
+
+
+for i, pw in enumerate(PASSWORDS):
+    for ident in ("$P$", "$H$"):
+        rounds = 7 + (i + (ident == "$H$")) % 4
+        h = ph.phpass.using(ident=ident, rounds=rounds).hash(pw)
+        assert phpass_reference("md5", pw.encode(), h) == h
+        add("phpass", ident, pw, h, "passlib 1.7.4 phpass, ident %s (checked with a reference phpass)" % ident)
+
+for i, pw in enumerate(PASSWORDS):
+    setting = "$S$" + ITOA64[7 + i % 3] + itoa64_encode(os.urandom(6))
+    h = phpass_reference("sha512", pw.encode(), setting)
+    assert len(h) == 55
+    add("drupal7", "$S$", pw, h, "Drupal 7 password.inc _password_crypt, written with hashlib sha512")
+
+for i, pw in enumerate(PASSWORDS):
+    # django.contrib.auth.hashers.BCryptSHA256PasswordHasher.encode
+    prehashed = hashlib.sha256(pw.encode()).hexdigest().encode()
+    data = bcrypt.hashpw(prehashed, bcrypt.gensalt(4 + i % 2))
+    h = "bcrypt_sha256$" + data.decode("ascii")
+    assert bcrypt.checkpw(prehashed, data)
+    add("bcrypt-sha256", "bcrypt_sha256$", pw, h, "Django BCryptSHA256PasswordHasher with pyca/bcrypt %s" % bcrypt.__version__)
+# The prehash makes every byte count: a 100-byte password, whose 72-byte prefix must not verify.
+h = "bcrypt_sha256$" + bcrypt.hashpw(hashlib.sha256(long_pw.encode()).hexdigest().encode(), bcrypt.gensalt(4)).decode()
+add("bcrypt-sha256", "bcrypt_sha256$", long_pw, h, "Django BCryptSHA256PasswordHasher, 100-byte password")
+
+for i, pw in enumerate(PASSWORDS):
+    # django.contrib.auth.hashers.Argon2PasswordHasher.encode: argon2-cffi's PHC string after "argon2";
+    # Django's salt is 22 random letters and digits, hashed as its ASCII bytes.
+    salt = "".join(ITOA64[2 + b % 62] for b in os.urandom(22))
+    m, t, p = (1024, 2, 8) if i % 2 == 0 else (2048, 1, 2)
+    data = argon2.low_level.hash_secret(pw.encode(), salt.encode(), t, m, p, 32, argon2.low_level.Type.ID).decode()
+    h = "argon2" + data
+    assert argon2.PasswordHasher().verify(h[len("argon2"):], pw)
+    add("argon2id", "argon2$argon2id$", pw, h, "Django Argon2PasswordHasher with argon2-cffi %s" % argon2.__version__)
 
 # --- PasswordHasher vectors: argon2-cffi with a fixed salt -------------------------------------------
 hasher_vectors = []
