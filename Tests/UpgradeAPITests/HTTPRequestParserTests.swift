@@ -347,6 +347,33 @@ struct HTTPRequestParserTests {
         #expect(error.status == 413)
     }
 
+    @Test("a route with its own body limit takes more; the others, and its other methods, keep the default")
+    func bodyLimitByRoute() {
+        var limits = HTTPRequestParser.Limits(maxBodyBytes: 10)
+        limits.maxBodyBytesByRoute = ["POST /batch": 20]
+        func status(_ line: String, length: Int, chunked: Bool = false) -> Int? {
+            var parser = HTTPRequestParser(limits: limits)
+            let body = String(repeating: "a", count: length)
+            let framing =
+                chunked
+                ? "Transfer-Encoding: chunked\r\n\r\n\(String(length, radix: 16))\r\n\(body)\r\n0\r\n\r\n"
+                : "Content-Length: \(length)\r\n\r\n\(body)"
+            parser.append(Self.bytes("\(line) HTTP/1.1\r\nHost: x\r\n\(framing)"))
+            switch parser.next() {
+            case .request: return 200
+            case .failure(let error): return error.status
+            default: return nil
+            }
+        }
+        #expect(status("POST /batch", length: 20) == 200)
+        #expect(status("POST /batch?x=1", length: 20, chunked: true) == 200)
+        #expect(status("POST /batch", length: 21) == 413)
+        #expect(status("POST /batch", length: 21, chunked: true) == 413)
+        #expect(status("POST /other", length: 11) == 413)
+        #expect(status("PUT /batch", length: 11) == 413)
+        #expect(status("POST /other", length: 10) == 200)
+    }
+
     @Test("after a failure nothing more is yielded and later bytes are dropped")
     func failureIsFinal() {
         var parser = HTTPRequestParser()

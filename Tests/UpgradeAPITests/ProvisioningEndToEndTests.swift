@@ -262,4 +262,22 @@ struct ProvisioningEndToEndTests {
         #expect((refused["detail"] ?? "").contains("1000"))
         #expect(try harness.storedHash("u0") == nil)
     }
+
+    @Test(
+        "batch: 1000 rows with argon2id hashes (well over 64 KiB) fit the route's own body limit",
+        arguments: Backend.all
+    )
+    func fullBatch(_ backend: Backend) async throws {
+        let harness = try Harness(backend)
+        let hash = try PasswordHasher().hash(password: "pw-full")
+        let rows = (0..<1000).map {
+            ["username": "full\($0)", "passwordHash": hash, "email": "full\($0)@example.com"] as [String: any Sendable]
+        }
+        let answer = try await harness.batch(rows)
+        #expect(answer.status == 200, "\(Self.text(answer).prefix(300))")
+        let results = try #require(answer.json["results"] as? [[String: Any]])
+        #expect(results.count == 1000)
+        #expect(results.allSatisfy { $0["action"] as? String == "created" })
+        #expect(try harness.storedHash("full999") == hash)
+    }
 }

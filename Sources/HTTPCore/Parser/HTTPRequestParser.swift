@@ -19,12 +19,22 @@ public struct HTTPRequestParser: Sendable {
         public var maxHeaderFields: Int
         /// Decoded body bytes (413 beyond it, decided from `Content-Length` before reading).
         public var maxBodyBytes: Int
+        /// Larger body limits for a few routes, keyed `"METHOD /path"` (the target without its query):
+        /// a batch endpoint may take more than the rest, which keep `maxBodyBytes`.
+        public var maxBodyBytesByRoute: [String: Int] = [:]
 
         public init(maxHeadBytes: Int = 16 * 1024, maxHeaderFields: Int = 100, maxBodyBytes: Int = 64 * 1024) {
             precondition(maxHeadBytes > 0 && maxHeaderFields >= 0 && maxBodyBytes >= 0, "limits must be positive")
             self.maxHeadBytes = maxHeadBytes
             self.maxHeaderFields = maxHeaderFields
             self.maxBodyBytes = maxBodyBytes
+        }
+
+        /// The body limit of a request with this method and target.
+        public func maxBodyBytes(method: String, target: String) -> Int {
+            guard !maxBodyBytesByRoute.isEmpty else { return maxBodyBytes }
+            let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            return maxBodyBytesByRoute["\(method) \(path)"] ?? maxBodyBytes
         }
     }
 
@@ -59,6 +69,7 @@ public struct HTTPRequestParser: Sendable {
     // The body being assembled once the head is complete.
     private var pendingHead: HTTPRequestHead?
     private var body: [UInt8] = []
+    private var bodyLimit = 0
     private var remaining = 0
     private var trailerFieldCount = 0
 
@@ -316,7 +327,8 @@ public struct HTTPRequestParser: Sendable {
                 )
             }
         }
-        if let contentLength = framing.contentLength, contentLength > limits.maxBodyBytes {
+        bodyLimit = limits.maxBodyBytes(method: line.method, target: line.target)
+        if let contentLength = framing.contentLength, contentLength > bodyLimit {
             return fail(bodyTooLarge())
         }
         if framing.unsupportedExpectation {
@@ -359,7 +371,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private func bodyTooLarge() -> HTTPParseError {
-        HTTPParseError(.bodyTooLarge, "The request body must not exceed \(limits.maxBodyBytes) bytes.")
+        HTTPParseError(.bodyTooLarge, "The request body must not exceed \(bodyLimit) bytes.")
     }
 
     // MARK: - Bodies
@@ -394,7 +406,7 @@ public struct HTTPRequestParser: Sendable {
                 lineStart = 0
                 if size == 0 {
                     phase = .trailers
-                } else if size > limits.maxBodyBytes - body.count {
+                } else if size > bodyLimit - body.count {
                     return fail(bodyTooLarge())
                 } else {
                     remaining = size

@@ -27,6 +27,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let revocations: AppleRevocationSender?
     /// `PUT /v1/admin/accounts/{username}` and `POST /v1/admin/accounts/batch`.
     let provisioning: AccountProvisioningService
+    /// The one route whose body may exceed the server's default limit (up to 1 MiB): 1000 rows.
+    public static let provisionBatchRoute = "POST /v1/admin/accounts/batch"
     /// Pinged by `/readyz`.
     let store: any UpgradeStore
     let clock: @Sendable () -> Int64

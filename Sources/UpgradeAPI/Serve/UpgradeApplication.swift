@@ -111,6 +111,9 @@ public final class UpgradeApplication: Sendable {
         configuration.maxConnectionsPerClient = settings.maxConnectionsPerClient
         // A proxy's one address carries many clients.
         configuration.connectionLimitExemptPeers = settings.trustedProxies
+        // A provisioning batch of 1000 rows with modern hashes is about 150 KB; every other body
+        // stays within the default 64 KiB (README, "Limits").
+        configuration.limits.maxBodyBytesByRoute = [UpgradeAPIHandler.provisionBatchRoute: 1 << 20]
         configuration.onEvent = { event in log.log("info", "server", [("event", .string(event.description))]) }
         configureServer(&configuration)
         let statistics = StatisticsBox()
