@@ -17,7 +17,13 @@ public struct AccountDeletionService: Sendable {
     /// Deletes the account named `username` (in its enforced form). `deletedBy` names who asked (an
     /// admin token's name, `cli`) for the tombstone. An unknown username is `accountNotFound` and
     /// changes nothing.
-    public func delete(username: String, deletedBy: String, now: Int64) throws(ServiceFailure) -> AccountDeletion {
+    /// `claim`, when given, is written with the revocation row (`AppleRevocationSender.claimForNewRow`).
+    public func delete(
+        username: String,
+        deletedBy: String,
+        now: Int64,
+        claim: AppleRevocationClaim? = nil
+    ) throws(ServiceFailure) -> AccountDeletion {
         let prepared: Username
         do {
             prepared = try Username(username)
@@ -44,7 +50,9 @@ public struct AccountDeletionService: Sendable {
                             tokenCiphertext: sealed,
                             clientID: link.clientID,
                             createdAt: now,
-                            nextAttemptAt: now
+                            nextAttemptAt: now,
+                            claimToken: claim?.token,
+                            claimedUntil: claim?.until
                         )
                     )
                     queued = revocationID
@@ -90,7 +98,9 @@ public struct AccountDeletionService: Sendable {
         waits: [Duration] = [],
         clock: @escaping @Sendable () -> Int64
     ) throws(ServiceFailure) -> AccountDeletion {
-        var deletion = try delete(username: username, deletedBy: deletedBy, now: clock())
+        let now = clock()
+        let claim = revocations?.claimForNewRow(now: now)
+        var deletion = try delete(username: username, deletedBy: deletedBy, now: now, claim: claim)
         guard let id = deletion.revocationID else { return deletion }
         deletion.appleRevocation = .pending
         guard let revocations else { return deletion }
@@ -98,7 +108,11 @@ public struct AccountDeletionService: Sendable {
             do {
                 deletion.appleRevocation = try BlockingRunner.run {
                     () async throws(StorageError) -> AppleRevocationSender.Outcome in
-                    try await revocations.attempt(id: id, clock: clock)
+                    // The first attempt holds the claim written with the row; later ones claim anew.
+                    if attempt == 0, let claim {
+                        return try await revocations.attempt(id: id, holding: claim, clock: clock)
+                    }
+                    return try await revocations.attempt(id: id, clock: clock)
                 }
             } catch {
                 deletion.revocationError = error.description

@@ -92,6 +92,27 @@ public final class AppleRevocationSender: Sendable {
         return try await send(claimed, token: token, apple: apple, started: now, clock: clock)
     }
 
+    /// A claim for a deletion to write with its revocation row, so that the request's first attempt
+    /// is its own: the queue's worker cannot take the row between the deletion's commit and that
+    /// attempt. If the request dies, the claim runs out after `claimSeconds` and the worker sends it.
+    /// Nil when this sender cannot reach Apple.
+    public func claimForNewRow(now: Int64) -> AppleRevocationClaim? {
+        apple == nil ? nil : AppleRevocationClaim(token: Self.newClaimToken(), until: now + policy.claimSeconds)
+    }
+
+    /// The first attempt at a row its deletion inserted under `claim`.
+    public func attempt(
+        id: String,
+        holding claim: AppleRevocationClaim,
+        clock: @escaping @Sendable () -> Int64
+    ) async throws(StorageError) -> Outcome {
+        let row = try store.readStorageErrors { try $0.appleRevocation(id: id) }
+        guard let apple, let row, row.doneAt == nil, row.claimToken == claim.token else {
+            return try isDone(id) ? .done : .pending
+        }
+        return try await send(row, token: claim.token, apple: apple, started: clock(), clock: clock)
+    }
+
     /// One pass over the queue: claims the rows due by `clock()` (at most `policy.batchSize`) and
     /// sends each once, one after another; a failed one is due again a backoff after `clock()` reads
     /// when its own exchange ended (Apple's timeout may have run out, and the rows before it took
@@ -189,4 +210,10 @@ public final class AppleRevocationSender: Sendable {
     }
 
     static func newClaimToken() -> String { SecureRandom.token(byteCount: 12) }
+}
+
+/// A claim on a revocation row written with the row itself (`claimForNewRow`).
+public struct AppleRevocationClaim: Sendable, Equatable {
+    public let token: String
+    public let until: Int64
 }
