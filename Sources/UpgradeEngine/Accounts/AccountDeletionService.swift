@@ -109,10 +109,7 @@ public struct AccountDeletionService: Sendable {
                 deletion.appleRevocation = try BlockingRunner.run {
                     () async throws(StorageError) -> AppleRevocationSender.Outcome in
                     // The first attempt holds the claim written with the row; later ones claim anew.
-                    if attempt == 0, let claim {
-                        return try await revocations.attempt(id: id, holding: claim, clock: clock)
-                    }
-                    return try await revocations.attempt(id: id, clock: clock)
+                    try await revocations.attempt(id: id, holding: attempt == 0 ? claim : nil, clock: clock)
                 }
             } catch {
                 deletion.revocationError = error.description

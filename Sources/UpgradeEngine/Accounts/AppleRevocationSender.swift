@@ -80,16 +80,30 @@ public final class AppleRevocationSender: Sendable {
     }
 
     /// `attempt(id:now:)` with the time read from `clock` when it starts and again when Apple has
-    /// answered, so that a retry is due a backoff after the attempt ended.
-    public func attempt(id: String, clock: @escaping @Sendable () -> Int64) async throws(StorageError) -> Outcome {
+    /// answered, so that a retry is due a backoff after the attempt ended. With `claim` (the first
+    /// attempt at a row its deletion inserted under it, `claimForNewRow`) the row is already held;
+    /// otherwise it is claimed first.
+    public func attempt(
+        id: String,
+        holding claim: AppleRevocationClaim? = nil,
+        clock: @escaping @Sendable () -> Int64
+    ) async throws(StorageError) -> Outcome {
         guard let apple else { return try isDone(id) ? .done : .pending }
         let now = clock()
-        let token = Self.newClaimToken()
-        let claimed = try store.writeStorageErrors {
-            try $0.claimAppleRevocation(id: id, now: now, token: token, claimedUntil: now + policy.claimSeconds)
+        let token = claim?.token ?? Self.newClaimToken()
+        let held = try store.writeStorageErrors { tx throws(StorageError) -> AppleRevocationRecord? in
+            guard claim != nil else {
+                return try tx.claimAppleRevocation(
+                    id: id,
+                    now: now,
+                    token: token,
+                    claimedUntil: now + policy.claimSeconds
+                )
+            }
+            return try tx.appleRevocation(id: id).flatMap { $0.doneAt == nil && $0.claimToken == token ? $0 : nil }
         }
-        guard let claimed else { return try isDone(id) ? .done : .pending }
-        return try await send(claimed, token: token, apple: apple, started: now, clock: clock)
+        guard let held else { return try isDone(id) ? .done : .pending }
+        return try await send(held, token: token, apple: apple, started: now, clock: clock)
     }
 
     /// A claim for a deletion to write with its revocation row, so that the request's first attempt
@@ -98,19 +112,6 @@ public final class AppleRevocationSender: Sendable {
     /// Nil when this sender cannot reach Apple.
     public func claimForNewRow(now: Int64) -> AppleRevocationClaim? {
         apple == nil ? nil : AppleRevocationClaim(token: Self.newClaimToken(), until: now + policy.claimSeconds)
-    }
-
-    /// The first attempt at a row its deletion inserted under `claim`.
-    public func attempt(
-        id: String,
-        holding claim: AppleRevocationClaim,
-        clock: @escaping @Sendable () -> Int64
-    ) async throws(StorageError) -> Outcome {
-        let row = try store.readStorageErrors { try $0.appleRevocation(id: id) }
-        guard let apple, let row, row.doneAt == nil, row.claimToken == claim.token else {
-            return try isDone(id) ? .done : .pending
-        }
-        return try await send(row, token: claim.token, apple: apple, started: clock(), clock: clock)
     }
 
     /// One pass over the queue: claims the rows due by `clock()` (at most `policy.batchSize`) and
