@@ -150,7 +150,12 @@ struct AccountsShowCommand: CLICommand {
         if let status = snapshot.realUserStatus {
             Console.out("real user    \(status.name) (\(status.rawValue), Apple's real_user_status)")
         }
-        Console.out("password     \(snapshot.password.map { "set (\($0.format))" } ?? "none")")
+        let password = snapshot.password.map { password in
+            password.format == PasswordCredentialRecord.legacyFormat
+                ? "legacy (checked by the legacy login system at the first sign-in; no hash yet)"
+                : "set (\(password.format))"
+        }
+        Console.out("password     \(password ?? "none")")
         Console.out(
             "totp         \(snapshot.totp.map { "enrolled (\($0.algorithm.rawValue), \($0.digits) digits)" } ?? "none")"
         )

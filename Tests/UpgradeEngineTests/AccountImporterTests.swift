@@ -62,7 +62,7 @@ struct AccountImporterTests {
             ["username": "nohash"],
             "nohash",
             .error,
-            "passwordHash: is required unless appleSub is given (the account could not sign in)"
+            "passwordHash: is required unless legacyPassword is true or appleSub is given (the account could not sign in)"
         )
         add(["username": "unknownhash", "passwordHash": "hunter2"], "unknownhash", .error, nil)
         add(
@@ -93,7 +93,7 @@ struct AccountImporterTests {
             ["username": "mixed", "passwordHash": PasswordRehashTests.legacy[0].hash, "appleSub": "001234.bbbb.0002"],
             "mixed",
             .error,
-            "appleSub: an Apple-linked account signs in with Apple only; leave passwordHash, totp and recoveryCodes empty"
+            "appleSub: an Apple-linked account signs in with Apple only; leave passwordHash, legacyPassword, totp and recoveryCodes empty"
         )
         add(
             ["username": "bademail", "passwordHash": PasswordRehashTests.legacy[0].hash, "email": "no-at-sign"],

@@ -150,6 +150,7 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
         "credentials-changed": "Credentials changed",
         "invalid-authorization-code": "Invalid authorization code",
         "apple-unavailable": "Apple unavailable",
+        "legacy-unavailable": "Legacy login system unavailable",
         "validation": "Invalid request body",
         "rate-limited": "Too many requests",
         "internal": "Internal error",

@@ -39,6 +39,7 @@ public enum AdminJSON {
             "fullName": overview.fullName?.json,
             "realUserStatus": overview.realUserStatus.map { .string($0.name) },
             "password": .bool(overview.password != nil),
+            "legacyPassword": .bool(overview.password?.format == PasswordCredentialRecord.legacyFormat),
             "totp": .bool(overview.totp != nil),
             "recoveryCodesLeft": .integer(Int64(overview.recoveryCodesLeft)),
             "apple": JSONValue.object([

@@ -52,6 +52,8 @@ public final class Metrics: Sendable {
         var webhooksDelivered: UInt64 = 0
         var webhookRetries: UInt64 = 0
         var webhooksFailed: UInt64 = 0
+        var legacyCalls: [String: UInt64] = [:]
+        var legacyLatency = Histogram()
     }
 
     private let state = Mutex(State())
@@ -99,6 +101,16 @@ public final class Metrics: Sendable {
     public func recordRevocation(done: Bool) {
         state.withLock { state in
             if done { state.revocationsSent += 1 } else { state.revocationRetries += 1 }
+        }
+    }
+
+    /// One call to the legacy login system, by outcome (`match`, `mismatch`, `unknown` or an
+    /// outage's kind: a closed set), and how long it took.
+    public func recordLegacyCall(_ call: LegacyPasswordVerifier.Call) {
+        state.withLock { state in
+            state.legacyCalls[call.outcome, default: 0] += 1
+            let (seconds, attoseconds) = call.duration.components
+            state.legacyLatency.record(Double(seconds) + Double(attoseconds) / 1e18)
         }
     }
 
@@ -179,6 +191,20 @@ public final class Metrics: Sendable {
         out += "# HELP upgrade_webhooks_failed_total Webhook events this instance gave up after the retry window.\n"
         out += "# TYPE upgrade_webhooks_failed_total counter\n"
         out += "upgrade_webhooks_failed_total \(snapshot.webhooksFailed)\n"
+        out += "# HELP upgrade_legacy_verify_calls_total Calls to the legacy login system, by outcome.\n"
+        out += "# TYPE upgrade_legacy_verify_calls_total counter\n"
+        for (outcome, value) in snapshot.legacyCalls.sorted(by: { $0.key < $1.key }) {
+            out += "upgrade_legacy_verify_calls_total{outcome=\"\(outcome)\"} \(value)\n"
+        }
+        out += "# HELP upgrade_legacy_verify_duration_seconds Time a call to the legacy login system took.\n"
+        out += "# TYPE upgrade_legacy_verify_duration_seconds histogram\n"
+        for (index, bound) in Self.latencyBuckets.enumerated() {
+            out +=
+                "upgrade_legacy_verify_duration_seconds_bucket{le=\"\(bound)\"} \(snapshot.legacyLatency.buckets[index])\n"
+        }
+        out += "upgrade_legacy_verify_duration_seconds_bucket{le=\"+Inf\"} \(snapshot.legacyLatency.count)\n"
+        out += "upgrade_legacy_verify_duration_seconds_sum \(snapshot.legacyLatency.sum)\n"
+        out += "upgrade_legacy_verify_duration_seconds_count \(snapshot.legacyLatency.count)\n"
         func gauge(_ name: String, _ help: String, _ value: Int) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(Double(value))\n"
         }
@@ -195,6 +221,8 @@ public final class Metrics: Sendable {
         let age = backlog.webhooks.oldestPendingAt.map { Int(max(0, now - $0)) } ?? 0
         let ageHelp = "Age of the oldest pending webhook event (0: none)."
         gauge("upgrade_webhooks_oldest_pending_age_seconds", ageHelp, age)
+        let legacy = "Accounts whose password only the legacy login system can check (no hash yet)."
+        gauge("upgrade_accounts_legacy_password", legacy, backlog.legacyPasswords)
         if let clients = backlog.clientsInDebt {
             let help = "Clients whose failed credential checks or wrong admin tokens still count against them."
             gauge("client_throttle_clients", help, clients)

@@ -48,6 +48,7 @@ enum UpgradeProblems {
         .internalError: (500, "internal"),
         .passwordPolicy: (422, "password-policy"),
         .credentialsChanged: (409, "credentials-changed"),
+        .legacyUnavailable: (503, "legacy-unavailable"),
     ]
 
     /// The HTTP status and problem slug of a sign-in or notification failure kind.

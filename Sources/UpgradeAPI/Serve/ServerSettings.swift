@@ -49,6 +49,11 @@ public struct ServerSettings: Sendable {
     /// `UPGRADE_WEBHOOK_SECRET_FILE` while validating; both nil when webhooks are off.
     public var webhookURL: String? = nil
     public var webhookSecret: WebhookSecret? = nil
+    /// The legacy login system that checks `legacyPassword` accounts (`UPGRADE_LEGACY_VERIFY_URL`,
+    /// `UPGRADE_LEGACY_VERIFY_SECRET_FILE`, `UPGRADE_LEGACY_VERIFY_TIMEOUT`); nil when not set.
+    public var legacyVerify: LegacyPasswordVerifier.Endpoint? = nil
+    /// `UPGRADE_LEGACY_CREATE`: unknown usernames are asked about too and created on a match.
+    public var legacyCreate = false
 
     /// The variables and their `--flag` spellings.
     public static let variables: [(variable: String, flag: String)] = [
@@ -64,6 +69,9 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
         ("UPGRADE_PASSWORD_RULES", "--password-rules"), ("UPGRADE_FAILURE_FLOOR_MS", "--failure-floor-ms"),
         ("UPGRADE_WEBHOOK_URL", "--webhook-url"), ("UPGRADE_WEBHOOK_SECRET_FILE", "--webhook-secret-file"),
+        ("UPGRADE_LEGACY_VERIFY_URL", "--legacy-verify-url"),
+        ("UPGRADE_LEGACY_VERIFY_SECRET_FILE", "--legacy-verify-secret-file"),
+        ("UPGRADE_LEGACY_VERIFY_TIMEOUT", "--legacy-verify-timeout"), ("UPGRADE_LEGACY_CREATE", "--legacy-create"),
     ]
 
     /// Variables of features this build does not have yet. Each is refused when set rather than
@@ -301,8 +309,10 @@ public struct ServerSettings: Sendable {
             do { webhookSecret = try WebhookSecret.load(path: path) } catch { problems.append(error.message) }
         }
 
+        let (legacyVerify, legacyCreate) = legacySettings(value, &problems)
+
         guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
-        return ServerSettings(
+        var settings = ServerSettings(
             database: database,
             host: host,
             port: port,
@@ -329,6 +339,63 @@ public struct ServerSettings: Sendable {
             webhookURL: webhookURL,
             webhookSecret: webhookSecret
         )
+        settings.legacyVerify = legacyVerify
+        settings.legacyCreate = legacyCreate
+        return settings
+    }
+
+    /// The legacy login system's settings (docs/legacy-verification.md); problems appended.
+    static func legacySettings(
+        _ value: (String) -> String?,
+        _ problems: inout [String]
+    ) -> (LegacyPasswordVerifier.Endpoint?, Bool) {
+        let secretVariable = "UPGRADE_LEGACY_VERIFY_SECRET_FILE"
+        var create = false
+        switch value("UPGRADE_LEGACY_CREATE") {
+        case nil, "off": break
+        case "on": create = true
+        default: problems.append("UPGRADE_LEGACY_CREATE: expected on or off (the default)")
+        }
+        var timeout = Duration.seconds(3)
+        if let text = value("UPGRADE_LEGACY_VERIFY_TIMEOUT") {
+            if let seconds = Double(text), seconds.isFinite, (0.5...10).contains(seconds),
+                text.utf8.allSatisfy({ (48...57).contains($0) || $0 == UInt8(ascii: ".") })
+            {
+                timeout = .milliseconds(Int64((seconds * 1000).rounded()))
+            } else {
+                problems.append("UPGRADE_LEGACY_VERIFY_TIMEOUT: expected seconds from 0.5 to 10, e.g. 3 (the default)")
+            }
+        }
+        guard let url = value("UPGRADE_LEGACY_VERIFY_URL") else {
+            if value(secretVariable) != nil {
+                problems.append(
+                    "UPGRADE_LEGACY_VERIFY_URL: required with \(secretVariable); the legacy system's endpoint"
+                )
+            }
+            if create {
+                problems.append(
+                    "UPGRADE_LEGACY_CREATE: on needs UPGRADE_LEGACY_VERIFY_URL, the legacy system that vouches for new users"
+                )
+            }
+            return (nil, false)
+        }
+        if let refusal = LegacyPasswordVerifier.urlRefusal(url) {
+            problems.append("UPGRADE_LEGACY_VERIFY_URL: \(refusal)")
+        }
+        guard let path = value(secretVariable) else {
+            problems.append(
+                "\(secretVariable): required with UPGRADE_LEGACY_VERIFY_URL (the requests are signed); "
+                    + WebhookSecret.howToCreate
+            )
+            return (nil, false)
+        }
+        do {
+            let secret = try WebhookSecret.load(path: path, variable: secretVariable)
+            return (LegacyPasswordVerifier.Endpoint(url: url, secret: secret, timeout: timeout), create)
+        } catch {
+            problems.append(error.message)
+            return (nil, false)
+        }
     }
 
     /// `UPGRADE_FAILURE_FLOOR_MS`'s default: `PasswordHashLimits.failureFloor` of the default limits.

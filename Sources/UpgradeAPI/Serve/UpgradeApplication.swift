@@ -86,6 +86,21 @@ public final class UpgradeApplication: Sendable {
         upgradeConfiguration.failureFloor = settings.failureFloor
         upgradeConfiguration.clientThrottle = settings.clientThrottle
         upgradeConfiguration.onFailureFloorOverrun = { _ in metrics.recordFailureFloorOverrun() }
+        if let endpoint = settings.legacyVerify {
+            upgradeConfiguration.legacyVerifier = LegacyPasswordVerifier(
+                endpoint: endpoint,
+                onCall: { call in
+                    metrics.recordLegacyCall(call)
+                    guard let outage = call.outage else { return }
+                    log.log(
+                        "warning",
+                        "legacy-verify",
+                        [("outage", .string(outage.kind.rawValue)), ("detail", .string(outage.reason))]
+                    )
+                }
+            )
+            upgradeConfiguration.legacyCreate = settings.legacyCreate
+        }
         service = UpgradeService(
             store: store,
             passwords: passwords,
@@ -109,6 +124,9 @@ public final class UpgradeApplication: Sendable {
         configuration.host = settings.host
         configuration.port = settings.port
         configuration.maxConnectionsPerClient = settings.maxConnectionsPerClient
+        // A call to the legacy login system waits on the network, up to its timeout: the workers it
+        // may hold are added, so a stalled legacy system leaves the others to every other route.
+        if let endpoint = settings.legacyVerify { configuration.workerCount += endpoint.maximumConcurrentCalls }
         // A proxy's one address carries many clients.
         configuration.connectionLimitExemptPeers = settings.trustedProxies
         // A provisioning batch of 1000 rows with modern hashes is about 150 KB; every other body

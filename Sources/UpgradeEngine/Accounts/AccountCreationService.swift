@@ -14,8 +14,11 @@ public struct AccountCreationService: Sendable {
         let password: String
         public let totp: OTPAuthURI?
         public let recoveryCodes: Int
-        /// The audit row's `origin` (`dev` for the demo account).
+        /// The audit row's `origin` (`dev` for the demo account, `legacy` for one the legacy login
+        /// system vouched for).
         public let origin: String?
+        /// The profile stored with the account (already checked: `LegacyProfile`); nil stores none.
+        public var profile: LegacyProfile?
 
         /// Refuses an empty password, one over `maximumPasswordBytes`, or a recovery code count
         /// outside 0...`maximumRecoveryCodes`.
@@ -46,10 +49,13 @@ public struct AccountCreationService: Sendable {
     let store: any UpgradeStore
     /// Seals TOTP secrets: a request with TOTP needs it.
     let secrets: SecretBox?
+    /// The parameters the password is hashed with.
+    let hasher: PasswordHasher
 
-    public init(store: any UpgradeStore, secrets: SecretBox?) {
+    public init(store: any UpgradeStore, secrets: SecretBox?, hasher: PasswordHasher = PasswordHasher()) {
         self.store = store
         self.secrets = secrets
+        self.hasher = hasher
     }
 
     /// Throws `AccountCreationError` for a taken or look-alike username, and the store's or the
@@ -66,7 +72,7 @@ public struct AccountCreationService: Sendable {
         let recoveryCodes = RecoveryCodes.generate(count: request.recoveryCodes)
         let credentials = AccountCredentials(
             accountID: account.id,
-            passwordHash: (try PasswordHasher().hash(password: request.password), "argon2id"),
+            passwordHash: (try hasher.hash(password: request.password), "argon2id"),
             totp: request.totp,
             secrets: secrets,
             recoveryCodeHashes: recoveryCodes.map(RecoveryCodes.hash),
@@ -74,6 +80,21 @@ public struct AccountCreationService: Sendable {
         )
         var detail = credentials.auditDetail
         detail["origin"] = request.origin
+        let profile = request.profile.flatMap { profile -> AccountProfileRecord? in
+            guard profile.email != nil || profile.displayName != nil else { return nil }
+            // The legacy system is the team's own record of its users: what it gives counts as imported.
+            return AccountProfileRecord(
+                accountID: account.id,
+                email: profile.email,
+                displayName: profile.displayName,
+                importRun: nil,
+                importLine: nil,
+                updatedAt: now,
+                emailSource: profile.email == nil ? nil : .import,
+                displayNameSource: profile.displayName == nil ? nil : .import
+            )
+        }
+        for (field, why) in request.profile?.dropped ?? [:] { detail["profileDropped.\(field)"] = why }
         do {
             try store.write { tx in
                 if let other = try tx.lookAlikeAccounts(of: request.username).first {
@@ -81,6 +102,7 @@ public struct AccountCreationService: Sendable {
                 }
                 try tx.insertAccount(account)
                 if let password = credentials.password { try tx.upsertPasswordCredential(password) }
+                if let profile { try tx.upsertAccountProfile(profile) }
                 if let totp = credentials.totp { try tx.upsertTOTPEnrollment(totp) }
                 if !credentials.recoveryCodeHashes.isEmpty {
                     try tx.insertRecoveryCodes(accountID: account.id, codeHashes: credentials.recoveryCodeHashes)

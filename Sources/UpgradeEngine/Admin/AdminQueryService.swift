@@ -23,6 +23,8 @@ public struct AdminQueryService: Sendable {
         /// Clients whose failed credential checks or wrong admin tokens still count against them;
         /// nil when not asked for.
         public var clientsInDebt: Int?
+        /// Accounts whose password the legacy login system has not yet vouched for.
+        public var legacyPasswords = 0
     }
 
     /// The backlog, read in one transaction; `clients` asks for the clients in debt too.
@@ -32,7 +34,8 @@ public struct AdminQueryService: Sendable {
                 Backlog(
                     pendingAppleRevocations: try tx.pendingAppleRevocationCount(),
                     webhooks: try tx.webhookOutboxCounts(),
-                    clientsInDebt: clients ? try tx.clientsInDebt(now: now * 1000) : nil
+                    clientsInDebt: clients ? try tx.clientsInDebt(now: now * 1000) : nil,
+                    legacyPasswords: try tx.legacyPasswordCount()
                 )
             }
         } catch {

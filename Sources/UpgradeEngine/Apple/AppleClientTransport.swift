@@ -96,6 +96,12 @@ final class AppleClientTransport: Sendable {
         }
     }
 
+    /// One exchange on the calling thread, which must be one that may block (a worker of the HTTP
+    /// server): for a caller that is not async and must not hand the wait to another thread.
+    func sendBlocking(_ request: Request, limit: Int, timeout: Duration) -> Result<Response, Failure> {
+        perform(request, limit: limit, timeout: timeout, cancelled: CancellationFlag())
+    }
+
     /// One blocking exchange. `cancelled` is polled by libcurl's progress callback.
     private func perform(
         _ request: Request,

@@ -446,6 +446,15 @@ public final class AccountImporter: Sendable {
     ) throws {
         writes.takenUsernames[account.username] = line
         var detail = auditDetail(line: line)
+        var row = row
+        if row.passwordHash?.format == PasswordCredentialRecord.legacyFormat,
+            try tx.passwordCredential(accountID: account.id) != nil
+        {
+            // A password the account already has (a hash, or the legacy marker) is never replaced
+            // by the marker: a first match's hash, or a password changed here, would be lost.
+            row.passwordHash = nil
+            detail["legacyPassword"] = "kept"
+        }
         writeCredentials(row, accountID: account.id, replacing: true, detail: &detail, into: &writes, now: now)
         let profile = try tx.accountProfile(accountID: account.id)
         let isFile = options.origin == .file
@@ -499,7 +508,9 @@ public final class AccountImporter: Sendable {
             return false
         }
         if let hash = row.passwordHash {
-            guard let stored = try tx.passwordCredential(accountID: account.id), stored.hash == hash.hash else {
+            guard let stored = try tx.passwordCredential(accountID: account.id),
+                stored.hash == hash.hash || hash.format == PasswordCredentialRecord.legacyFormat
+            else {
                 return false
             }
         }

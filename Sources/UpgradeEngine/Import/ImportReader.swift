@@ -12,7 +12,7 @@ public enum ImportFormat: String, Sendable, CaseIterable {
 
 /// The fields an import row may carry (README, Importing accounts).
 public enum ImportField: String, Sendable, CaseIterable {
-    case username, email, displayName, passwordHash, totp, recoveryCodes, appleSub
+    case username, email, displayName, passwordHash, legacyPassword, totp, recoveryCodes, appleSub
 }
 
 /// A row as read, before validation: each field's text, absent when the row left it out or empty.
@@ -173,6 +173,10 @@ public struct ImportReader {
                 row.recoveryCodes = codes
             case (.recoveryCodes, .string(let text)):
                 row.recoveryCodes = Self.splitCodes(text)
+            case (.legacyPassword, .bool(let flag)):
+                row.values[field] = flag ? "true" : "false"
+            case (.legacyPassword, _):
+                return .failure(ImportRowError(field: field.rawValue, "must be true or false"))
             case (_, .string(let text)):
                 if !text.isEmpty { row.values[field] = text }
             default:

@@ -45,27 +45,25 @@ public struct ImportRowValidator: Sendable {
         var valid = ValidatedImportRow(username: username, recoveryCodeHashes: [])
 
         if let email = row.values[.email] {
-            let bytes = Array(email.utf8)
-            guard bytes.count <= Self.maxEmailBytes else {
-                return fail(.email, "is longer than \(Self.maxEmailBytes) bytes")
-            }
-            guard bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7f }) else {
-                return fail(.email, "contains a space or a control character")
-            }
-            let at = bytes.firstIndex(of: UInt8(ascii: "@"))
-            guard let at, at > 0, at < bytes.count - 1, bytes.lastIndex(of: UInt8(ascii: "@")) == at else {
-                return fail(.email, "must have the form local@domain with exactly one '@'")
-            }
+            if let refusal = Self.emailRefusal(email) { return fail(.email, refusal) }
             valid.email = email
         }
         if let name = row.values[.displayName] {
-            guard name.utf8.count <= Self.maxDisplayNameBytes else {
-                return fail(.displayName, "is longer than \(Self.maxDisplayNameBytes) bytes")
-            }
-            guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                return fail(.displayName, "contains a control character")
-            }
+            if let refusal = Self.displayNameRefusal(name) { return fail(.displayName, refusal) }
             valid.displayName = name
+        }
+        if let legacy = row.values[.legacyPassword] {
+            guard legacy == "true" || legacy == "false" else {
+                return fail(.legacyPassword, "must be true or false")
+            }
+            if legacy == "true" {
+                guard row.values[.passwordHash] == nil else {
+                    return fail(.legacyPassword, "give passwordHash or legacyPassword, not both")
+                }
+                // No hash: the legacy system checks the password at the first sign-in
+                // (docs/legacy-verification.md).
+                valid.passwordHash = ("", PasswordCredentialRecord.legacyFormat)
+            }
         }
         if let hash = row.values[.passwordHash] {
             do {
@@ -122,7 +120,7 @@ public struct ImportRowValidator: Sendable {
             guard valid.passwordHash == nil, valid.totp == nil else {
                 return fail(
                     .appleSub,
-                    "an Apple-linked account signs in with Apple only; leave passwordHash, totp and recoveryCodes empty"
+                    "an Apple-linked account signs in with Apple only; leave passwordHash, legacyPassword, totp and recoveryCodes empty"
                 )
             }
             guard canLinkApple else {
@@ -133,9 +131,34 @@ public struct ImportRowValidator: Sendable {
             }
             valid.appleSub = sub
         } else if valid.passwordHash == nil {
-            return fail(.passwordHash, "is required unless appleSub is given (the account could not sign in)")
+            return fail(
+                .passwordHash,
+                "is required unless legacyPassword is true or appleSub is given (the account could not sign in)"
+            )
         }
         return .success(valid)
+    }
+
+    /// Why `email` cannot be stored, or nil: at most `maxEmailBytes`, no space or control
+    /// character, exactly one `@` with something on each side.
+    public static func emailRefusal(_ email: String) -> String? {
+        let bytes = Array(email.utf8)
+        guard bytes.count <= maxEmailBytes else { return "is longer than \(maxEmailBytes) bytes" }
+        guard bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7f }) else { return "contains a space or a control character" }
+        let at = bytes.firstIndex(of: UInt8(ascii: "@"))
+        guard let at, at > 0, at < bytes.count - 1, bytes.lastIndex(of: UInt8(ascii: "@")) == at else {
+            return "must have the form local@domain with exactly one '@'"
+        }
+        return nil
+    }
+
+    /// Why `name` cannot be stored as a display name, or nil.
+    public static func displayNameRefusal(_ name: String) -> String? {
+        guard name.utf8.count <= maxDisplayNameBytes else { return "is longer than \(maxDisplayNameBytes) bytes" }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return "contains a control character"
+        }
+        return nil
     }
 
     /// `RecoveryCodes.hash`'s output: 64 lowercase hex digits.

@@ -44,6 +44,8 @@ public protocol AccountStore {
     /// `upsertPasswordCredential` for each in order, in a few statements; no two name one account.
     func upsertPasswordCredentials(_ credentials: [PasswordCredentialRecord]) throws(StorageError)
     func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord?
+    /// Accounts whose password only the legacy login system can check (`PasswordCredentialRecord.legacyFormat`).
+    func legacyPasswordCount() throws(StorageError) -> Int
     /// Returns whether a row was deleted.
     @discardableResult
     func deletePasswordCredential(accountID: String) throws(StorageError) -> Bool

@@ -522,6 +522,16 @@ enum EmbeddedSchema {
                 UPDATE account_profiles SET display_name_source = 'import' WHERE display_name IS NOT NULL;
                 """
         ),
+        SchemaMigration(
+            version: 20,
+            name: "legacy_passwords",
+            sql: """
+                -- Accounts imported or provisioned with `legacyPassword` hold a password row of format 'legacy' with
+                -- an empty hash until the legacy login system vouches for a password (docs/legacy-verification.md).
+                -- `/metrics` counts them on every scrape: a partial index keeps that count to the legacy rows alone.
+                CREATE INDEX password_credentials_legacy ON password_credentials (account_id) WHERE format = 'legacy';
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -1049,6 +1059,16 @@ enum EmbeddedSchema {
 
                 UPDATE account_profiles SET email_source = 'import' WHERE email IS NOT NULL;
                 UPDATE account_profiles SET display_name_source = 'import' WHERE display_name IS NOT NULL;
+                """
+        ),
+        SchemaMigration(
+            version: 20,
+            name: "legacy_passwords",
+            sql: """
+                -- Accounts imported or provisioned with `legacyPassword` hold a password row of format 'legacy' with
+                -- an empty hash until the legacy login system vouches for a password (docs/legacy-verification.md).
+                -- `/metrics` counts them on every scrape: a partial index keeps that count to the legacy rows alone.
+                CREATE INDEX password_credentials_legacy ON password_credentials (account_id) WHERE format = 'legacy';
                 """
         ),
     ]

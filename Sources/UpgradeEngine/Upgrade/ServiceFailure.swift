@@ -14,7 +14,7 @@ public struct ServiceFailure: Error, Sendable, Equatable, CustomStringConvertibl
                 stateMismatch, nonceMismatch
             case invalidIdentityToken, subConflict, upgradeExpired, notAllowedInState, notFound, inProgress
             case conversionInterrupted, invalidAuthorizationCode, appleUnavailable, validation, rateLimited
-            case databaseUnavailable, internalError, passwordPolicy, credentialsChanged
+            case databaseUnavailable, internalError, passwordPolicy, credentialsChanged, legacyUnavailable
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -70,6 +70,9 @@ public struct ServiceFailure: Error, Sendable, Equatable, CustomStringConvertibl
         /// The account's credentials changed after this upgrade or password change was opened with the
         /// earlier ones: it ended and cannot go on; start a new one with the current credentials.
         public static let credentialsChanged = Kind(Base.credentialsChanged)
+        /// The legacy login system, which checks this password, did not answer in time or answered
+        /// something else than a verdict; nothing was counted or stored (docs/legacy-verification.md).
+        public static let legacyUnavailable = Kind(Base.legacyUnavailable)
         /// The server could not complete the call (storage failed, stored data unreadable); the
         /// failure's `cause` says why, for the log only.
         public static let internalError = Kind(Base.internalError)

@@ -10,7 +10,7 @@ extension UpgradeService {
         let use: CredentialUse
         let username: Username
         let clientKey: String?
-        let snapshot: PasswordCheckSnapshot
+        var snapshot: PasswordCheckSnapshot
         /// The ticket's hash; nil on the password path.
         let ticketHash: String?
         /// A password change's ticket was usable for the account when read (the write spends it).
@@ -139,10 +139,24 @@ extension UpgradeService {
             return check
         }
         guard ticket == nil else { return check }
+        if snapshot.account == nil, let legacy = configuration.legacyVerifier {
+            // docs/legacy-verification.md: with UPGRADE_LEGACY_CREATE the legacy system is asked about
+            // an unknown username too; without it, while the legacy system is down, an unknown
+            // username gets the outage's answer, as a legacy account would.
+            if configuration.legacyCreate {
+                try checkUnknownWithLegacySystem(&check, legacy: legacy, password: password, now: now)
+                return check
+            }
+            if legacy.recentlyUnavailable { throw Self.legacyUnavailable }
+        }
         guard check.eligible, let credential = snapshot.credential else {
             // Unknown username, or an account without a password: spend the same time as a real check.
             passwords.verifyDummy(password: password)
             check.known = .password(.rejected(reason: .invalidCredentials))
+            return check
+        }
+        if credential.isLegacy {
+            try checkWithLegacySystem(&check, password: password)
             return check
         }
         do {
@@ -219,7 +233,7 @@ extension UpgradeService {
             // Most sign-ins follow no failure: then there is no throttle row to clear.
             if check.snapshot.throttle != nil { try tx.clearFailures(usernameKey: check.username.value) }
             // The re-read above found the credential unchanged, so the rehash replaces the hash checked.
-            if let rehashed = check.rehashed, let old = check.snapshot.credential {
+            if verdict != .changed, let rehashed = check.rehashed, let old = check.snapshot.credential {
                 try tx.upsertPasswordCredential(
                     PasswordCredentialRecord(
                         accountID: old.accountID,

@@ -16,6 +16,12 @@ public struct UpgradeServiceConfiguration: Sendable {
     public var clientThrottle: ClientThrottle.Policy?
     /// How long an in-app upgrade ticket may wait to be spent (seconds).
     public var ticketLifetime: Int64 = 300
+    /// The team's legacy login system, which checks the passwords of accounts imported or
+    /// provisioned with `legacyPassword` (`UPGRADE_LEGACY_VERIFY_URL`); nil when none is set.
+    public var legacyVerifier: LegacyPasswordVerifier?
+    /// `UPGRADE_LEGACY_CREATE`: an unknown username is asked about too, and a match creates the
+    /// account just in time (docs/legacy-verification.md).
+    public var legacyCreate = false
     /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`).
     public var passwordRules: PasswordRules = .default
     /// How soon, from the start of the call, a refused credential check may be answered at the

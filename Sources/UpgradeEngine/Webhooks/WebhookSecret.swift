@@ -29,8 +29,13 @@ public struct WebhookSecret: Sendable, CustomStringConvertible, CustomDebugStrin
     }
 
     /// Reads the secret from an owner-only file (`chmod 600`), as the other secret files are read.
-    public static func load(path: String) throws(WebhookSecretError) -> WebhookSecret {
-        let name = "\(environmentVariable)=\(path)"
+    public static func load(
+        path: String,
+        variable: String = environmentVariable
+    ) throws(WebhookSecretError)
+        -> WebhookSecret
+    {
+        let name = "\(variable)=\(path)"
         let text: String
         do {
             text = try OwnerOnlyFile.read(path: path, limit: 4096)

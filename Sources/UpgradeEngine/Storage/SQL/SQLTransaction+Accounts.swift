@@ -125,6 +125,11 @@ extension SQLTransaction {
         try AccountSQL.upsertPasswords.write(credentials) { sql, values throws(StorageError) in try send(sql, values) }
     }
 
+    func legacyPasswordCount() throws(StorageError) -> Int {
+        // Answered from the partial index `password_credentials_legacy` (migration 20).
+        Int(try scalarInt("SELECT COUNT(*) FROM password_credentials WHERE format = 'legacy'") ?? 0)
+    }
+
     func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord? {
         try rows(
             "SELECT account_id, hash, format, updated_at FROM password_credentials WHERE account_id = $1",

@@ -1,0 +1,237 @@
+import Foundation
+import Synchronization
+
+/// Asks the team's legacy login system whether a password is right, for accounts imported or
+/// provisioned with `legacyPassword` (docs/legacy-verification.md): one POST, signed as a Standard
+/// Webhook with the secret of `UPGRADE_LEGACY_VERIFY_SECRET_FILE`, of
+/// `{"type": "password.verify", "timestamp": ..., "data": {"username", "password"}}`, answered
+/// `200 {"result": "match" | "mismatch" | "unknown"}`.
+///
+/// Anything else is an outage: another status, a redirect (never followed), an answer that is not
+/// that JSON, no complete answer within `Endpoint.timeout`. A refused connection is tried once more
+/// within the same timeout (nothing was sent); nothing is retried after the legacy system answered
+/// or may have seen the request. The whole call, retry included, ends by the timeout, so no worker
+/// waits longer. At most `Endpoint.maximumConcurrentCalls` calls run at once: past that the call is
+/// an outage at once (`busy`), so a stalled legacy system holds at most that many workers, which the
+/// server adds to its pool (`UpgradeApplication`).
+///
+/// The password is in the request body only: never in a description, an event or a log line.
+public final class LegacyPasswordVerifier: Sendable {
+    public struct Endpoint: Sendable {
+        public var url: String
+        public var secret: WebhookSecret
+        /// The whole call, connection and retry included (`UPGRADE_LEGACY_VERIFY_TIMEOUT`).
+        public var timeout: Duration
+        public var maximumConcurrentCalls: Int
+
+        public init(
+            url: String,
+            secret: WebhookSecret,
+            timeout: Duration = .seconds(3),
+            maximumConcurrentCalls: Int = 8
+        ) {
+            self.url = url
+            self.secret = secret
+            self.timeout = timeout
+            self.maximumConcurrentCalls = max(1, maximumConcurrentCalls)
+        }
+    }
+
+    /// The legacy system's verdict, or why there is none.
+    public enum Answer: Sendable, Equatable {
+        case match(LegacyProfile)
+        case mismatch
+        case unknown
+        case unavailable(Outage)
+    }
+
+    /// Why a call gave no verdict; `reason` is for logs and metrics and names no secret.
+    public struct Outage: Sendable, Equatable, CustomStringConvertible {
+        public enum Kind: String, Sendable, CaseIterable {
+            case cannotConnect = "cannot-connect"
+            case timedOut = "timed-out"
+            case status
+            case redirected
+            case invalidAnswer = "invalid-answer"
+            case transport
+            case busy
+        }
+
+        public var kind: Kind
+        public var reason: String
+        public var description: String { reason }
+    }
+
+    /// One finished call, for metrics and logs: the outcome's name (`match`, `mismatch`, `unknown`
+    /// or an outage's kind), how long it took, how many attempts it made.
+    public struct Call: Sendable {
+        public var outcome: String
+        public var duration: Duration
+        public var attempts: Int
+        public var outage: Outage?
+    }
+
+    /// Seconds a client is told to wait after an outage (`Retry-After`).
+    public static let retryAfterSeconds: Int64 = 5
+    /// How long after an outage the legacy system counts as unavailable for a username it was not
+    /// asked about (`recentlyUnavailable`).
+    static let outageMemory: Duration = .seconds(30)
+    /// The largest answer read; a verdict with a profile is far smaller.
+    static let answerLimit = 16 * 1024
+
+    public let endpoint: Endpoint
+    let wallClock: @Sendable () -> Date
+    let onCall: @Sendable (Call) -> Void
+    private let transport: AppleClientTransport
+    private let inFlight = Atomic<Int>(0)
+    private let lastOutage = Mutex<ContinuousClock.Instant?>(nil)
+
+    public init(
+        endpoint: Endpoint,
+        wallClock: @escaping @Sendable () -> Date = { Date() },
+        onCall: @escaping @Sendable (Call) -> Void = { _ in }
+    ) {
+        self.endpoint = endpoint
+        self.wallClock = wallClock
+        self.onCall = onCall
+        transport = AppleClientTransport(connectTimeout: endpoint.timeout)
+    }
+
+    /// Why `url` cannot be the legacy system's address, or nil: `https://`, or `http://` to a
+    /// loopback address only (a password must not cross a network in the clear).
+    public static func urlRefusal(_ url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            let host = components.host, !host.isEmpty
+        else {
+            return "is not an absolute URL"
+        }
+        guard components.user == nil, components.password == nil else {
+            return "must not carry a user or password; the request is signed instead"
+        }
+        guard components.fragment == nil else { return "must not have a fragment" }
+        switch scheme {
+        case "https": return nil
+        case "http":
+            let loopback =
+                ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
+                || host.hasPrefix("127.")
+            return loopback ? nil : "must use https:// (http:// only to a loopback address)"
+        default: return "must use https:// (http:// only to a loopback address)"
+        }
+    }
+
+    /// Whether a call ended in an outage within the last `outageMemory`: a username the legacy system
+    /// is not asked about is then answered as one it would be (`UpgradeService`).
+    public var recentlyUnavailable: Bool {
+        lastOutage.withLock { last in
+            guard let at = last else { return false }
+            return ContinuousClock.now - at < Self.outageMemory
+        }
+    }
+
+    /// Asks about `username` and `password`, on the calling thread (a worker that may block).
+    public func verify(username: String, password: String) -> Answer {
+        let started = ContinuousClock.now
+        var attempts = 0
+        let answer = call(username: username, password: password, started: started, attempts: &attempts)
+        let outage: Outage?
+        let outcome: String
+        switch answer {
+        case .match: (outcome, outage) = ("match", nil)
+        case .mismatch: (outcome, outage) = ("mismatch", nil)
+        case .unknown: (outcome, outage) = ("unknown", nil)
+        case .unavailable(let why): (outcome, outage) = (why.kind.rawValue, why)
+        }
+        lastOutage.withLock { $0 = outage == nil ? nil : ContinuousClock.now }
+        onCall(Call(outcome: outcome, duration: ContinuousClock.now - started, attempts: attempts, outage: outage))
+        return answer
+    }
+
+    private func call(
+        username: String,
+        password: String,
+        started: ContinuousClock.Instant,
+        attempts: inout Int
+    )
+        -> Answer
+    {
+        guard inFlight.add(1, ordering: .acquiring).newValue <= endpoint.maximumConcurrentCalls else {
+            inFlight.subtract(1, ordering: .releasing)
+            return .unavailable(
+                Outage(kind: .busy, reason: "\(endpoint.maximumConcurrentCalls) calls are already waiting for it")
+            )
+        }
+        defer { inFlight.subtract(1, ordering: .releasing) }
+        let id = "msg_" + SecureRandom.token(byteCount: 18)
+        let now = wallClock()
+        let body = Self.body(username: username, password: password, at: now)
+        let request = AppleClientTransport.Request(
+            method: "POST",
+            url: endpoint.url,
+            headers: WebhookSender.headers(
+                id: id,
+                timestamp: Int64(now.timeIntervalSince1970),
+                body: body,
+                secret: endpoint.secret
+            ),
+            body: body
+        )
+        let deadline = started.advanced(by: endpoint.timeout)
+        while true {
+            attempts += 1
+            let left = deadline - ContinuousClock.now
+            guard left > .milliseconds(1) else {
+                return .unavailable(Outage(kind: .timedOut, reason: "no answer within \(endpoint.timeout)"))
+            }
+            switch transport.sendBlocking(request, limit: Self.answerLimit, timeout: left) {
+            case .success(let response):
+                return Self.answer(response)
+            case .failure(.cannotConnect(let why)) where attempts == 1:
+                // Nothing was sent: one more try, within what is left of the timeout.
+                _ = why
+                continue
+            case .failure(let failure):
+                return .unavailable(Self.outage(failure))
+            }
+        }
+    }
+
+    /// The request body; the password is escaped like any JSON string.
+    static func body(username: String, password: String, at date: Date) -> [UInt8] {
+        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        return JSONValue.object([
+            "type": .string("password.verify"),
+            "timestamp": .string(RFC3339.utc(seconds: seconds)),
+            "data": .object(["username": .string(username), "password": .string(password)]),
+        ]).serialized()
+    }
+
+    /// The verdict in a response, or why it is not one.
+    static func answer(_ response: AppleClientTransport.Response) -> Answer {
+        guard response.status == 200 else {
+            return .unavailable(Outage(kind: .status, reason: "answered HTTP \(response.status)"))
+        }
+        guard let json = try? JSONValue.parse(response.body), json.members != nil else {
+            return .unavailable(Outage(kind: .invalidAnswer, reason: "the answer is not a JSON object"))
+        }
+        switch json["result"]?.stringValue {
+        case "match": return .match(LegacyProfile(json["profile"]))
+        case "mismatch": return .mismatch
+        case "unknown": return .unknown
+        default:
+            return .unavailable(
+                Outage(kind: .invalidAnswer, reason: "the answer's result is not match, mismatch or unknown")
+            )
+        }
+    }
+
+    static func outage(_ failure: AppleClientTransport.Failure) -> Outage {
+        switch failure {
+        case .cannotConnect: Outage(kind: .cannotConnect, reason: failure.description)
+        case .timedOut: Outage(kind: .timedOut, reason: failure.description)
+        case .redirected: Outage(kind: .redirected, reason: failure.description)
+        case .tooLarge: Outage(kind: .invalidAnswer, reason: failure.description)
+        case .transport, .insecureConnection, .cancelled: Outage(kind: .transport, reason: failure.description)
+        }
+    }
+}
