@@ -90,10 +90,12 @@ struct LegacyDoublesTests {
         #expect(requests.map(\.username) == ["alice", "bob", "alice", "carol", nil, nil])
         let log = try legacy.logText()
         #expect(!log.contains(Self.password) && !log.contains("hunter2") && !log.contains("wrong"))
+        try legacy.clearRequests()
+        #expect(try legacy.requests().isEmpty)
     }
 
     @Test("legacy_system.py: each outage mode answers as documented, and a bad signature is still refused")
-    func pythonModes() throws {
+    func pythonModes() async throws {
         let legacy = try LegacySystem(table: ["alice": .init(password: Self.password)])
         let secret = try WebhookSecret(text: legacy.secretText)
         let signed = { Self.request(secret: secret, username: "alice", password: Self.password) }
@@ -127,6 +129,8 @@ struct LegacyDoublesTests {
         let client = try TestClient(port: legacy.port)
         try client.send(signed())
         #expect(!client.isReadable(withinMilliseconds: 500))
+        // Recorded on arrival, while the caller still waits.
+        #expect(try await WebhookReceiver.eventually(seconds: 10) { try legacy.requests().last?.answered == "stall" })
         let late = try client.readResponse()
         #expect(Self.json(late)?["result"] as? String == "match")
 
@@ -139,7 +143,7 @@ struct LegacyDoublesTests {
 
         let requests = try legacy.requests()
         #expect(
-            requests.map(\.answered) == ["status500", "refused", "redirect", "garbage", "badresult", "match", "match"]
+            requests.map(\.answered) == ["status500", "refused", "redirect", "garbage", "badresult", "stall", "match"]
         )
         #expect(requests.map(\.redirectFollowed) == [false, false, false, false, false, false, true])
         #expect(

@@ -22,7 +22,8 @@ final class LegacySystem: @unchecked Sendable {
         case status500
         /// 302 to `/redirected`, which records a follow and answers `match`.
         case redirect
-        /// Sleeps the mode's seconds (30 unless given), then answers as `normal`.
+        /// Records the call (`answered: "stall"`), sleeps the mode's seconds (30 unless given), then
+        /// answers as `normal`.
         case stall
         /// 200 with an HTML body.
         case garbage
@@ -38,7 +39,8 @@ final class LegacySystem: @unchecked Sendable {
         let verified: Bool
         let username: String?
         let mode: String
-        /// `match`, `mismatch`, `unknown`, a mode's name, `refused` (401) or `malformed` (400).
+        /// `match`, `mismatch`, `unknown`, another mode's name (`stall` too), `refused` (401) or
+        /// `malformed` (400).
         let answered: String
         let redirectFollowed: Bool
     }
@@ -143,6 +145,12 @@ final class LegacySystem: @unchecked Sendable {
                 redirectFollowed: $0["redirectFollowed"] as? Bool ?? false
             )
         }
+    }
+
+    /// Forgets the requests recorded so far.
+    func clearRequests() throws {
+        let response = try call("POST", "/log/clear")
+        guard response.status == 204 else { throw Failure("/log/clear answered \(response.status)") }
     }
 
     /// The raw `/log` document, for checks that nothing secret was recorded.

@@ -19,7 +19,7 @@ Listens on 127.0.0.1, port chosen by the system, printed alone on the first line
       status500  500
       redirect   302 to /redirected on this server, which records the hit ("redirectFollowed": true)
                  and answers "match" (GET or POST), the answer a server that follows would wrongly take
-      stall      sleeps `seconds` (default 30), then answers as normal
+      stall      records the call, sleeps `seconds` (default 30), then answers as normal
       garbage    200 with a body that is not JSON
       badresult  200 {"result": "yes"}
     A request whose signature (or timestamp) does not verify is answered 401 in every mode.
@@ -28,8 +28,8 @@ Listens on 127.0.0.1, port chosen by the system, printed alone on the first line
   POST /log/clear  forgets the records
 
 A record: {"path", "webhookId", "verified" (the signature), "username" (null unless verified),
-"mode", "answered" ("match", "mismatch", "unknown", "status500", "redirect", "garbage", "badresult",
-"refused" or "malformed")}, plus "why" when refused. Never the password.
+"mode", "answered" ("match", "mismatch", "unknown", or the mode's name for the other modes, "stall"
+included; "refused" (401) or "malformed" (400))}, plus "why" when refused. Never the password.
 """
 import argparse
 import json
@@ -141,10 +141,13 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "badresult":
             record({**entry, "answered": "badresult"})
             return self.send(200, json.dumps({"result": "yes"}))
-        if mode == "stall":
-            time.sleep(seconds)
         answer = answer_for(data["username"], data["password"])
-        record({**entry, "answered": answer["result"]})
+        if mode == "stall":
+            # Recorded on arrival, so a test counts the call while the caller is still waiting.
+            record({**entry, "answered": "stall"})
+            time.sleep(seconds)
+        else:
+            record({**entry, "answered": answer["result"]})
         self.send(200, json.dumps(answer))
 
     def control(self, body):
@@ -175,8 +178,16 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A caller that gave up on a stall closes first; its broken pipe is expected, and a traceback
+        # per call could fill a stderr pipe nobody reads.
+        pass
+
+
+server = Server(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)
 # os._exit, not shutdown(): a stalled request must not keep the process alive past its bound.
 threading.Timer(options.max_seconds, lambda: os._exit(0)).start()
