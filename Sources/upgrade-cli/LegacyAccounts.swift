@@ -3,7 +3,7 @@ import UpgradeEngine
 
 /// The accounts `legacy verify` answers for, read from its `--accounts` file: JSONL or a JSON array of
 /// `{"username", "passwordHash", "email"?, "displayName"?}`. Every hash is inspected when the file is
-/// read, so a bad one stops the command instead of turning into wrong answers later.
+/// read, so a bad one stops the command (exit 2, one line) instead of turning into wrong answers later.
 struct LegacyAccounts: Sendable {
     struct Account: Sendable {
         let passwordHash: String
@@ -19,7 +19,7 @@ struct LegacyAccounts: Sendable {
 
     init(path: String, verifier: PasswordVerifier) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw UsageError("--accounts \(path): cannot read the file")
+            throw CommandFailure.configuration("--accounts \(path): cannot read the file")
         }
         var rows: [(where: String, object: Any)] = []
         if let document = try? JSONSerialization.jsonObject(with: data), let array = document as? [Any] {
@@ -28,7 +28,7 @@ struct LegacyAccounts: Sendable {
             for (index, line) in String(decoding: data, as: UTF8.self).split(separator: "\n").enumerated() {
                 guard !line.allSatisfy(\.isWhitespace) else { continue }
                 guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) else {
-                    throw UsageError("--accounts \(path): line \(index + 1) is not JSON")
+                    throw CommandFailure.configuration("--accounts \(path): line \(index + 1) is not JSON")
                 }
                 rows.append(("line \(index + 1)", object))
             }
@@ -39,15 +39,19 @@ struct LegacyAccounts: Sendable {
             guard let row = object as? [String: Any], let username = row["username"] as? String,
                 let passwordHash = row["passwordHash"] as? String
             else {
-                throw UsageError("\(name): needs an object with string fields \"username\" and \"passwordHash\"")
+                throw CommandFailure.configuration(
+                    "\(name): needs an object with string fields \"username\" and \"passwordHash\""
+                )
             }
             do {
                 _ = try verifier.inspect(passwordHash)
             } catch {
-                throw UsageError("\(name) (\(username)): passwordHash: \(error.message)")
+                throw CommandFailure.configuration("\(name) (\(username)): passwordHash: \(error.message)")
             }
             let key = Self.key(username)
-            guard accounts[key] == nil else { throw UsageError("\(name): username \(username) appears twice") }
+            guard accounts[key] == nil else {
+                throw CommandFailure.configuration("\(name): username \(username) appears twice")
+            }
             accounts[key] = Account(
                 passwordHash: passwordHash,
                 email: row["email"] as? String,

@@ -48,7 +48,7 @@ struct LegacyVerifyCommand: CLICommand {
         do {
             secret = try WebhookSecret.load(path: secretPath, variable: "--secret-file")
         } catch {
-            throw UsageError(error.message)
+            throw CommandFailure.configuration(error.message)
         }
         let verifier = PasswordVerifier()
         let accounts = try LegacyAccounts(path: accountsPath, verifier: verifier)

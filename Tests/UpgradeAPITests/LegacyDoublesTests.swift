@@ -247,10 +247,14 @@ struct LegacyDoublesTests {
         #expect(!errors.contains(Self.password) && !errors.contains("wrong"), "stderr: \(errors)")
     }
 
-    @Test("legacy verify --stall holds each answer, then gives it")
+    @Test("legacy verify --stall holds each answer, then gives it; the accounts may be a JSON array")
     func cliStall() async throws {
         let files = try Self.cliFiles()
         defer { try? FileManager.default.removeItem(at: files.directory) }
+        // A JSON array of the same rows as the JSON Lines file.
+        let lines = String(decoding: try Data(contentsOf: URL(fileURLWithPath: files.accounts)), as: UTF8.self)
+        let array = "[" + lines.split(separator: "\n").joined(separator: ",\n") + "]"
+        try Data(array.utf8).write(to: URL(fileURLWithPath: files.accounts))
         let running = try EmulatorCommandHTTPTests.Running(
             [
                 "--listen", "127.0.0.1:0", "--accounts", files.accounts, "--secret-file", files.secretFile, "--stall",
@@ -261,9 +265,13 @@ struct LegacyDoublesTests {
         let url = try #require(await running.setting("UPGRADE_LEGACY_VERIFY_URL"), "stderr: \(running.errors.text)")
         let port = try #require(URLComponents(string: url)?.port)
         let client = try TestClient(port: port)
-        try client.send(Self.request(secret: files.secret, username: "alice", password: "wrong"))
+        try client.send(Self.request(secret: files.secret, username: "alice", password: Self.password))
         #expect(!client.isReadable(withinMilliseconds: 500))
-        #expect(Self.json(try client.readResponse())?["result"] as? String == "mismatch")
+        let answer = Self.json(try client.readResponse())
+        #expect(answer?["result"] as? String == "match")
+        #expect(
+            answer?["profile"] as? [String: String] == ["email": "alice@example.com", "displayName": "Alice Example"]
+        )
         #expect(await running.stop() == 0)
     }
 
@@ -297,5 +305,12 @@ struct LegacyDoublesTests {
         #expect(result.status == 2)
         #expect(result.stderr.contains(expected), "stderr: \(result.stderr)")
         #expect(result.stdout.isEmpty)
+        // A file's problem is one line; a command line's is followed by the usage.
+        let usage = `case` == "non-loopback" || `case` == "stall"
+        #expect(
+            usage
+                ? result.stderr.contains("usage: upgrade-cli legacy verify")
+                : result.stderr.split(separator: "\n").count == 1
+        )
     }
 }
