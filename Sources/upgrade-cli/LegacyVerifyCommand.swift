@@ -58,6 +58,9 @@ struct LegacyVerifyCommand: CLICommand {
         configuration.port = port
         configuration.shutdownSignals = [SIGINT, SIGTERM]
         configuration.shutdownTimeout = .seconds(5)
+        // Its one client is the server under trial, whose stalled questions may well exceed the
+        // per-client share meant for the public.
+        configuration.maxConnectionsPerClient = configuration.maxConnections
         let handler = LegacyVerifyHandler(
             accounts: accounts,
             secret: secret,

@@ -180,6 +180,7 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the default 5 drops connections when many sign-ins stall at once
 
     def handle_error(self, request, client_address):
         # A caller that gave up on a stall closes first; its broken pipe is expected, and a traceback
