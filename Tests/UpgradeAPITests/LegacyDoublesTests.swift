@@ -151,6 +151,48 @@ struct LegacyDoublesTests {
         )
     }
 
+    @Test("the server's LegacyPasswordVerifier gets a verdict in normal mode and an outage in every other")
+    func pythonAgainstTheServersClient() throws {
+        let legacy = try LegacySystem(table: [
+            "alice": .init(password: Self.password, email: "alice@example.com", displayName: "Alice Example")
+        ])
+        let verifier = LegacyPasswordVerifier(
+            endpoint: .init(
+                url: legacy.url,
+                secret: try WebhookSecret.load(path: legacy.secretFile),
+                timeout: .seconds(1)
+            )
+        )
+        #expect(
+            verifier.verify(username: "alice", password: Self.password)
+                == .match(LegacyProfile(email: "alice@example.com", displayName: "Alice Example"))
+        )
+        #expect(verifier.verify(username: "alice", password: "wrong") == .mismatch)
+        #expect(verifier.verify(username: "carol", password: "x") == .unknown)
+        let outages: [(LegacySystem.Mode, LegacyPasswordVerifier.Outage.Kind)] = [
+            (.status500, .status), (.redirect, .redirected), (.garbage, .invalidAnswer), (.badresult, .invalidAnswer),
+            (.stall, .timedOut),
+        ]
+        for (mode, kind) in outages {
+            try legacy.setMode(mode, seconds: 3)
+            guard case .unavailable(let outage) = verifier.verify(username: "alice", password: Self.password) else {
+                Issue.record("\(mode) gave a verdict")
+                continue
+            }
+            #expect(outage.kind == kind, "\(mode): \(outage)")
+        }
+        let requests = try legacy.requests()
+        let unverified = requests.filter { !$0.verified }
+        let followed = requests.filter(\.redirectFollowed)
+        #expect(unverified.isEmpty, "every request verified with standardwebhooks")
+        #expect(followed.isEmpty, "the redirect was not followed")
+        #expect(
+            requests.map(\.answered) == [
+                "match", "mismatch", "unknown", "status500", "redirect", "garbage", "badresult", "stall",
+            ]
+        )
+    }
+
     // MARK: upgrade-cli legacy verify
 
     /// An accounts file (JSONL) and a secret file in a fresh directory.
@@ -240,6 +282,15 @@ struct LegacyDoublesTests {
             port: port
         )
         #expect(wrongType.status == 400)
+
+        // And as the server asks.
+        let verifier = LegacyPasswordVerifier(endpoint: .init(url: url, secret: secret))
+        #expect(
+            verifier.verify(username: "alice", password: Self.password)
+                == .match(LegacyProfile(email: "alice@example.com", displayName: "Alice Example"))
+        )
+        #expect(verifier.verify(username: "bob", password: "wrong") == .mismatch)
+        #expect(verifier.verify(username: "carol", password: "x") == .unknown)
 
         #expect(await running.stop() == 0)
         let errors = await running.errors.all()
