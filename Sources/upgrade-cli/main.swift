@@ -27,6 +27,7 @@ enum CommandRegistry {
             WebhooksStatusCommand.self,
             WebhooksReplayCommand.self,
             EmulatorServeCommand.self,
+            LegacyVerifyCommand.self,
         ]
     }
 }

@@ -19,6 +19,26 @@ struct WebhookSignatureTests {
         #expect(signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
     }
 
+    @Test("a signature header verifies when any of its v1 entries is this secret's, and only then")
+    func signatureHeaderVerification() throws {
+        let secret = try WebhookSecret(text: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        let other = try WebhookSecret(text: "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString())
+        let id = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+        let body = Array(#"{"test": 2432232314}"#.utf8)
+        let good = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        let foreign = other.signature(id: id, timestamp: 1_614_265_330, body: body)
+        #expect(secret.isValidSignature(good, id: id, timestamp: 1_614_265_330, body: body))
+        // One entry per signing secret, in any order; unknown versions are ignored, not errors.
+        #expect(secret.isValidSignature("\(foreign) \(good)", id: id, timestamp: 1_614_265_330, body: body))
+        #expect(secret.isValidSignature("v1a,xyz \(good)", id: id, timestamp: 1_614_265_330, body: body))
+        #expect(!secret.isValidSignature(foreign, id: id, timestamp: 1_614_265_330, body: body))
+        #expect(!secret.isValidSignature("v2," + good.dropFirst(3), id: id, timestamp: 1_614_265_330, body: body))
+        #expect(!secret.isValidSignature(good, id: id, timestamp: 1_614_265_331, body: body))
+        #expect(!secret.isValidSignature(good, id: "msg_other", timestamp: 1_614_265_330, body: body))
+        #expect(!secret.isValidSignature(good, id: id, timestamp: 1_614_265_330, body: body + [32]))
+        #expect(!secret.isValidSignature("", id: id, timestamp: 1_614_265_330, body: body))
+    }
+
     @Test("python's standardwebhooks verifies a delivery's headers and body as we build them")
     func verifiedByStandardWebhooks() throws {
         let text = "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString()

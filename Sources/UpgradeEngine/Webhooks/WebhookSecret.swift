@@ -55,6 +55,18 @@ public struct WebhookSecret: Sendable, CustomStringConvertible, CustomDebugStrin
         return "v1," + Data(Digest.hmac(.sha256, key: key, message: content)).base64EncodedString()
     }
 
+    /// Whether a `webhook-signature` header (space-separated entries, one per signing secret) holds
+    /// this secret's `v1,` signature of the content. Every entry is compared in constant time, with
+    /// no early exit; entries of other versions never match. The timestamp's age is the caller's check.
+    public func isValidSignature(_ header: String, id: String, timestamp: Int64, body: [UInt8]) -> Bool {
+        let expected = Array(signature(id: id, timestamp: timestamp, body: body).utf8)
+        var found = false
+        for entry in header.split(separator: " ", omittingEmptySubsequences: true) {
+            found = ConstantTime.equals(Array(entry.utf8), expected) || found
+        }
+        return found
+    }
+
     public var description: String { "WebhookSecret(redacted)" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
