@@ -169,6 +169,25 @@ struct ProvisioningEndToEndTests {
     }
 
     @Test(
+        "concurrent PUTs of one new account: one 201, the others 200, never a failure; one account",
+        arguments: Backend.all
+    )
+    func concurrentCreate(_ backend: Backend) async throws {
+        let harness = try Harness(backend)
+        let body: [String: any Sendable] = ["passwordHash": try Self.hash("pw"), "email": "eve@example.com"]
+        for round in 0..<10 {
+            let username = "eve\(round)"
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<16 { group.addTask { try await harness.put(username, body).status } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 201 }.count == 1, "\(username): \(statuses)")
+            #expect(statuses.allSatisfy { $0 == 201 || $0 == 200 }, "\(username): \(statuses)")
+            #expect(try harness.storedHash(username) != nil)
+        }
+    }
+
+    @Test(
         "a new password hash over PUT ends the upgrade the old password opened: 409 credentials-changed",
         arguments: Backend.all
     )
