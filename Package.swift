@@ -99,7 +99,10 @@ let package = Package(
             name: "Benchmarks",
             dependencies: ["UpgradeEngine", "AppleEmulator"],
             path: "Benchmarks",
-            exclude: ["README.md", "http-load.sh", "import-rows.sh", "provision-batch.sh", "readyz-ab.sh", "upgrade-cpu-ab.sh"]
+            exclude: [
+                "README.md", "http-load.sh", "import-rows.sh", "provision-batch.sh", "readyz-ab.sh",
+                "upgrade-cpu-ab.sh",
+            ]
         ),
         .testTarget(name: "UpgradeMachinesTests", dependencies: ["UpgradeMachines"]),
         .testTarget(
