@@ -75,7 +75,7 @@ struct AccountsImportCommand: CLICommand {
             // A dry run writes into a scratch database and only reads the real one, which is not
             // created if it does not exist.
             var reference: (any UpgradeStore)?
-            if case .sqlite(let file) = location, !FileManager.default.fileExists(atPath: file) {
+            if case .sqlite(let file, _) = location, !FileManager.default.fileExists(atPath: file) {
                 reference = nil
             } else {
                 reference = try StoreOption.open(location)

@@ -379,10 +379,39 @@ struct SQLiteStoreTests {
         #expect(Set(UniqueCollision.allCases.map(\.constraint)) == Set(values))
     }
 
+    @Test("a commit is synced before it returns by default (synchronous FULL); NORMAL only when asked")
+    func durability() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("durability-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for (location, expected) in [
+            ("sqlite:\(directory.path)/a.db", 2), ("sqlite:\(directory.path)/b.db?synchronous=normal", 1),
+        ] {
+            let store = try #require(try DatabaseLocation.parse(location).open() as? SQLiteStore)
+            // A pragma query counts as a statement that may write: read in a write transaction.
+            let level = try store.write { tx in
+                try (tx as! SQLiteTransaction).connection.scalarInt("PRAGMA synchronous")
+            }
+            #expect(level == Int64(expected), "\(location)")
+        }
+    }
+
     @Test("UPGRADE_DB parsing")
     func databaseLocation() throws {
-        #expect(try DatabaseLocation.parse("sqlite:upgrade.db") == .sqlite(path: "upgrade.db"))
-        #expect(throws: StorageError.self) { try DatabaseLocation.parse("sqlite:") }
+        #expect(try DatabaseLocation.parse("sqlite:upgrade.db") == .sqlite(path: "upgrade.db", durability: .full))
+        #expect(
+            try DatabaseLocation.parse("sqlite:/var/lib/u.db?synchronous=normal")
+                == .sqlite(path: "/var/lib/u.db", durability: .normal)
+        )
+        #expect(try DatabaseLocation.parse("sqlite:u.db?synchronous=full") == .sqlite(path: "u.db", durability: .full))
+        #expect(
+            String(describing: try DatabaseLocation.parse("sqlite:u.db?synchronous=normal"))
+                == "sqlite:u.db?synchronous=normal"
+        )
+        #expect(String(describing: try DatabaseLocation.parse("sqlite:u.db")) == "sqlite:u.db")
+        for refused in ["sqlite:", "sqlite:?synchronous=full", "sqlite:u.db?synchronous=off", "sqlite:u.db?mode=ro"] {
+            #expect(throws: StorageError.self, "\(refused)") { try DatabaseLocation.parse(refused) }
+        }
         #expect(throws: StorageError.self) { try DatabaseLocation.parse("mysql://x") }
         #expect(!String(describing: try DatabaseLocation.parse("postgres://u:secretpw@h/db")).contains("secretpw"))
     }

@@ -1,6 +1,7 @@
-/// Where `UPGRADE_DB` points: `sqlite:PATH` (the default, `sqlite:upgrade.db`) or `postgres://...`.
+/// Where `UPGRADE_DB` points: `sqlite:PATH` (the default, `sqlite:upgrade.db`; `?synchronous=normal`
+/// trades durability against power loss for commit rate: `SQLiteDurability`) or `postgres://...`.
 public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
-    case sqlite(path: String)
+    case sqlite(path: String, durability: SQLiteDurability = .full)
     case postgres(PostgresConfiguration)
 
     public static let defaultValue = "sqlite:upgrade.db"
@@ -10,11 +11,25 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
     /// (`PostgresConfiguration.init(url:)`); messages never quote its password.
     public static func parse(_ text: String) throws(StorageError) -> DatabaseLocation {
         if text.hasPrefix("sqlite:") {
-            let path = String(text.dropFirst("sqlite:".count))
+            var path = Substring(text.dropFirst("sqlite:".count))
+            var durability = SQLiteDurability.full
+            if let question = path.lastIndex(of: "?") {
+                let query = path[path.index(after: question)...]
+                path = path[..<question]
+                guard query.hasPrefix("synchronous="),
+                    let chosen = SQLiteDurability(rawValue: String(query.dropFirst("synchronous=".count)))
+                else {
+                    throw StorageError(
+                        .configuration,
+                        "a sqlite: path takes one parameter, ?synchronous=full (the default) or ?synchronous=normal"
+                    )
+                }
+                durability = chosen
+            }
             guard !path.isEmpty else {
                 throw StorageError(.configuration, "'sqlite:' needs a file path, e.g. sqlite:upgrade.db")
             }
-            return .sqlite(path: path)
+            return .sqlite(path: String(path), durability: durability)
         }
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
             return .postgres(try PostgresConfiguration(url: text))
@@ -26,7 +41,7 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
     /// fails at once, in one line naming the host and the cause (never the password).
     public func open() throws(StorageError) -> any UpgradeStore {
         switch self {
-        case .sqlite(let path): return try SQLiteStore(path: path)
+        case .sqlite(let path, let durability): return try SQLiteStore(path: path, durability: durability)
         case .postgres(let configuration): return try PostgresStore(configuration: configuration)
         }
     }
@@ -34,7 +49,8 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
     /// Printable without credentials: a postgres URL shows `(redacted)` for its password.
     public var description: String {
         switch self {
-        case .sqlite(let path): return "sqlite:\(path)"
+        case .sqlite(let path, .full): return "sqlite:\(path)"
+        case .sqlite(let path, let durability): return "sqlite:\(path)?synchronous=\(durability.rawValue)"
         case .postgres(let configuration): return configuration.description
         }
     }

@@ -28,7 +28,11 @@ final class SQLiteConnection {
         _ = csqlite_disable_memory_statistics()
     }()
 
-    init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws(StorageError) {
+    init(
+        path: String,
+        busyTimeoutMilliseconds: Int32 = 5000,
+        durability: SQLiteDurability = .full
+    ) throws(StorageError) {
         Self.processSettings
         try Self.createPrivately(path)
         var db: OpaquePointer?
@@ -55,7 +59,9 @@ final class SQLiteConnection {
         _ = csqlite_enable_defensive(db)
         try execute("PRAGMA foreign_keys = ON")
         try execute("PRAGMA journal_mode = WAL")
-        try execute("PRAGMA synchronous = NORMAL")
+        // FULL: a commit returns once the log is synced, so what a client was told survives a power
+        // loss; NORMAL syncs only at checkpoints (SQLiteDurability).
+        try execute("PRAGMA synchronous = \(durability.pragma)")
         guard try scalarInt("PRAGMA foreign_keys") == 1 else {
             throw StorageError(.configuration, "SQLite refused to enable foreign keys")
         }

@@ -12,6 +12,7 @@ import Synchronization
 /// milliseconds for a write of a tenth of one. Writers in other processes still meet on SQLite's lock.
 public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
     public let path: String
+    public let durability: SQLiteDurability
     private let maxConnections: Int
     private let busyTimeoutMilliseconds: Int32
     private let condition = NSCondition()
@@ -25,18 +26,37 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
     static let writerTurnTimeout: TimeInterval = 5
 
     /// Opens (creating if needed) the database file. The schema is not touched: call `migrate`.
-    public convenience init(path: String, maxConnections: Int = 8) throws(StorageError) {
-        try self.init(path: path, maxConnections: maxConnections, busyTimeoutMilliseconds: 5000)
+    public convenience init(
+        path: String,
+        maxConnections: Int = 8,
+        durability: SQLiteDurability = .full
+    ) throws(StorageError) {
+        try self.init(
+            path: path,
+            maxConnections: maxConnections,
+            busyTimeoutMilliseconds: 5000,
+            durability: durability
+        )
     }
 
     /// `busyTimeoutMilliseconds`: how long a statement waits for another process's lock.
-    init(path: String, maxConnections: Int, busyTimeoutMilliseconds: Int32) throws(StorageError) {
+    init(
+        path: String,
+        maxConnections: Int,
+        busyTimeoutMilliseconds: Int32,
+        durability: SQLiteDurability = .full
+    ) throws(StorageError) {
         guard !path.isEmpty else { throw StorageError(.configuration, "the SQLite path is empty") }
         self.path = path
+        self.durability = durability
         self.maxConnections = max(1, maxConnections)
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         // Open one connection now so a bad path fails at start-up, not on the first request.
-        let first = try SQLiteConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        let first = try SQLiteConnection(
+            path: path,
+            busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+            durability: durability
+        )
         idle.append(first)
         open = 1
     }
@@ -53,7 +73,11 @@ public final class SQLiteStore: UpgradeStore, @unchecked Sendable {
         open += 1
         condition.unlock()
         do {
-            return try SQLiteConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            return try SQLiteConnection(
+                path: path,
+                busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+                durability: durability
+            )
         } catch {
             condition.lock()
             open -= 1
