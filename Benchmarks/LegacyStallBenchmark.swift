@@ -196,10 +196,8 @@ func runLegacyStallBenchmark(seconds: Double, clients: Int, rounds: Int) throws 
     /// A new Apple user, a plain account's upgrade, Apple's sheet and the credential; the user's id.
     @Sendable func appleCredential(_ device: Device) throws -> String {
         let index = try take(totp: false)
-        guard
-            let user = try device.apple.post("/emulator/users", ["email": "bench\(index)@example.com"]).json["userId"]?
-                .stringValue
-        else {
+        let (_, created) = try device.apple.post("/emulator/users", ["email": "bench\(index)@example.com"])
+        guard let user = created["userId"]?.stringValue else {
             throw BenchmarkError("the emulator created no user")
         }
         let started = try start(device, "plain-\(index)")
