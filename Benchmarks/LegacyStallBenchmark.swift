@@ -368,11 +368,15 @@ func runLegacyStallBenchmark(seconds: Double, clients: Int, rounds: Int) throws 
     for route in routes {
         var alone = 0.0
         var stalled = 0.0
+        var pairs: [String] = []
         for _ in 0..<rounds {
             try setHammering(false)
-            alone += try phase(route)
+            let a = try phase(route)
             try setHammering(true)
-            stalled += try phase(route)
+            let b = try phase(route)
+            alone += a
+            stalled += b
+            pairs.append(String(format: "%.2f", b / a))
         }
         try setHammering(false)
         let ratio = stalled / alone
@@ -380,6 +384,7 @@ func runLegacyStallBenchmark(seconds: Double, clients: Int, rounds: Int) throws 
         print(
             "  \(route.name.padding(toLength: 72, withPad: " ", startingAt: 0)) "
                 + String(format: "%9.0f %9.0f  %5.2f", alone / Double(rounds), stalled / Double(rounds), ratio)
+                + (rounds > 1 ? "   (each round: \(pairs.joined(separator: " ")))" : "")
         )
     }
     let legacyTally = shared.tally.withLock { $0 }

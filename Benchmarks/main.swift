@@ -140,7 +140,8 @@ if CommandLine.arguments.dropFirst().first == "legacy-stall" {
     do {
         try runLegacyStallBenchmark(seconds: Double(seconds), clients: clients, rounds: rounds)
     } catch {
-        print("legacy-stall: \(error)")
+        // One line, even when a child process's output is part of the reason.
+        print("legacy-stall: " + "\(error)".split(whereSeparator: \.isNewline).joined(separator: " | "))
         exit(1)
     }
     exit(0)
