@@ -54,11 +54,17 @@ final class LeanHTTPConnection: @unchecked Sendable {
         try post(path, json: .object(fields.map { JSONValue.Member($0.key, .string($0.value)) }))
     }
 
-    /// POSTs a JSON value and returns the status and the parsed JSON answer.
-    func post(_ path: String, json value: JSONValue) throws -> (status: Int, json: JSONValue) {
+    /// POSTs a JSON value, with `authorization` as the `Authorization` header when given, and
+    /// returns the status and the parsed JSON answer.
+    func post(
+        _ path: String,
+        json value: JSONValue,
+        authorization: String? = nil
+    ) throws -> (status: Int, json: JSONValue) {
         let body = value.serialized()
         let head =
             "POST \(path) HTTP/1.1\r\nHost: \(authority)\r\n"
+            + (authorization.map { "Authorization: \($0)\r\n" } ?? "")
             + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
         var request = Array(head.utf8)
         request.append(contentsOf: body)

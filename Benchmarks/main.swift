@@ -124,6 +124,29 @@ if CommandLine.arguments.dropFirst().first == "failed-checks" {
     exit(0)
 }
 
+// `Benchmarks legacy-stall [SECONDS] [CLIENTS] [ROUNDS]`: the other routes' throughput, alone and
+// while CLIENTS devices sign in to legacy accounts whose legacy login system never answers.
+if CommandLine.arguments.dropFirst().first == "legacy-stall" {
+    let numbers = CommandLine.arguments.dropFirst(2).map { Int($0) }
+    let seconds = numbers.first.flatMap { $0 } ?? 5
+    let clients = numbers.dropFirst().first.flatMap { $0 } ?? 16
+    let rounds = numbers.dropFirst(2).first.flatMap { $0 } ?? 2
+    guard numbers.count <= 3, !numbers.contains(nil), (1...60).contains(seconds), (1...32).contains(clients),
+        (1...10).contains(rounds)
+    else {
+        print("usage: Benchmarks legacy-stall [SECONDS 1...60] [CLIENTS 1...32] [ROUNDS 1...10]")
+        exit(2)
+    }
+    do {
+        try runLegacyStallBenchmark(seconds: Double(seconds), clients: clients, rounds: rounds)
+    } catch {
+        // One line, even when a child process's output is part of the reason.
+        print("legacy-stall: " + "\(error)".split(whereSeparator: \.isNewline).joined(separator: " | "))
+        exit(1)
+    }
+    exit(0)
+}
+
 print("siwa-upgrade benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores); rates are single-threaded")
 
 // MARK: HMAC and TOTP
