@@ -522,6 +522,20 @@ enum EmbeddedSchema {
                 UPDATE account_profiles SET display_name_source = 'import' WHERE display_name IS NOT NULL;
                 """
         ),
+        SchemaMigration(
+            version: 20,
+            name: "hash_parameter_sets",
+            sql: """
+                -- The same table as Schema/sqlite/0020_hash_parameter_sets.sql: project-wide parameters of Firebase
+                -- scrypt and keyed HMAC hashes, each set stored once, sealed, and named by id from the hashes.
+                CREATE TABLE hash_parameter_sets (
+                    id BIGINT PRIMARY KEY CHECK (id > 0),
+                    kind TEXT COLLATE "C" NOT NULL CHECK (kind IN ('firebase-scrypt', 'hmac')),
+                    sealed BYTEA NOT NULL,
+                    created_at BIGINT NOT NULL
+                );
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -1049,6 +1063,23 @@ enum EmbeddedSchema {
 
                 UPDATE account_profiles SET email_source = 'import' WHERE email IS NOT NULL;
                 UPDATE account_profiles SET display_name_source = 'import' WHERE display_name IS NOT NULL;
+                """
+        ),
+        SchemaMigration(
+            version: 20,
+            name: "hash_parameter_sets",
+            sql: """
+                -- The project-wide parameters some imported hash formats need besides the hash itself: Firebase's
+                -- scrypt (signer key, salt separator, rounds, memory cost) and keyed HMAC digests (the key). Each
+                -- set is stored once, sealed with the server's secret key (context `hash-parameters:<id>`), and the
+                -- password hashes that need it name it by id (`$firebase-scrypt$p=<id>$...`, `$hmac-sha256$p=<id>$...`;
+                -- docs/architecture.md, Password hashes). A set is never deleted while a hash may name it.
+                CREATE TABLE hash_parameter_sets (
+                    id INTEGER PRIMARY KEY CHECK (id > 0),
+                    kind TEXT NOT NULL CHECK (kind IN ('firebase-scrypt', 'hmac')),
+                    sealed BLOB NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
                 """
         ),
     ]

@@ -1,0 +1,108 @@
+import Synchronization
+
+/// The parameter sets in `hash_parameter_sets`, opened with the server's secret key and kept in
+/// memory. A set is never changed once stored, so a cached one stays right; an id not cached makes
+/// it read the table again (an import in another process may have added it since), at most once a
+/// second, so hashes naming a missing set cannot turn every check into a database read.
+///
+/// A set that does not open (another key) is remembered as unavailable, with its reason, until the
+/// next read of the table. No secret leaves this type but through `hashParameterSet`.
+public final class StoredHashParameters: HashParameterSource {
+    private let store: any UpgradeStore
+    private let secrets: SecretBox
+    private let clock: @Sendable () -> ContinuousClock.Instant
+    private struct Cache {
+        var sets: [Int64: Result<HashParameterSet, PasswordHashError>] = [:]
+        var loadedAt: ContinuousClock.Instant?
+    }
+    private let cache = Mutex(Cache())
+
+    public init(
+        store: any UpgradeStore,
+        secrets: SecretBox,
+        clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
+        self.store = store
+        self.secrets = secrets
+        self.clock = clock
+    }
+
+    public func hashParameterSet(
+        id: Int64?,
+        kind: HashParameterSet.Kind
+    ) throws(PasswordHashError)
+        -> HashParameterSet
+    {
+        guard let id else {
+            throw PasswordHashError(
+                .parametersUnavailable,
+                "the stored hash names no parameter set (p=<id>); import it with --hash-parameters"
+            )
+        }
+        if let cached = cache.withLock({ $0.sets[id] }) { return try cached.get() }
+        let now = clock()
+        let due = cache.withLock { state -> Bool in
+            guard let loadedAt = state.loadedAt, now - loadedAt < .seconds(1) else {
+                state.loadedAt = now
+                return true
+            }
+            return false
+        }
+        if due {
+            let records: [HashParameterSetRecord]
+            do {
+                records = try store.readStorageErrors { tx in try tx.hashParameterSets() }
+            } catch {
+                cache.withLock { $0.loadedAt = nil }
+                throw PasswordHashError(
+                    .parametersUnavailable,
+                    "hash parameter set \(id) could not be read: \(error.code)"
+                )
+            }
+            let opened = records.map { record in
+                (record.id, Result { () throws(PasswordHashError) in try HashParameterSet.open(record, with: secrets) })
+            }
+            cache.withLock { state in
+                for (setID, result) in opened { state.sets[setID] = result }
+            }
+        }
+        guard let result = cache.withLock({ $0.sets[id] }) else { throw HashParameterSets.notStored(id) }
+        return try result.get()
+    }
+
+    /// Stores each of `sets` unless an equal set of its kind is stored already, and returns the id
+    /// each has, in order: an import run again with the same file names the same sets. Ids are
+    /// taken one above the highest stored, in one write transaction (serialisable, so two imports
+    /// adding sets at once cannot take the same id).
+    public static func add(
+        _ sets: [HashParameterSet],
+        store: any UpgradeStore,
+        secrets: SecretBox,
+        now: Int64
+    ) throws -> [Int64] {
+        try store.write { tx in
+            var existing = try tx.hashParameterSets()
+            var ids: [Int64] = []
+            for set in sets {
+                let match = existing.first { record in
+                    record.kind == set.kind.rawValue && (try? HashParameterSet.open(record, with: secrets)) == set
+                }
+                if let match {
+                    ids.append(match.id)
+                    continue
+                }
+                let id = (existing.map(\.id).max() ?? 0) + 1
+                let record = HashParameterSetRecord(
+                    id: id,
+                    kind: set.kind.rawValue,
+                    sealed: set.sealed(with: secrets, id: id),
+                    createdAt: now
+                )
+                try tx.insertHashParameterSet(record)
+                existing.append(record)
+                ids.append(id)
+            }
+            return ids
+        }
+    }
+}
