@@ -14,6 +14,9 @@ public struct HashParameterSet: Sendable, Equatable, CustomStringConvertible, Cu
         case firebaseScrypt = "firebase-scrypt"
         /// HMAC-SHA256 or HMAC-SHA512 of the password under one key (`$hmac-sha256$`, `$hmac-sha512$`).
         case hmac
+
+        /// What the hashes that use a set of this kind start with (`$hmac-sha256$` and `$hmac-sha512$`).
+        var hashPrefix: String { self == .firebaseScrypt ? "$firebase-scrypt$" : "$hmac-sha" }
     }
 
     /// Where a keyed HMAC hash's per-user salt goes: `HMAC(key, salt ‖ password)` or `HMAC(key, password ‖ salt)`.

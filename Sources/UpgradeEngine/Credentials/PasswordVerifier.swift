@@ -68,7 +68,8 @@ public struct PasswordVerifier: Sendable {
         guard let parameterSets else {
             throw PasswordHashError(
                 .parametersUnavailable,
-                "the hash needs a \(kind.rawValue) parameter set and this check has none"
+                "the hash needs a \(kind.rawValue) parameter set and this check has none "
+                    + "(stored sets open with the server's secret key: set UPGRADE_SECRET_KEY_FILE)"
             )
         }
         let set = try parameterSets.hashParameterSet(id: id, kind: kind)

@@ -36,7 +36,8 @@ public final class StoredHashParameters: HashParameterSource {
         guard let id else {
             throw PasswordHashError(
                 .parametersUnavailable,
-                "the stored hash names no parameter set (p=<id>); import it with --hash-parameters"
+                "the hash names no parameter set: give p=<id> of a stored one ('upgrade-cli hash-parameters add' "
+                    + "prints the ids), or import the file with --hash-parameters"
             )
         }
         if let cached = cache.withLock({ $0.sets[id] }) { return try cached.get() }
