@@ -99,7 +99,25 @@ struct KeyedHashImportCLITests {
         )
         #expect(wrongKey.status == 1)
         #expect(wrongKey.stdout.contains("does not open with the configured secret key"))
-        for output in [run, again, listed, wrongKey, dry] {
+        // db check opens the sets with the key: with another key both accounts are listed.
+        let checked = try runCLI(["db", "check"], environment: environment)
+        #expect(checked.status == 0, "\(checked.stdout)")
+        let misKeyed = try runCLI(
+            ["db", "check"],
+            environment: environment.merging(["UPGRADE_SECRET_KEY_FILE": otherKey.path]) { $1 }
+        )
+        #expect(misKeyed.status == 1)
+        #expect(
+            misKeyed.stdout.contains(
+                "stored as 'alice' cannot sign in with its password: hash parameter set 1 does not open"
+            )
+        )
+        #expect(
+            misKeyed.stdout.contains(
+                "stored as 'bob' cannot sign in with its password: hash parameter set 2 does not open"
+            )
+        )
+        for output in [run, again, listed, wrongKey, dry, checked, misKeyed] {
             for secret in secrets { #expect(!(output.stdout + output.stderr).contains(secret)) }
         }
     }

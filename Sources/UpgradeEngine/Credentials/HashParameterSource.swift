@@ -14,10 +14,25 @@ public protocol HashParameterSource: Sendable {
 public struct HashParameterSets: HashParameterSource {
     public var given: [HashParameterSet.Kind: HashParameterSet]
     public var stored: [Int64: HashParameterSet]
+    /// Stored sets that did not open, and why.
+    public var unusable: [Int64: PasswordHashError] = [:]
 
     public init(given: [HashParameterSet] = [], stored: [Int64: HashParameterSet] = [:]) {
         self.given = Dictionary(given.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
         self.stored = stored
+    }
+
+    /// Every stored set, opened with `secrets` (read once, e.g. before `StoredHashCheck`, which
+    /// must not read the database again inside its transaction).
+    public init(records: [HashParameterSetRecord], secrets: SecretBox) {
+        self.init()
+        for record in records {
+            do {
+                stored[record.id] = try HashParameterSet.open(record, with: secrets)
+            } catch {
+                unusable[record.id] = error
+            }
+        }
     }
 
     public func hashParameterSet(
@@ -27,6 +42,7 @@ public struct HashParameterSets: HashParameterSource {
         -> HashParameterSet
     {
         if let id {
+            if let error = unusable[id] { throw error }
             guard let set = stored[id] else { throw Self.notStored(id) }
             return set
         }
