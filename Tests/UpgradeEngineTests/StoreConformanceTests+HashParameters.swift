@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Testing
 import UpgradeTestSupport
@@ -66,6 +67,14 @@ extension StoreConformanceTests {
         #expect(throws: PasswordHashError.self) { try source.hashParameterSet(id: 1, kind: .firebaseScrypt) }
         elapsed.withLock { $0 = .milliseconds(1500) }
         #expect(try source.hashParameterSet(id: 1, kind: .firebaseScrypt) == sets[0])
+        // Many checks missing at once on a fresh source: the first reloads, the rest wait for it
+        // and find the set rather than a missing one.
+        let fresh = StoredHashParameters(store: db.store, secrets: secrets)
+        let found = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            if (try? fresh.hashParameterSet(id: 2, kind: .hmac)) == sets[1] { found.withLock { $0 += 1 } }
+        }
+        #expect(found.withLock { $0 } == 16)
         // Another key: the same sets are stored again, and the old ones say why they are unusable.
         let other = try SecretBox(key: Array(repeating: 4, count: 32))
         #expect(try StoredHashParameters.add([sets[1]], store: db.store, secrets: other, now: Self.now) == [3])

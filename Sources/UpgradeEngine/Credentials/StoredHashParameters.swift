@@ -5,8 +5,9 @@ import Synchronization
 /// it read the table again (an import in another process may have added it since), at most once a
 /// second, so hashes naming a missing set cannot turn every check into a database read.
 ///
-/// A set that does not open (another key) is remembered as unavailable, with its reason, until the
-/// next read of the table. No secret leaves this type but through `hashParameterSet`.
+/// A set that does not open (another key) is remembered as unavailable, with its reason, for the
+/// life of this source (its key does not change). No secret leaves this type but through
+/// `hashParameterSet`.
 public final class StoredHashParameters: HashParameterSource {
     private let store: any UpgradeStore
     private let secrets: SecretBox
@@ -40,34 +41,34 @@ public final class StoredHashParameters: HashParameterSource {
                     + "prints the ids), or import the file with --hash-parameters"
             )
         }
-        if let cached = cache.withLock({ $0.sets[id] }) { return try cached.get() }
-        let now = clock()
-        let due = cache.withLock { state -> Bool in
-            guard let loadedAt = state.loadedAt, now - loadedAt < .seconds(1) else {
-                state.loadedAt = now
-                return true
-            }
-            return false
-        }
-        if due {
+        // One lock over the lookup and any reload: a check that misses while another reloads
+        // waits for that reload and sees its result, instead of finding the set missing. Reloads
+        // are rare (a new id, at most once a second), and hits take the lock only briefly.
+        let result = cache.withLock { state -> Result<HashParameterSet, PasswordHashError>? in
+            if let cached = state.sets[id] { return cached }
+            let now = clock()
+            if let loadedAt = state.loadedAt, now - loadedAt < .seconds(1) { return nil }
+            state.loadedAt = now
             let records: [HashParameterSetRecord]
-            do {
+            do throws(StorageError) {
                 records = try store.readStorageErrors { tx in try tx.hashParameterSets() }
             } catch {
-                cache.withLock { $0.loadedAt = nil }
-                throw PasswordHashError(
-                    .parametersUnavailable,
-                    "hash parameter set \(id) could not be read: \(error.code)"
+                state.loadedAt = nil
+                return .failure(
+                    PasswordHashError(
+                        .parametersUnavailable,
+                        "hash parameter set \(id) could not be read: \(error.code)"
+                    )
                 )
             }
-            let opened = records.map { record in
-                (record.id, Result { () throws(PasswordHashError) in try HashParameterSet.open(record, with: secrets) })
+            for record in records where state.sets[record.id] == nil {
+                state.sets[record.id] = Result { () throws(PasswordHashError) in
+                    try HashParameterSet.open(record, with: secrets)
+                }
             }
-            cache.withLock { state in
-                for (setID, result) in opened { state.sets[setID] = result }
-            }
+            return state.sets[id]
         }
-        guard let result = cache.withLock({ $0.sets[id] }) else { throw HashParameterSets.notStored(id) }
+        guard let result else { throw HashParameterSets.notStored(id) }
         return try result.get()
     }
 
