@@ -52,5 +52,6 @@ static inline const char *copenssl_name_sha1(void) { return "SHA1"; }
 static inline const char *copenssl_name_sha256(void) { return "SHA256"; }
 static inline const char *copenssl_name_sha512(void) { return "SHA512"; }
 static inline const char *copenssl_name_aes_256_gcm(void) { return "AES-256-GCM"; }
+static inline const char *copenssl_name_aes_256_ctr(void) { return "AES-256-CTR"; }
 static inline const char *copenssl_curve_p256(void) { return "prime256v1"; }
 #endif

@@ -13,7 +13,7 @@ struct AccountsImportCommand: CLICommand {
     static let summary = "import accounts from JSON Lines or CSV (resumable; - reads stdin)"
     static let usage =
         "upgrade-cli accounts import FILE|- [--format jsonl|csv] [--on-conflict skip|update] [--dry-run] "
-        + "[--report FILE] [--batch-size N] [--team-id ID] [--client-id ID] [--dev] [--db URL]"
+        + "[--report FILE] [--batch-size N] [--team-id ID] [--client-id ID] [--hash-parameters FILE] [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)
@@ -24,6 +24,7 @@ struct AccountsImportCommand: CLICommand {
         let batchSize = try arguments.intOption("--batch-size") ?? 1000
         let teamOption = try arguments.option("--team-id")
         let clientOption = try arguments.option("--client-id")
+        let parametersPath = try arguments.option("--hash-parameters")
         let dev = arguments.flag("--dev")
         let path = try arguments.positional("FILE (or - for standard input)")
         try arguments.finish()
@@ -58,9 +59,16 @@ struct AccountsImportCommand: CLICommand {
                 String($0).trimmingCharacters(in: .whitespaces)
             }
 
+        let parameterSets = try parametersPath.map { try HashParametersFile.read($0) } ?? []
+        if !parameterSets.isEmpty && secrets == nil {
+            throw UsageError(
+                "--hash-parameters: the parameters are stored sealed: set UPGRADE_SECRET_KEY_FILE (or pass --dev)"
+            )
+        }
+
         let input = try ImportInput(path: path)
         defer { input.close() }
-        let runID = try input.identity(format: format, onConflict: onConflict)
+        var runID = try input.identity(format: format, onConflict: onConflict)
         var options = AccountImportOptions(runID: runID, source: "\(path == "-" ? "stdin" : path) (\(format.rawValue))")
         options.onConflict = onConflict
         options.batchSize = batchSize
@@ -87,9 +95,31 @@ struct AccountsImportCommand: CLICommand {
             scratch = directory
             let store = try StoreOption.open(.sqlite(path: directory + "/scratch.db"))
             _ = try store.migrate(now: Clock.nowSeconds)
-            importer = AccountImporter(store: store, reference: reference, options: options)
+            // The real database's parameter sets are copied as they are (sealed), and the file's
+            // added to the copy, so the rows name the ids a real run would give them.
+            var passwords = PasswordVerifier()
+            if let secrets {
+                // A real database still without the table has no sets to copy.
+                if let reference, let stored = try? reference.read({ try $0.hashParameterSets() }) {
+                    try store.write { tx in for record in stored { try tx.insertHashParameterSet(record) } }
+                }
+                options.hashParameterSets = try HashParametersFile.store(parameterSets, in: store, secrets: secrets)
+                passwords.parameterSets = StoredHashParameters(store: store, secrets: secrets)
+            }
+            importer = AccountImporter(store: store, reference: reference, options: options, passwords: passwords)
         } else {
             let store = try StoreOption.openMigrated(location)
+            var passwords = PasswordVerifier()
+            if let secrets {
+                options.hashParameterSets = try HashParametersFile.store(parameterSets, in: store, secrets: secrets)
+                // The sets the hashes will name are part of what the rows do, so of the import's identity.
+                if !options.hashParameterSets.isEmpty {
+                    let bound = options.hashParameterSets.map { "\($0.key.rawValue)=\($0.value)" }.sorted()
+                    runID = Digest.sha256(runID + "\n" + bound.joined(separator: ",")).hexString
+                    options.runID = runID
+                }
+                passwords.parameterSets = StoredHashParameters(store: store, secrets: secrets)
+            }
             do {
                 lease = try JobLease.acquire(
                     job: "accounts-import:" + runID.prefix(16),
@@ -100,7 +130,7 @@ struct AccountsImportCommand: CLICommand {
             } catch let error as JobLeaseFailure {
                 throw CommandFailure.configuration(error.message)
             }
-            importer = AccountImporter(store: store, options: options)
+            importer = AccountImporter(store: store, options: options, passwords: passwords)
         }
         defer {
             lease?.release()

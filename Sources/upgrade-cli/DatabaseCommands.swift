@@ -77,10 +77,11 @@ struct DatabaseCheckCommand: CLICommand {
     static let path = ["db", "check"]
     static let summary =
         "list stored usernames that collide, look alike, are refused or would change under the username rule, and password hashes over the cost limits"
-    static let usage = "upgrade-cli db check [--db URL]"
+    static let usage = "upgrade-cli db check [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)
+        let dev = arguments.flag("--dev")
         try arguments.finish()
         let store = try StoreOption.open(location)
         // Read-only, and useful before `db migrate` too: it shows what migration 7 would re-key.
@@ -124,7 +125,16 @@ struct DatabaseCheckCommand: CLICommand {
             )
         }
         // Hashes stored before the cost limits were lowered can no longer be checked at sign-in.
-        let hashes = try store.read { tx in try StoredHashCheck.run(tx) }
+        // With the secret key, hashes that name a parameter set (Firebase scrypt, keyed HMAC) are
+        // checked against the stored sets too: one missing or not opening is listed.
+        var verifier = PasswordVerifier()
+        let environment = ProcessInfo.processInfo.environment
+        if dev || environment["UPGRADE_SECRET_KEY_FILE"].map({ !$0.isEmpty }) == true {
+            let secrets = try SecretKeyOption.load(dev: dev)
+            let records = (try? store.read { tx in try tx.hashParameterSets() }) ?? []
+            verifier.parameterSets = HashParameterSets(records: records, secrets: secrets)
+        }
+        let hashes = try store.read { tx in try StoredHashCheck.run(tx, verifier: verifier) }
         for unusable in hashes.unusable {
             Console.out(
                 "hash: account \(unusable.account.id) stored as '\(name(unusable.account.username))' cannot sign in with its password: \(unusable.reason)"
@@ -132,7 +142,7 @@ struct DatabaseCheckCommand: CLICommand {
         }
         if !hashes.isClean {
             Console.out(
-                "\(hashes.unusable.count) of \(hashes.hashes) stored password hash(es) cannot be checked (over the cost limits, or not a supported hash): give those accounts a new password (a ticket and POST /v1/password-changes) or re-import them rehashed"
+                "\(hashes.unusable.count) of \(hashes.hashes) stored password hash(es) cannot be checked (over the cost limits, not a supported hash, or naming a parameter set that is not stored or does not open with the key): give those accounts a new password (a ticket and POST /v1/password-changes) or re-import them rehashed"
             )
         }
         Console.out(

@@ -16,6 +16,8 @@ enum CommandRegistry {
             AuditCommand.self,
             AccountsDeleteCommand.self,
             AccountsImportCommand.self,
+            HashParametersAddCommand.self,
+            HashParametersListCommand.self,
             AdminTokensAddCommand.self,
             AdminTokensListCommand.self,
             AdminTokensRemoveCommand.self,

@@ -193,7 +193,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case upgradeTicketsHash, passwordChangesID
     case appleRevocationsID
     case accountProfilesAccount, importRunsID
-    case webhookOutboxID, usernameSkeletonSourceID
+    case webhookOutboxID, usernameSkeletonSourceID, hashParameterSetsID
 
     var testDescription: String { rawValue }
 
@@ -224,6 +224,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .importRunsID: .importRunsID
         case .webhookOutboxID: .webhookOutboxID
         case .usernameSkeletonSourceID: .usernameSkeletonSourceID
+        case .hashParameterSetsID: .hashParameterSetsID
         }
     }
 
@@ -352,6 +353,10 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .usernameSkeletonSourceID:
             // The store upserts the one row; a second plain INSERT is what the key refuses.
             try Seed.raw(tx, "INSERT INTO username_skeleton_source (id, version) VALUES (1, ?)", [.text("s3cret-icu")])
+        case .hashParameterSetsID:
+            let record = HashParameterSetRecord(id: 1, kind: "hmac", sealed: Array("s3cret".utf8), createdAt: Seed.now)
+            try tx.insertHashParameterSet(record)
+            try tx.insertHashParameterSet(record)
         }
     }
 }

@@ -32,9 +32,11 @@ final class UpgradeHarness: Sendable {
             keys: try JWKSet(keys: [(Self.keyID, Self.appleKey.publicKey)]),
             policy: try IdentityTokenPolicy(allowedAudiences: [Self.clientID])
         )
+        var passwords = PasswordVerifier(dummyParameters: Self.fastHash)
+        passwords.parameterSets = StoredHashParameters(store: database.store, secrets: secrets)
         service = UpgradeService(
             store: database.store,
-            passwords: PasswordVerifier(dummyParameters: Self.fastHash),
+            passwords: passwords,
             secrets: secrets,
             identityTokens: verifier,
             apple: apple,

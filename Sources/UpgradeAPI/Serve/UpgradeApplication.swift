@@ -78,6 +78,8 @@ public final class UpgradeApplication: Sendable {
         self.metrics = metrics
         var passwords = PasswordVerifier()
         passwords.onHashed = { metrics.recordPasswordHash(cpuSeconds: $0) }
+        // Firebase scrypt and keyed HMAC hashes name sealed parameter sets stored by imports.
+        passwords.parameterSets = StoredHashParameters(store: store, secrets: secrets)
         var upgradeConfiguration = UpgradeServiceConfiguration(
             policy: try UpgradePolicy(conversionLifetime: settings.conversionTimeout),
             appleTeamID: teamID

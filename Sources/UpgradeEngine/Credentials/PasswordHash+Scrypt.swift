@@ -99,7 +99,7 @@ extension PasswordHash {
         )
     }
 
-    private static func checkedScrypt(
+    static func checkedScrypt(
         scheme: String,
         logN: Int,
         r: Int,

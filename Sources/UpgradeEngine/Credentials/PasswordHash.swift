@@ -15,6 +15,10 @@ enum PasswordHash: Sendable {
     case phpass(Phpass)
     /// Django's `bcrypt_sha256$`: the bcrypt hash checked with the hex SHA-256 of the password.
     case bcryptSHA256(Libxcrypt)
+    /// Firebase's modified scrypt; the project's parameters are a `HashParameterSet` the hash names.
+    case firebaseScrypt(FirebaseScrypt)
+    /// HMAC-SHA256 or HMAC-SHA512 under a key kept in a `HashParameterSet` the hash names.
+    case keyedHMAC(KeyedHMAC)
 
     init(parsing encoded: String, limits: PasswordHashLimits) throws(PasswordHashError) {
         // The scheme is told by a short prefix, so even a huge value is classified without copying it.
@@ -32,7 +36,8 @@ enum PasswordHash: Sendable {
                     + "pbkdf2_sha1$, $pbkdf2$, $pbkdf2-sha256$, $pbkdf2-sha512$), sha512-crypt ($6$), "
                     + "sha256-crypt ($5$), md5-crypt ($1$), yescrypt ($y$) or LDAP ({SSHA}, {SSHA256}, {SSHA512}, "
                     + "{CRYPT} with a crypt hash), phpass ($P$, $H$), Drupal 7 ($S$) "
-                    + "or Django's bcrypt_sha256$ and argon2$; convert the export to one of these "
+                    + "Django's bcrypt_sha256$ and argon2$, Firebase scrypt ($firebase-scrypt$) "
+                    + "or keyed HMAC ($hmac-sha256$, $hmac-sha512$); convert the export to one of these "
                     + "or have the user reset the password"
             )
         }
@@ -97,6 +102,9 @@ enum PasswordHash: Sendable {
         ("argon2$argon2id$", { b, l throws(PasswordHashError) in try parseDjangoArgon2(b, .id, limits: l) }),
         ("argon2$argon2i$", { b, l throws(PasswordHashError) in try parseDjangoArgon2(b, .i, limits: l) }),
         ("argon2$argon2d$", { _, _ throws(PasswordHashError) in throw unsupported("argon2$argon2d$", argon2dNote) }),
+        ("$firebase-scrypt$", { b, _ throws(PasswordHashError) in try parseFirebaseScrypt(b) }),
+        ("$hmac-sha256$", { b, _ throws(PasswordHashError) in try parseKeyedHMAC(b, .sha256) }),
+        ("$hmac-sha512$", { b, _ throws(PasswordHashError) in try parseKeyedHMAC(b, .sha512) }),
     ]
 
     private static let bcryptBugNote =
@@ -111,7 +119,10 @@ enum PasswordHash: Sendable {
         PasswordHashError(.unsupported, "unsupported \(scheme) hash: \(reason)")
     }
 
-    var inspection: PasswordHashInspection {
+    /// What the hash is; `set` is the parameter set it names, if it names one and it was resolved.
+    var inspection: PasswordHashInspection { inspection(with: nil) }
+
+    func inspection(with set: HashParameterSet?) -> PasswordHashInspection {
         switch self {
         case .libxcrypt(let hash): return hash.inspection
         case .argon2(let hash): return hash.inspection
@@ -120,12 +131,21 @@ enum PasswordHash: Sendable {
         case .saltedSHA(let hash): return hash.inspection
         case .phpass(let hash): return hash.inspection
         case .bcryptSHA256(let hash): return hash.inspection
+        case .firebaseScrypt(let hash): return hash.inspection(set)
+        case .keyedHMAC(let hash): return hash.inspection(set)
         }
     }
 
     /// Recomputes the hash of `password` (its UTF-8 bytes, already within `maxPasswordBytes`) and
-    /// compares it with the stored one in constant time.
-    func verify(password: [UInt8]) throws(PasswordHashError) -> Bool {
+    /// compares it with the stored one in constant time. `set` is the parameter set the hash names
+    /// (`parameterSetReference`), resolved by the caller; hashes that name none ignore it.
+    func verify(
+        password: [UInt8],
+        set: HashParameterSet? = nil,
+        limits: PasswordHashLimits = .default
+    )
+        throws(PasswordHashError) -> Bool
+    {
         switch self {
         case .libxcrypt(let hash): return try hash.verify(password: password)
         case .argon2(let hash): return try hash.verify(password: password)
@@ -137,7 +157,17 @@ enum PasswordHash: Sendable {
             var prehashed = Array(Digest.sha256(password).hexString.utf8)
             defer { PasswordKDF.wipe(&prehashed) }
             return try hash.verify(password: prehashed)
+        case .firebaseScrypt(let hash):
+            guard let set else { throw Self.noSet }
+            return try hash.verify(password: password, set: set, limits: limits)
+        case .keyedHMAC(let hash):
+            guard let set else { throw Self.noSet }
+            return try hash.verify(password: password, set: set)
         }
+    }
+
+    private static var noSet: PasswordHashError {
+        PasswordHashError(.parametersUnavailable, "the hash needs its parameter set, and none was resolved")
     }
 }
 

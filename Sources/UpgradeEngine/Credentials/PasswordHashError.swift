@@ -12,6 +12,7 @@ public struct PasswordHashError: Error, Sendable, Hashable, CustomStringConverti
             case parameterOutOfBounds
             case unsupported
             case invalidPassword
+            case parametersUnavailable
             case internalFailure
         }
 
@@ -32,6 +33,10 @@ public struct PasswordHashError: Error, Sendable, Hashable, CustomStringConverti
         /// The password itself cannot be checked: longer than allowed, or containing a NUL byte that a
         /// C-string format would silently cut off.
         public static let invalidPassword = Code(.invalidPassword)
+        /// The hash names a parameter set (`HashParameterSet`: Firebase scrypt, keyed HMAC) that is not
+        /// stored, is of another kind, or does not open with the configured secret key: an operator
+        /// problem, said without any of the set's secrets.
+        public static let parametersUnavailable = Code(.parametersUnavailable)
         /// The hashing library failed for a reason that is not the input's fault (out of memory).
         public static let internalFailure = Code(.internalFailure)
 

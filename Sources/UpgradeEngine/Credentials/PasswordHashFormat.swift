@@ -37,4 +37,13 @@ public enum PasswordHashFormat: String, Sendable, Hashable, CaseIterable, Codabl
     case drupal7
     /// Django's `bcrypt_sha256$`: bcrypt (libxcrypt) of the lowercase hex SHA-256 of the password.
     case bcryptSHA256 = "bcrypt-sha256"
+    /// Firebase Authentication's modified scrypt, `$firebase-scrypt$p=<set>$salt$hash`: scrypt with the
+    /// project's salt separator and costs, then AES-256-CTR of its signer key (OpenSSL); the project's
+    /// parameters are a sealed `HashParameterSet`.
+    case firebaseScrypt = "firebase-scrypt"
+    /// HMAC-SHA256 of the password (optionally salted) under a key kept sealed in a `HashParameterSet`,
+    /// `$hmac-sha256$p=<set>$[salt$]digest`. One HMAC: weak, accepted only to move off it.
+    case hmacSHA256 = "hmac-sha256"
+    /// HMAC-SHA512, `$hmac-sha512$p=<set>$[salt$]digest`. Weak, accepted only to move off it.
+    case hmacSHA512 = "hmac-sha512"
 }

@@ -223,6 +223,32 @@ enum PasswordKDF {
     }
 
     /// Overwrites a buffer that held a password or derived key, in a way the optimiser may not drop.
+    /// AES-256-CTR of `input` under `key` from an all-zero counter block (Firebase scrypt's last step).
+    static func aes256CTR(key: [UInt8], input: [UInt8]) throws(PasswordHashError) -> [UInt8] {
+        precondition(key.count == 32)
+        guard let context = EVP_CIPHER_CTX_new() else {
+            throw PasswordHashError(.internalFailure, "OpenSSL could not allocate a cipher context")
+        }
+        defer { EVP_CIPHER_CTX_free(context) }
+        let iv = [UInt8](repeating: 0, count: 16)
+        var out = [UInt8](repeating: 0, count: input.count + 16)
+        var written: Int32 = 0
+        var final: Int32 = 0
+        let ok = out.withUnsafeMutableBufferPointer { buffer -> Bool in
+            guard EVP_EncryptInit_ex(context, EVPKeySupport.aes256CTR.cipher, nil, key, iv) == 1,
+                EVP_EncryptUpdate(context, buffer.baseAddress, &written, input, Int32(input.count)) == 1
+            else { return false }
+            return EVP_EncryptFinal_ex(context, buffer.baseAddress! + Int(written), &final) == 1
+        }
+        guard ok, Int(written + final) == input.count else {
+            wipe(&out)
+            let details = OpenSSLError.drainQueue().joined(separator: "; ")
+            throw PasswordHashError(.internalFailure, "OpenSSL AES-256-CTR failed: \(details)")
+        }
+        out.removeLast(16)
+        return out
+    }
+
     static func wipe<T>(_ buffer: inout [T]) {
         buffer.withUnsafeMutableBytes { bytes in
             if let base = bytes.baseAddress, bytes.count > 0 { OPENSSL_cleanse(base, bytes.count) }

@@ -16,6 +16,10 @@ public struct PasswordVerifier: Sendable {
     /// Told the CPU seconds the calling thread spent on each key derivation (a real check or a
     /// dummy), for metrics: what a password check costs where it runs, caches and all.
     public var onHashed: (@Sendable (_ cpuSeconds: Double) -> Void)?
+    /// Where the project-wide parameters of Firebase scrypt and keyed HMAC hashes are found
+    /// (`HashParameterSet`): the server's sealed sets (`StoredHashParameters`), or a parameters
+    /// file's. Without one such hashes parse, but are checked as `.parametersUnavailable`.
+    public var parameterSets: (any HashParameterSource)?
 
     /// What `verifyDummy` recomputes: argon2id with the hasher's parameters, random salt and output.
     let dummy: PasswordHash
@@ -42,9 +46,35 @@ public struct PasswordVerifier: Sendable {
     }
 
     /// The stored hash's format and cost, after the same strict parsing and bounds checks that
-    /// `verify` applies. Nothing is computed.
+    /// `verify` applies. Nothing is computed. A hash that names a parameter set has it resolved and
+    /// bounded as well when `parameterSets` is set (a set that is missing throws); without it, the
+    /// hash alone is checked.
     public func inspect(_ encodedHash: String) throws(PasswordHashError) -> PasswordHashInspection {
-        try PasswordHash(parsing: encodedHash, limits: limits).inspection
+        let hash = try PasswordHash(parsing: encodedHash, limits: limits)
+        guard parameterSets != nil, hash.parameterSetReference != nil else { return hash.inspection }
+        let set = try parameterSet(for: hash)
+        if case .firebaseScrypt(let firebase) = hash { _ = try firebase.scrypt(set, limits: limits) }
+        if case .keyedHMAC(let hmac) = hash, set.kind != .hmac {
+            throw PasswordHash.wrongKind(hmac.setID, expected: .hmac)
+        }
+        return hash.inspection(with: set)
+    }
+
+    /// The parameter set `hash` names, of the kind it needs; nil for a hash that names none.
+    private func parameterSet(for hash: PasswordHash) throws(PasswordHashError) -> HashParameterSet {
+        guard let (id, kind) = hash.parameterSetReference else {
+            preconditionFailure("only hashes that name a parameter set are resolved")
+        }
+        guard let parameterSets else {
+            throw PasswordHashError(
+                .parametersUnavailable,
+                "the hash needs a \(kind.rawValue) parameter set and this check has none "
+                    + "(stored sets open with the server's secret key: set UPGRADE_SECRET_KEY_FILE)"
+            )
+        }
+        let set = try parameterSets.hashParameterSet(id: id, kind: kind)
+        guard set.kind == kind else { throw PasswordHash.wrongKind(id, expected: kind) }
+        return set
     }
 
     /// Whether `password` matches `encodedHash`.
@@ -73,12 +103,14 @@ public struct PasswordVerifier: Sendable {
     }
 
     private func verify(password: String, against hash: PasswordHash) throws(PasswordHashError) -> Bool {
+        // The parameter set is resolved (and its cost bounded) before the password is looked at.
+        let set = hash.parameterSetReference == nil ? nil : try parameterSet(for: hash)
         var bytes = try limits.passwordBytes(password)
         defer { PasswordKDF.wipe(&bytes) }
-        guard let onHashed else { return try hash.verify(password: bytes) }
+        guard let onHashed else { return try hash.verify(password: bytes, set: set, limits: limits) }
         let started = Self.threadCPUSeconds()
         defer { onHashed(Self.threadCPUSeconds() - started) }
-        return try hash.verify(password: bytes)
+        return try hash.verify(password: bytes, set: set, limits: limits)
     }
 
     /// Hashes `password` with `hasher` (a rehash, a changed password), reporting its CPU time to

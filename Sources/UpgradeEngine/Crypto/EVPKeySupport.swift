@@ -30,6 +30,14 @@ enum EVPKeySupport {
         return FetchedCipher(cipher: cipher)
     }()
 
+    /// Only for Firebase scrypt hashes (`PasswordHash.FirebaseScrypt`), which end in AES-256-CTR.
+    static let aes256CTR: FetchedCipher = {
+        guard let cipher = EVP_CIPHER_fetch(nil, copenssl_name_aes_256_ctr(), nil) else {
+            preconditionFailure("AES-256-CTR is not available from libcrypto: \(OpenSSLError.drainQueue())")
+        }
+        return FetchedCipher(cipher: cipher)
+    }()
+
     private static func fetchDigest(_ name: UnsafePointer<CChar>, _ label: String) -> FetchedDigest {
         guard let md = EVP_MD_fetch(nil, name, nil) else {
             preconditionFailure("\(label) is not available from libcrypto: \(OpenSSLError.drainQueue())")

@@ -77,6 +77,9 @@ public struct AccountImportOptions: Sendable {
     public var appleClientID: String?
     /// Who writes the rows: an import file, or the provisioning API.
     public var origin: ImportOrigin = .file
+    /// The stored parameter set (`HashParameterSet`) each kind's hashes in import form (no `p=`)
+    /// are bound to: `--hash-parameters`. The importer's verifier needs a source that resolves them.
+    public var hashParameterSets: [HashParameterSet.Kind: Int64] = [:]
 
     public init(runID: String, source: String) {
         self.runID = runID
@@ -116,7 +119,8 @@ public final class AccountImporter: Sendable {
         self.validator = ImportRowValidator(
             passwords: passwords,
             canSealTOTP: options.secrets != nil,
-            canLinkApple: options.appleTeamID != nil && options.appleClientID != nil
+            canLinkApple: options.appleTeamID != nil && options.appleClientID != nil,
+            hashParameterSets: options.hashParameterSets
         )
     }
 

@@ -3,7 +3,8 @@ public struct ValidatedImportRow: Sendable {
     public var username: Username
     public var email: String?
     public var displayName: String?
-    /// The stored hash as given, and its format (`PasswordHashFormat.rawValue`).
+    /// The stored hash as given (with `p=<id>` added where the import bound its parameter set), and
+    /// its format (`PasswordHashFormat.rawValue`).
     public var passwordHash: (hash: String, format: String)?
     public var totp: OTPAuthURI?
     /// Hashed in `RecoveryCodes`' format, whichever way they were given.
@@ -24,11 +25,20 @@ public struct ImportRowValidator: Sendable {
     public let canSealTOTP: Bool
     /// Whether Apple links can be recorded (the team and client ids are known).
     public let canLinkApple: Bool
+    /// The stored parameter set a Firebase scrypt or keyed HMAC hash given without `p=<id>` names
+    /// once stored (`accounts import --hash-parameters`).
+    public let hashParameterSets: [HashParameterSet.Kind: Int64]
 
-    public init(passwords: PasswordVerifier = PasswordVerifier(), canSealTOTP: Bool, canLinkApple: Bool) {
+    public init(
+        passwords: PasswordVerifier = PasswordVerifier(),
+        canSealTOTP: Bool,
+        canLinkApple: Bool,
+        hashParameterSets: [HashParameterSet.Kind: Int64] = [:]
+    ) {
         self.passwords = passwords
         self.canSealTOTP = canSealTOTP
         self.canLinkApple = canLinkApple
+        self.hashParameterSets = hashParameterSets
     }
 
     public func validate(_ row: ImportRawRow) -> Result<ValidatedImportRow, ImportRowError> {
@@ -65,7 +75,10 @@ public struct ImportRowValidator: Sendable {
                 valid.passwordHash = ("", PasswordCredentialRecord.legacyFormat)
             }
         }
-        if let hash = row.values[.passwordHash] {
+        if var hash = row.values[.passwordHash] {
+            for (kind, id) in hashParameterSets where hash.hasPrefix(kind.hashPrefix) {
+                hash = PasswordHash.binding(hash, to: id) ?? hash
+            }
             do {
                 // Parsed and its cost bounded exactly as a sign-in would; nothing is computed.
                 valid.passwordHash = (hash, try passwords.inspect(hash).format.rawValue)

@@ -532,6 +532,20 @@ enum EmbeddedSchema {
                 CREATE INDEX password_credentials_legacy ON password_credentials (account_id) WHERE format = 'legacy';
                 """
         ),
+        SchemaMigration(
+            version: 21,
+            name: "hash_parameter_sets",
+            sql: """
+                -- The same table as Schema/sqlite/0021_hash_parameter_sets.sql: project-wide parameters of Firebase
+                -- scrypt and keyed HMAC hashes, each set stored once, sealed, and named by id from the hashes.
+                CREATE TABLE hash_parameter_sets (
+                    id BIGINT PRIMARY KEY CHECK (id > 0),
+                    kind TEXT COLLATE "C" NOT NULL CHECK (kind IN ('firebase-scrypt', 'hmac')),
+                    sealed BYTEA NOT NULL,
+                    created_at BIGINT NOT NULL
+                );
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -1069,6 +1083,23 @@ enum EmbeddedSchema {
                 -- an empty hash until the legacy login system vouches for a password (docs/legacy-verification.md).
                 -- `/metrics` counts them on every scrape: a partial index keeps that count to the legacy rows alone.
                 CREATE INDEX password_credentials_legacy ON password_credentials (account_id) WHERE format = 'legacy';
+                """
+        ),
+        SchemaMigration(
+            version: 21,
+            name: "hash_parameter_sets",
+            sql: """
+                -- The project-wide parameters some imported hash formats need besides the hash itself: Firebase's
+                -- scrypt (signer key, salt separator, rounds, memory cost) and keyed HMAC digests (the key). Each
+                -- set is stored once, sealed with the server's secret key (context `hash-parameters:<id>`), and the
+                -- password hashes that need it name it by id (`$firebase-scrypt$p=<id>$...`, `$hmac-sha256$p=<id>$...`;
+                -- docs/architecture.md, Password hashes). A set is never deleted while a hash may name it.
+                CREATE TABLE hash_parameter_sets (
+                    id INTEGER PRIMARY KEY CHECK (id > 0),
+                    kind TEXT NOT NULL CHECK (kind IN ('firebase-scrypt', 'hmac')),
+                    sealed BLOB NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
                 """
         ),
     ]

@@ -202,6 +202,7 @@ final class SQLiteConnection {
         "import_runs.id": .importRunsID,
         "webhook_outbox.id": .webhookOutboxID,
         "username_skeleton_source.id": .usernameSkeletonSourceID,
+        "hash_parameter_sets.id": .hashParameterSetsID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

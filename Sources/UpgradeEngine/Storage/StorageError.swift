@@ -56,6 +56,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case importRunsID = "import_runs.id"
             case webhookOutboxID = "webhook_outbox.id"
             case usernameSkeletonSourceID = "username_skeleton_source.id"
+            case hashParameterSetsID = "hash_parameter_sets.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -106,6 +107,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let webhookOutboxID = Constraint(name: .webhookOutboxID)
         /// A second row for the ICU release of the stored skeletons (the store upserts it instead).
         public static let usernameSkeletonSourceID = Constraint(name: .usernameSkeletonSourceID)
+        /// A parameter set id taken already (two imports adding a set at once).
+        public static let hashParameterSetsID = Constraint(name: .hashParameterSetsID)
     }
 
     public let code: Code
