@@ -96,15 +96,28 @@ struct LegacyVerificationEndToEndTests {
             table: [
                 "alice": .init(password: Self.alicePassword, email: "alice@example.com"),
                 "bob": .init(password: Self.bobPassword),
+                "carol": .init(password: "carol's password"),
             ]
         )
         let server = harness.server
         #expect(try await harness.provision("alice", ["legacyPassword": true]).status == 201)
         #expect(try await harness.provision("bob", ["legacyPassword": true, "email": "bob@example.com"]).status == 201)
+        #expect(try await harness.provision("carol", ["legacyPassword": true]).status == 201)
+        // The username's delay and lock apply before the legacy system is asked: it never sees more
+        // guesses than this server allows (three, then a delay with the default policy).
+        var refusals: [String] = []
+        for guess in 0..<6 {
+            refusals.append(try await harness.start("carol", "guess \(guess)").problem ?? "none")
+        }
+        let asked = try harness.calls().filter { $0.username == "carol" }.count
+        #expect(asked == refusals.filter { $0 == "invalid-credentials" }.count && asked < 6, "\(refusals)")
+        #expect(refusals.contains("rate-limited") || refusals.contains("locked"), "\(refusals)")
+        try harness.legacy.clearRequests()
+
         let overview = try await harness.adminGet("/v1/admin/accounts/alice")
         #expect(overview.json["legacyPassword"] as? Bool == true && overview.json["password"] as? Bool == true)
         let metrics = String(decoding: try await server.get("/metrics").body, as: UTF8.self)
-        #expect(metrics.contains("upgrade_accounts_legacy_password 2.0"), "\(metrics)")
+        #expect(metrics.contains("upgrade_accounts_legacy_password 3.0"), "\(metrics)")
 
         // A wrong password: asked once, a wrong password like any other (counted), nothing stored.
         let wrong = try await harness.start("alice", "not the password")
@@ -177,7 +190,7 @@ struct LegacyVerificationEndToEndTests {
         #expect(stored.credential?.isLegacy == true && stored.failures == 0)
 
         let after = String(decoding: try await server.get("/metrics").body, as: UTF8.self)
-        #expect(after.contains("upgrade_accounts_legacy_password 1.0"))
+        #expect(after.contains("upgrade_accounts_legacy_password 2.0"))
         #expect(after.contains("upgrade_legacy_verify_calls_total{outcome=\"match\"} 1"))
         #expect(after.contains("upgrade_legacy_verify_calls_total{outcome=\"cannot-connect\"} 1"))
         #expect(after.contains("upgrade_legacy_verify_calls_total{outcome=\"timed-out\"} 1"))
