@@ -45,15 +45,13 @@ final class LegacySystem: @unchecked Sendable {
         let redirectFollowed: Bool
     }
 
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/legacy/legacy_system.py").path
+    static let script = FixtureProcess.script("legacy/legacy_system.py")
 
     let directory: URL
     let secretText: String
     /// Mode 0600, as `UPGRADE_LEGACY_VERIFY_SECRET_FILE` must be.
     let secretFile: String
-    let port: Int
-    private let process = Process()
+    private let child: FixtureProcess
 
     init(table: [String: Entry], mode: Mode = .normal, lifetime: Int = 300) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("legacy-\(UUID().uuidString)")
@@ -81,40 +79,27 @@ final class LegacySystem: @unchecked Sendable {
                 contents: try JSONSerialization.data(withJSONObject: rows)
             )
         )
-        let output = Pipe()
-        let errors = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", Self.script, "--secret-file", secretFile, "--table", tableFile, "--mode", mode.rawValue,
-            "--max-seconds", String(lifetime),
-        ]
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        var line: [UInt8] = []
-        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            let why = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw Failure(
-                "the legacy system did not start (needs python3 with standardwebhooks and bcrypt: run Scripts/setup): \(why)"
-            )
-        }
-        self.port = port
+        child = try FixtureProcess(
+            script: Self.script,
+            arguments: [
+                "--secret-file", secretFile, "--table", tableFile, "--mode", mode.rawValue, "--max-seconds",
+                String(lifetime),
+            ],
+            what: "the legacy system",
+            needs: "python3 with standardwebhooks and bcrypt"
+        )
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
+    typealias Failure = FixtureProcess.Failure
 
     deinit { stop() }
 
     func stop() {
-        // SIGKILL: a child started from a pool thread inherits its blocked signals, SIGTERM among them.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        child.stop()
         try? FileManager.default.removeItem(at: directory)
     }
+
+    var port: Int { child.port }
 
     /// `UPGRADE_LEGACY_VERIFY_URL` for the server.
     var url: String { "http://127.0.0.1:\(port)/verify" }

@@ -13,15 +13,13 @@ final class WebhookReceiver: @unchecked Sendable {
         let accountID: String?
     }
 
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/webhooks/receiver.py").path
+    static let script = FixtureProcess.script("webhooks/receiver.py")
 
     let directory: URL
     let secretText: String
     let secretFile: String
     let record: String
-    let port: Int
-    private let process = Process()
+    private let child: FixtureProcess
 
     init(lifetime: Int = 120, delayMilliseconds: Int = 0) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hooks-\(UUID().uuidString)")
@@ -38,37 +36,22 @@ final class WebhookReceiver: @unchecked Sendable {
             )
         )
         record = directory.appendingPathComponent("deliveries.jsonl").path
-        let output = Pipe()
-        let errors = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script, secretText, record, String(lifetime), String(delayMilliseconds)]
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        var line: [UInt8] = []
-        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            let why = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw ReceiverError(
-                "the receiver did not start (needs python3 with standardwebhooks: run Scripts/setup): \(why)"
-            )
-        }
-        self.port = port
-    }
-
-    struct ReceiverError: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+        child = try FixtureProcess(
+            script: Self.script,
+            arguments: [secretText, record, String(lifetime), String(delayMilliseconds)],
+            what: "the receiver",
+            needs: "python3 with standardwebhooks"
+        )
     }
 
     deinit { stop() }
 
     func stop() {
-        // SIGKILL: a child started from a pool thread inherits its blocked signals, SIGTERM among them.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        child.stop()
         try? FileManager.default.removeItem(at: directory)
     }
+
+    var port: Int { child.port }
 
     var url: String { "http://127.0.0.1:\(port)/hooks" }
 
