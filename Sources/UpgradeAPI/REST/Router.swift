@@ -31,7 +31,10 @@ struct Router<Operation: Sendable>: Sendable {
     /// (`PercentEncoding`), once for every route; one that is not percent-encoded UTF-8 is left out
     /// of the parameters, for the handler to refuse after its other checks.
     let textCaptures: Set<String>
-    static var maxTextCaptureBytes: Int { 1024 }
+    /// A username of the 256 characters the API documents, each up to four UTF-8 bytes written as
+    /// three-character percent-encodings: longer than that names no resource; shorter, the handler
+    /// decides (a username over its own limit is `422 validation`, not an unrouted `404`).
+    static var maxTextCaptureBytes: Int { 256 * 4 * 3 }
 
     init(textCaptures: Set<String> = []) { self.textCaptures = textCaptures }
 
