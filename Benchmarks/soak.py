@@ -265,14 +265,15 @@ class Recorder:
         self.unexpected = {}  # (route, status) -> count
         self.load_start = None
 
-    def record(self, route, seconds, status, expected):
+    def record(self, route, seconds, status, expected, problem):
         with self.lock:
             if self.load_start is not None:
                 # The last scenarios finish just after the load's end: they count in its last row.
                 row = min(int((time.time() - self.load_start) // args.row_seconds), rows_of_load() - 1)
                 self.latencies.setdefault((route, row), []).append(seconds)
             if status not in expected:
-                self.unexpected[(route, status)] = self.unexpected.get((route, status), 0) + 1
+                key = (route, status, problem)
+                self.unexpected[key] = self.unexpected.get(key, 0) + 1
 
 
 recorder = Recorder()
@@ -316,12 +317,14 @@ class Client:
             if self.uses[base] >= 50 or answer.getheader("Connection", "").lower() == "close":
                 connection.close()
                 del self.connections[base]
-            if route is not None:
-                recorder.record(route, elapsed, answer.status, expected)
             try:
-                return answer.status, json.loads(raw or b"{}")
+                decoded = json.loads(raw or b"{}")
             except ValueError:
-                return answer.status, {}
+                decoded = {}
+            if route is not None:
+                problem = decoded.get("type", "").rsplit("/", 1)[-1] if isinstance(decoded, dict) else ""
+                recorder.record(route, elapsed, answer.status, expected, problem)
+            return answer.status, decoded
         raise OSError("unreachable")
 
     def close(self):
@@ -727,10 +730,10 @@ def main():
               + "".join(f"; {count} × {reason}" for reason, count in transfer["reasons"].items()))
     failed = False
     if recorder.unexpected:
-        print("unexpected answers: " + ", ".join(f"{count} × {status} on {route}"
-                                               for (route, status), count in sorted(recorder.unexpected.items())))
+        print("unexpected answers: " + ", ".join(f"{count} × {status} {problem} on {route}" for (route, status, problem),
+                                               count in sorted(recorder.unexpected.items())))
         # A 503 is the documented answer to overload (Retry-After); any other 5xx is a fault.
-        failed = any(status >= 500 and status != 503 for _, status in recorder.unexpected)
+        failed = any(status >= 500 and status != 503 for _, status, _ in recorder.unexpected)
     failed = failed or WebhookReceiver.bad > 0
 
     print("\nfirst row against last (largest sample of each), and after the load:")
