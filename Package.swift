@@ -100,7 +100,7 @@ let package = Package(
             dependencies: ["UpgradeEngine", "AppleEmulator"],
             path: "Benchmarks",
             exclude: [
-                "README.md", "http-load.sh", "import-rows.sh", "provision-batch.sh", "readyz-ab.sh",
+                "README.md", "http-load.sh", "import-rows.sh", "provision-batch.sh", "readyz-ab.sh", "soak.py",
                 "upgrade-cpu-ab.sh",
             ]
         ),
