@@ -380,6 +380,29 @@ struct PostgresErrorTests {
         #expect(error.storageError.code == .unavailable)
     }
 
+    @Test("with several hosts, each is tried in order and the error names every one, without the password")
+    func unreachableHosts() throws {
+        let first = try RefusingPort()
+        let second = try RefusingPort()
+        let configuration = PostgresConfiguration(
+            hosts: [.init("127.0.0.1", port: first.number), .init("127.0.0.1", port: second.number)],
+            targetSessionAttributes: .readWrite,
+            user: "u",
+            password: Self.password,
+            database: "d",
+            connectTimeout: 2
+        )
+        let error = try #require(throws: PostgresError.self) { try PostgresConnection(configuration) }
+        #expect(error.kind == .connectFailed)
+        #expect(
+            error.message
+                == "cannot connect to PostgreSQL at any host: 127.0.0.1:\(first.number): Connection refused; "
+                + "127.0.0.1:\(second.number): Connection refused"
+        )
+        #expect(!error.description.contains(Self.password))
+        #expect(error.storageError.code == .unavailable)
+    }
+
     @Test("a server that takes the connection but never answers fails at connect_timeout, as unavailable")
     func silentServer() throws {
         let port = try RefusingPort(listening: true)
