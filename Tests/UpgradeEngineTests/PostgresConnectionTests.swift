@@ -170,6 +170,23 @@ struct PostgresConnectionTests {
         try connection.rollback()
     }
 
+    @Test("a write a read-only server refuses (a standby, a demoted primary) drops the connection as lost")
+    func readOnlyServer() throws {
+        // A session that is read-only by default, as every session on a standby is.
+        let connection = try PostgresConnection(
+            TestPostgres.configuration(),
+            sessionSettings: TestPostgres.settings + [("default_transaction_read_only", "on")]
+        )
+        try connection.begin()
+        let error = try #require(throws: PostgresError.self) {
+            try connection.execute("CREATE TABLE read_only_server_test (x int)")
+        }
+        #expect(error.kind == .connectionLost && error.sqlstate == nil, "\(error)")
+        #expect(error.message.contains("is read-only (a standby, or a demoted primary)"))
+        #expect(connection.isBroken)
+        #expect(error.storageError.code == .unavailable)
+    }
+
     @Test("a unique violation names its constraint and table, never the value")
     func uniqueViolation() throws {
         let connection = try TestPostgres.connect()

@@ -45,6 +45,9 @@ final class PostgresConnection {
     var unreadSyncs = 0
     /// Set when the connection's protocol state is unknown: it is discarded.
     var poisoned = false
+    /// The last transaction begun was declared READ ONLY: a write refused in it is the caller's mistake,
+    /// not a read-only server.
+    var readOnlyTransaction = false
 
     /// Connects to the first of `configuration.hosts` that accepts the connection and matches its
     /// `target_session_attrs` (libpq checks that), each host failing after `connectTimeout` seconds.
@@ -206,6 +209,7 @@ final class PostgresConnection {
 
     /// Queues the BEGIN: it goes to the server with the transaction's first statement.
     func begin(_ isolation: IsolationLevel = .readCommitted, readOnly: Bool = false) throws(PostgresError) {
+        readOnlyTransaction = readOnly
         queue.append(Command(.control("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")")))
     }
 
