@@ -46,6 +46,26 @@ struct PostgresConfigurationTests {
                 PostgresConfiguration(host: "/var/run/postgresql", user: "u", database: "db", sslMode: .disable)
             ),
             ("postgres://:S3cr3t-PW@h/db", PostgresConfiguration(host: "h", password: "S3cr3t-PW", database: "db")),
+            // libpq's multi-host form; a host without a port gets the default.
+            (
+                "postgres://u:S3cr3t-PW@db1:5433,db2,[::1]:6000/db?target_session_attrs=read-write",
+                PostgresConfiguration(
+                    hosts: [.init("db1", port: 5433), .init("db2"), .init("::1", port: 6000)],
+                    targetSessionAttributes: .readWrite,
+                    user: "u",
+                    password: "S3cr3t-PW",
+                    database: "db"
+                )
+            ),
+            (
+                "postgres://h1,h2/db?target_session_attrs=primary",
+                PostgresConfiguration(
+                    hosts: [.init("h1"), .init("h2")],
+                    targetSessionAttributes: .primary,
+                    database: "db"
+                )
+            ),
+            ("postgres://h/db?target_session_attrs=any", PostgresConfiguration(host: "h", database: "db")),
         ]
     )
     func valid(url: String, expected: PostgresConfiguration) throws {
@@ -62,7 +82,14 @@ struct PostgresConfigurationTests {
             ("postgres://u:S3cr3t-PW@h:99999/db", "the port must be a number from 1 to 65535"),
             ("postgres://u:S3cr3t-PW@h:x/db", "the port must be a number from 1 to 65535"),
             ("postgres://u:S3cr3t-PW/db", "the port must be a number from 1 to 65535"),
-            ("postgres://u:S3cr3t-PW@h1,h2/db", "several hosts are not supported"),
+            ("postgres://u:S3cr3t-PW@h1,,h2/db", "the host is missing"),
+            ("postgres://u:S3cr3t-PW@h1,/db", "the host is missing"),
+            ("postgres://u:S3cr3t-PW@h1,h2:x/db", "the port must be a number from 1 to 65535"),
+            ("postgres://u:S3cr3t-PW@h1:5432,h1/db", "a host is listed twice"),
+            (
+                "postgres://u:S3cr3t-PW@h1,h2/db?target_session_attrs=read-only",
+                "target_session_attrs must be one of any, read-write, primary (the service writes)"
+            ),
             ("postgres://u:S3cr3t-PW@[::1/db", "an IPv6 host misses its ']'"),
             ("postgres://u:S3cr3t-PW%zz@h/db", "the password has a '%' not followed by two hex digits"),
             ("postgres://u:S3cr3t-PW%00@h/db", "the password does not decode to UTF-8 text without NUL"),
@@ -72,7 +99,7 @@ struct PostgresConfigurationTests {
             ("postgres://u:S3cr3t-PW@h/db?sslmode=require&sslmode=disable", "the parameter sslmode is given twice"),
             (
                 "postgres://u:S3cr3t-PW@h/db?application_name=x",
-                "unknown parameter 'application_name'; only sslmode and connect_timeout are accepted"
+                "unknown parameter 'application_name'; only sslmode, connect_timeout and target_session_attrs are accepted"
             ),
             ("postgres://u:S3cr3t-PW@h/db#x", "a fragment ('#...') has no meaning here"),
         ]
@@ -95,6 +122,17 @@ struct PostgresConfigurationTests {
         }
         #expect(location.description == "postgres://app:(redacted)@db.example.com:5432/upgrade?sslmode=require")
         #expect(try PostgresConfiguration(url: "postgres://h/db").description == "postgres://h:5432/db")
+        let several = try PostgresConfiguration(
+            url: "postgres://app:\(Self.password)@db1,[::1]:5433/upgrade?target_session_attrs=read-write"
+        )
+        #expect(
+            several.description
+                == "postgres://app:(redacted)@db1:5432,[::1]:5433/upgrade?target_session_attrs=read-write"
+        )
+        #expect(several.endpoint == "db1:5432,[::1]:5433")
+        var dumpedSeveral = ""
+        dump(several, to: &dumpedSeveral)
+        #expect(!dumpedSeveral.contains(Self.password) && dumpedSeveral.contains("db1"))
         var dumped = ""
         dump(location, to: &dumped)
         for text in [
@@ -117,6 +155,14 @@ struct PostgresConfigurationTests {
         // Sent data unacknowledged that long ends the connection, as a connect would end.
         #expect(values["tcp_user_timeout"] == "5000")
         #expect(values["options"] == "-c bytea_output=hex -c application_name=a\\ b\\\\c")
+        #expect(values["target_session_attrs"] == "any")
+        // One host at a time: the connection walks the list itself, to name each host it passed over.
+        let several = try PostgresConfiguration(url: "postgres://h1,h2:6001/d?target_session_attrs=read-write")
+        let second = Dictionary(
+            several.connectionParameters(to: several.hosts[1]),
+            uniquingKeysWith: { first, _ in first }
+        )
+        #expect(second["host"] == "h2" && second["port"] == "6001" && second["target_session_attrs"] == "read-write")
         let anonymous = try PostgresConfiguration(url: "postgres://h/d").connectionParameters()
         #expect(!anonymous.contains { $0.0 == "user" || $0.0 == "password" || $0.0 == "sslmode" })
     }

@@ -170,6 +170,23 @@ struct PostgresConnectionTests {
         try connection.rollback()
     }
 
+    @Test("a write a read-only server refuses (a standby, a demoted primary) drops the connection as lost")
+    func readOnlyServer() throws {
+        // A session that is read-only by default, as every session on a standby is.
+        let connection = try PostgresConnection(
+            TestPostgres.configuration(),
+            sessionSettings: TestPostgres.settings + [("default_transaction_read_only", "on")]
+        )
+        try connection.begin()
+        let error = try #require(throws: PostgresError.self) {
+            try connection.execute("CREATE TABLE read_only_server_test (x int)")
+        }
+        #expect(error.kind == .connectionLost && error.sqlstate == nil, "\(error)")
+        #expect(error.message.contains("is read-only (a standby, or a demoted primary)"))
+        #expect(connection.isBroken)
+        #expect(error.storageError.code == .unavailable)
+    }
+
     @Test("a unique violation names its constraint and table, never the value")
     func uniqueViolation() throws {
         let connection = try TestPostgres.connect()
@@ -376,6 +393,29 @@ struct PostgresErrorTests {
         let error = try #require(throws: PostgresError.self) { try PostgresConnection(configuration) }
         #expect(error.kind == .connectFailed)
         #expect(error.message == "cannot connect to PostgreSQL at 127.0.0.1:\(port.number): Connection refused")
+        #expect(!error.description.contains(Self.password))
+        #expect(error.storageError.code == .unavailable)
+    }
+
+    @Test("with several hosts, each is tried in order and the error names every one, without the password")
+    func unreachableHosts() throws {
+        let first = try RefusingPort()
+        let second = try RefusingPort()
+        let configuration = PostgresConfiguration(
+            hosts: [.init("127.0.0.1", port: first.number), .init("127.0.0.1", port: second.number)],
+            targetSessionAttributes: .readWrite,
+            user: "u",
+            password: Self.password,
+            database: "d",
+            connectTimeout: 2
+        )
+        let error = try #require(throws: PostgresError.self) { try PostgresConnection(configuration) }
+        #expect(error.kind == .connectFailed)
+        #expect(
+            error.message
+                == "cannot connect to PostgreSQL at any host: 127.0.0.1:\(first.number): Connection refused; "
+                + "127.0.0.1:\(second.number): Connection refused"
+        )
         #expect(!error.description.contains(Self.password))
         #expect(error.storageError.code == .unavailable)
     }

@@ -3,7 +3,42 @@ import Foundation
 /// Where and how to reach PostgreSQL, parsed from `postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...`
 /// (also `postgresql://`). The password is optional: without one libpq reads `PGPASSFILE` (or
 /// `~/.pgpass`). Printing, interpolating or dumping a configuration never shows the password.
+///
+/// As with libpq, several hosts may be listed (`HOST1:PORT1,HOST2:PORT2`): a connection tries them
+/// in order and keeps the first that accepts it and, with `target_session_attrs=read-write` (or
+/// `primary`), takes writes, so that after a failover new connections find the promoted server
+/// (docs/architecture.md, "Failover").
 public struct PostgresConfiguration: Sendable, Equatable {
+    /// One server to try: a host name, an IP address, or a socket directory, and its port.
+    public struct Host: Sendable, Equatable, CustomStringConvertible {
+        /// A host name, an IP address, or a directory holding the server's Unix socket (starts with `/`).
+        public var name: String
+        public var port: Int
+
+        public init(_ name: String, port: Int = PostgresConfiguration.defaultPort) {
+            self.name = name
+            self.port = port
+        }
+
+        /// `host:port` as an operator would write it: a socket directory alone, an IPv6 address in brackets.
+        public var endpoint: String {
+            if name.hasPrefix("/") { return name }
+            return name.contains(":") ? "[\(name)]:\(port)" : "\(name):\(port)"
+        }
+
+        public var description: String { endpoint }
+    }
+
+    /// libpq's `target_session_attrs`, the ones a service that writes can use.
+    public enum TargetSessionAttributes: String, Sendable, CaseIterable {
+        /// The first host that accepts the connection, whatever it is.
+        case any
+        /// The first host whose sessions are not read-only (`SHOW transaction_read_only`).
+        case readWrite = "read-write"
+        /// The first host that is not in recovery (`pg_is_in_recovery()`).
+        case primary
+    }
+
     /// libpq's `sslmode` values.
     public enum SSLMode: String, Sendable, CaseIterable {
         case disable, allow, prefer, require
@@ -11,9 +46,10 @@ public struct PostgresConfiguration: Sendable, Equatable {
         case verifyFull = "verify-full"
     }
 
-    /// A host name, an IP address, or a directory holding the server's Unix socket (starts with `/`).
-    public var host: String
-    public var port: Int
+    /// The servers to try, in order; never empty.
+    public var hosts: [Host]
+    /// Which of `hosts` a connection may settle on.
+    public var targetSessionAttributes: TargetSessionAttributes
     /// Nil: libpq's default (`PGUSER`, else the operating-system user).
     public var user: String?
     public var password: String?
@@ -38,13 +74,46 @@ public struct PostgresConfiguration: Sendable, Equatable {
         sslMode: SSLMode? = nil,
         connectTimeout: Int = defaultConnectTimeout
     ) {
-        self.host = host
-        self.port = port
+        self.init(
+            hosts: [Host(host, port: port)],
+            user: user,
+            password: password,
+            database: database,
+            sslMode: sslMode,
+            connectTimeout: connectTimeout
+        )
+    }
+
+    /// `hosts` must not be empty (a URL without a host is refused before this).
+    public init(
+        hosts: [Host],
+        targetSessionAttributes: TargetSessionAttributes = .any,
+        user: String? = nil,
+        password: String? = nil,
+        database: String,
+        sslMode: SSLMode? = nil,
+        connectTimeout: Int = defaultConnectTimeout
+    ) {
+        precondition(!hosts.isEmpty, "a PostgreSQL configuration needs a host")
+        self.hosts = hosts
+        self.targetSessionAttributes = targetSessionAttributes
         self.user = user
         self.password = password
         self.database = database
         self.sslMode = sslMode
         self.connectTimeout = connectTimeout
+    }
+
+    /// The first host's name (the only one, usually).
+    public var host: String {
+        get { hosts[0].name }
+        set { hosts[0].name = newValue }
+    }
+
+    /// The first host's port.
+    public var port: Int {
+        get { hosts[0].port }
+        set { hosts[0].port = newValue }
     }
 
     /// Parses a `postgres://` or `postgresql://` URL. Messages never quote the part before the last `@`
@@ -82,12 +151,20 @@ public struct PostgresConfiguration: Sendable, Equatable {
             database = rest[rest.index(after: slash)...]
             rest = rest[..<slash]
         }
-        let (host, port) = try Self.hostAndPort(rest)
+        // libpq's multi-host form: HOST1:PORT1,HOST2:PORT2 (a host without a port gets the default).
+        var hosts: [Host] = []
+        for item in rest.split(separator: ",", omittingEmptySubsequences: false) {
+            let (host, port) = try Self.hostAndPort(item)
+            hosts.append(Host(host, port: port))
+        }
+        guard Set(hosts.map(\.endpoint)).count == hosts.count else {
+            throw Self.invalid("a host is listed twice")
+        }
         let databaseName = try Self.decode(database, "the database name")
         guard !databaseName.isEmpty else {
             throw Self.invalid("the database name is missing (postgres://USER@HOST:PORT/DB)")
         }
-        self.init(host: host, port: port, user: user, password: password, database: databaseName)
+        self.init(hosts: hosts, user: user, password: password, database: databaseName)
         try applyQuery(query)
     }
 
@@ -105,9 +182,6 @@ public struct PostgresConfiguration: Sendable, Equatable {
         } else if let colon = text.lastIndex(of: ":") {
             hostText = text[..<colon]
             portText = text[text.index(after: colon)...]
-        }
-        if hostText.contains(",") {
-            throw invalid("several hosts are not supported; name one host")
         }
         let host = try decode(hostText, "the host")
         guard !host.isEmpty else { throw invalid("the host is missing (postgres://USER@HOST:PORT/DB)") }
@@ -135,13 +209,21 @@ public struct PostgresConfiguration: Sendable, Equatable {
                     throw Self.invalid("sslmode must be one of \(modes)")
                 }
                 sslMode = mode
+            case "target_session_attrs":
+                guard let attributes = TargetSessionAttributes(rawValue: value) else {
+                    let values = TargetSessionAttributes.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw Self.invalid("target_session_attrs must be one of \(values) (the service writes)")
+                }
+                targetSessionAttributes = attributes
             case "connect_timeout":
                 guard value.allSatisfy(\.isASCII), let seconds = Int(value), (1...3600).contains(seconds) else {
                     throw Self.invalid("connect_timeout must be a whole number of seconds from 1 to 3600")
                 }
                 connectTimeout = seconds
             default:
-                throw Self.invalid("unknown parameter '\(name)'; only sslmode and connect_timeout are accepted")
+                throw Self.invalid(
+                    "unknown parameter '\(name)'; only sslmode, connect_timeout and target_session_attrs are accepted"
+                )
             }
         }
     }
@@ -180,17 +262,21 @@ public struct PostgresConfiguration: Sendable, Equatable {
         StorageError(.configuration, "invalid PostgreSQL URL: \(reason)")
     }
 
-    /// `host:port` as an operator would write it: a socket directory alone, an IPv6 address in brackets.
-    public var endpoint: String {
-        if host.hasPrefix("/") { return host }
-        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
+    /// Every host as `host:port`, comma-separated as in the URL: a socket directory alone, an IPv6
+    /// address in brackets.
+    public var endpoint: String { hosts.map(\.endpoint).joined(separator: ",") }
 
-    /// libpq's keyword/value pairs (for `PQconnectdbParams`, which needs no quoting or escaping).
-    /// Holds the password: never print it.
-    func connectionParameters(sessionSettings: [(name: String, value: String)] = []) -> [(String, String)] {
+    /// libpq's keyword/value pairs (for `PQconnectdbParams`, which needs no quoting or escaping) to
+    /// reach `server` (by default the first host); libpq itself refuses a server that does not match
+    /// `target_session_attrs`. Holds the password: never print it.
+    func connectionParameters(
+        to server: Host? = nil,
+        sessionSettings: [(name: String, value: String)] = []
+    ) -> [(String, String)] {
+        let server = server ?? hosts[0]
         var parameters: [(String, String)] = [
-            ("host", host), ("port", String(port)), ("dbname", database),
+            ("host", server.name), ("port", String(server.port)), ("dbname", database),
+            ("target_session_attrs", targetSessionAttributes.rawValue),
             ("connect_timeout", String(connectTimeout)),
             ("client_encoding", "UTF8"),
             ("fallback_application_name", "siwa-upgrade"),
@@ -224,9 +310,10 @@ extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConve
     public var description: String {
         var text = "postgres://"
         if let user { text += Self.encode(user) + (password == nil ? "" : ":(redacted)") + "@" }
-        text += host.hasPrefix("/") ? Self.encode(host) : endpoint
+        text += hosts.map { $0.name.hasPrefix("/") ? Self.encode($0.name) : $0.endpoint }.joined(separator: ",")
         text += "/" + Self.encode(database)
         var query: [String] = []
+        if targetSessionAttributes != .any { query.append("target_session_attrs=\(targetSessionAttributes.rawValue)") }
         if let sslMode { query.append("sslmode=\(sslMode.rawValue)") }
         if connectTimeout != Self.defaultConnectTimeout { query.append("connect_timeout=\(connectTimeout)") }
         if !query.isEmpty { text += "?" + query.joined(separator: "&") }
@@ -239,7 +326,8 @@ extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConve
         Mirror(
             self,
             children: [
-                "host": host, "port": port, "user": user as Any, "password": password == nil ? "nil" : "(redacted)",
+                "hosts": hosts, "targetSessionAttributes": targetSessionAttributes, "user": user as Any,
+                "password": password == nil ? "nil" : "(redacted)",
                 "database": database, "sslMode": sslMode as Any, "connectTimeout": connectTimeout,
             ],
             displayStyle: .struct

@@ -47,6 +47,16 @@ extension PostgresConnection {
                 sqlstate: error.sqlstate
             )
         }
+        if error.sqlstate == PostgresError.SQLState.readOnlySQLTransaction && !readOnlyTransaction {
+            // A write refused outside a READ ONLY transaction: the server itself is read-only (a
+            // standby, or a primary demoted under this connection; docs/architecture.md §8.3,
+            // "Failover"). The connection is dropped like a lost one, so the next one walks the host list.
+            poisoned = true
+            return PostgresError(
+                .connectionLost,
+                "PostgreSQL at \(endpoint) is read-only (a standby, or a demoted primary): \(error.message)"
+            )
+        }
         if error.sqlstate == PostgresError.SQLState.invalidSQLStatementName {
             // Someone deallocated our statements (a pooler's DISCARD ALL): prepare them afresh.
             prepared.removeAll()

@@ -45,31 +45,60 @@ final class PostgresConnection {
     var unreadSyncs = 0
     /// Set when the connection's protocol state is unknown: it is discarded.
     var poisoned = false
+    /// The last transaction begun was declared READ ONLY: a write refused in it is the caller's mistake,
+    /// not a read-only server.
+    var readOnlyTransaction = false
 
-    /// Connects, failing after `configuration.connectTimeout` seconds. `sessionSettings` are
-    /// server settings (`lock_timeout`, `statement_timeout`, ...) applied at login, costing no round trip.
+    /// Connects to the first of `configuration.hosts` that accepts the connection and matches its
+    /// `target_session_attrs` (libpq checks that), each host failing after `connectTimeout` seconds.
+    /// `sessionSettings` are server settings (`lock_timeout`, `statement_timeout`, ...) applied at
+    /// login, costing no round trip. The error names every host tried and why it was passed over.
     init(
         _ configuration: PostgresConfiguration,
         sessionSettings: [(name: String, value: String)] = []
     ) throws(PostgresError) {
-        endpoint = configuration.endpoint
-        let parameters = configuration.connectionParameters(sessionSettings: sessionSettings)
-        let connection = Self.connect(parameters)
-        guard let connection else {
-            throw PostgresError(.connectFailed, "cannot connect to PostgreSQL at \(endpoint): out of memory")
+        var causes: [String] = []
+        for server in configuration.hosts {
+            switch Self.open(configuration, server, sessionSettings) {
+            case .success(let connection):
+                handle = connection
+                endpoint = server.endpoint
+                // libpq prints server notices (a WARNING, a NOTICE from DDL) on stderr; nothing here reads them.
+                PQsetNoticeProcessor(handle, { _, _ in }, nil)
+                return
+            case .failure(let failure):
+                let cause = failure.description
+                causes.append(configuration.hosts.count == 1 ? cause : "\(server.endpoint): \(cause)")
+            }
         }
+        let tried = configuration.hosts.count == 1 ? "at \(configuration.endpoint)" : "at any host"
+        throw PostgresError(.connectFailed, "cannot connect to PostgreSQL \(tried): \(causes.joined(separator: "; "))")
+    }
+
+    /// One host's connection, or why it was refused (one line, never the password).
+    private static func open(
+        _ configuration: PostgresConfiguration,
+        _ server: PostgresConfiguration.Host,
+        _ sessionSettings: [(name: String, value: String)]
+    ) -> Result<OpaquePointer, Failure> {
+        let parameters = configuration.connectionParameters(to: server, sessionSettings: sessionSettings)
+        guard let connection = connect(parameters) else { return .failure(Failure("out of memory")) }
         guard PQstatus(connection) == CONNECTION_OK else {
-            var cause = Self.oneLine(String(cString: PQerrorMessage(connection)))
+            var cause = oneLine(String(cString: PQerrorMessage(connection)))
             // libpq does not quote the password; this keeps it so should that ever change.
             if let password = configuration.password, !password.isEmpty {
                 cause = cause.replacingOccurrences(of: password, with: "(redacted)")
             }
             PQfinish(connection)
-            throw PostgresError(.connectFailed, "cannot connect to PostgreSQL at \(endpoint): \(cause)")
+            return .failure(Failure(cause))
         }
-        handle = connection
-        // libpq prints server notices (a WARNING, a NOTICE from DDL) on stderr; nothing here reads them.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        return .success(connection)
+    }
+
+    /// Why one host was passed over.
+    private struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
     }
 
     deinit { PQfinish(handle) }
@@ -180,6 +209,7 @@ final class PostgresConnection {
 
     /// Queues the BEGIN: it goes to the server with the transaction's first statement.
     func begin(_ isolation: IsolationLevel = .readCommitted, readOnly: Bool = false) throws(PostgresError) {
+        readOnlyTransaction = readOnly
         queue.append(Command(.control("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")")))
     }
 

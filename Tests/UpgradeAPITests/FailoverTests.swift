@@ -1,0 +1,227 @@
+import AppleEmulator
+import Foundation
+import Synchronization
+import Testing
+
+@testable import UpgradeAPI
+@testable import UpgradeEngine
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A primary with a synchronous streaming standby (`Scripts/dev-postgres --standby`), two `serve`
+/// processes given both hosts with `target_session_attrs=read-write`, and conversions running on
+/// both while the primary's host dies (SIGKILL) and the standby is promoted (docs/architecture.md,
+/// "Failover").
+@Suite("Failover to a promoted standby")
+struct FailoverTests {
+    /// Conversions each instance must have acknowledged before the kill, and again after the promotion.
+    static let acknowledgedPerPhase = 3
+    /// How long the primary stays dead before the standby is promoted: calls in between are 503.
+    static let outage = Duration.milliseconds(1500)
+    /// Clients making calls at once, spread over the two instances.
+    static let clients = 4
+
+    @Test(
+        "SIGKILL the primary under load from two serve instances, promote the standby: both follow without a restart, calls in the switch are 503 with Retry-After, every acknowledged conversion is on the new primary, none half written",
+        .enabled(if: ServePostgres.isAvailable, .init(rawValue: ServePostgres.reason)),
+        .timeLimit(.minutes(2))
+    )
+    func killPrimaryUnderLoad() async throws {
+        let primary = try CrashablePostgres()
+        defer { primary.remove() }
+        let standbyOutput = try CrashablePostgres.run(["--standby", primary.directory])
+        func value(_ name: String) throws -> String {
+            let line = standbyOutput.split(separator: "\n").first { $0.hasPrefix(name + "=") }
+            return String(try #require(line, "no \(name) from dev-postgres --standby").dropFirst(name.count + 1))
+        }
+        let standbyDirectory = try value("UPGRADE_DEV_POSTGRES_DIR")
+        defer { _ = try? CrashablePostgres.run(["--stop", standbyDirectory]) }
+        let standbyPort = try #require(Int(try value("UPGRADE_DEV_POSTGRES_PORT")))
+
+        let primaryConfiguration = try PostgresConfiguration(url: primary.url)
+        let password = try #require(primaryConfiguration.password)
+        let user = try #require(primaryConfiguration.user)
+        let database = primaryConfiguration.database
+        let hosts = "127.0.0.1:\(primaryConfiguration.port),127.0.0.1:\(standbyPort)"
+        let url = "postgres://\(user):\(password)@\(hosts)/\(database)?target_session_attrs=read-write"
+        let standbyURL = "postgres://\(user):\(password)@127.0.0.1:\(standbyPort)/\(database)"
+
+        let fixture = try await ServeFixture(database: url, conversionTimeout: 2)
+        defer { fixture.stop() }
+        // Two clients per instance, each converting accounts of its own one after another.
+        var workloads: [[Account]] = Array(repeating: [], count: Self.clients)
+        for index in 0..<160 {
+            let username = "user\(index)"
+            let account = try fixture.addAccount(username)
+            let appleUser = try fixture.emulator.createUser(email: "\(username)@example.com")
+            workloads[index % Self.clients].append(Account(id: account.id, username: username, appleUser: appleUser))
+        }
+        let bases = [try await fixture.startServe(), try await fixture.startServe()]
+        for server in fixture.servers {
+            // Every host is printed, the password never.
+            #expect(
+                server.errors.text.contains("upgrade:(redacted)@\(hosts)/\(database)?target_session_attrs=read-write")
+            )
+            #expect(!server.errors.text.contains(password))
+        }
+
+        let log = FailoverLog()
+        let emulator = fixture.emulator
+        var workers: [Task<Void, Never>] = []
+        for (client, accounts) in workloads.enumerated() {
+            let instance = client % bases.count
+            let base = bases[instance]
+            workers.append(
+                Task.detached { await Self.convert(accounts, base: base, instance: instance, emulator, log) }
+            )
+        }
+        defer { log.stop() }
+        #expect(try await log.waitUntil(Self.acknowledgedPerPhase, since: .start), "no conversions before the kill")
+        try CrashablePostgres.run(["--sigkill", primary.directory])
+        log.mark(.killed)
+        try await Task.sleep(for: Self.outage)
+        try CrashablePostgres.run(["--promote", standbyDirectory])
+        log.mark(.promoted)
+        let resumed = try await log.waitUntil(Self.acknowledgedPerPhase, since: .promoted)
+        log.stop()
+        for worker in workers { await worker.value }
+        #expect(resumed, "both instances must convert again after the promotion, without a restart")
+        #expect(fixture.servers.allSatisfy { $0.process.isRunning }, "never restarted")
+
+        let calls = log.calls
+        let unavailable = calls.filter { $0.status == 503 }
+        let unexpected = calls.filter { ![200, 201, 503].contains($0.status) }
+        #expect(unexpected.isEmpty, "only successes and 503 expected: \(unexpected.prefix(5))")
+        #expect(!unavailable.isEmpty, "calls during the switch must have answered 503")
+        for call in unavailable {
+            #expect(call.problem == "database-unavailable" && call.retryAfter == "2", "\(call)")
+        }
+
+        // Checked against the promoted server alone: every acknowledged conversion is there, and
+        // every account is either converted in full or not at all.
+        let promoted = try DatabaseLocation.parse(standbyURL).open()
+        let acknowledged = log.acknowledged
+        var found = 0
+        for account in workloads.joined() {
+            let record = try #require(try promoted.read { try $0.account(id: account.id) })
+            let link = try promoted.read { try $0.appleLink(accountID: account.id) }
+            let passwordCredential = try promoted.read { try $0.passwordCredential(accountID: account.id) }
+            let converted = record.credentialKind == .appleOnly
+            #expect(
+                converted
+                    ? link != nil : record.credentialKind == .password && link == nil && passwordCredential != nil,
+                "\(account.username) is half converted"
+            )
+            if acknowledged.contains(account.username) {
+                #expect(converted, "\(account.username)'s acknowledged conversion is missing after the promotion")
+                if converted { found += 1 }
+            }
+        }
+        #expect(found == acknowledged.count)
+        print(
+            "failover: \(acknowledged.count) conversions acknowledged, \(found) found on the promoted server; "
+                + "\(unavailable.count) calls answered 503 during the switch, \(calls.count) calls in all"
+        )
+    }
+
+    struct Account: Sendable {
+        let id: String
+        let username: String
+        let appleUser: String
+    }
+
+    /// Converts `accounts` one after another through `base` until told to stop. A start refused
+    /// with 503 is tried again; an account whose conversion did not complete is left as it is.
+    static func convert(
+        _ accounts: [Account],
+        base: String,
+        instance: Int,
+        _ emulator: AppleIDEmulator,
+        _ log: FailoverLog
+    ) async {
+        var index = 0
+        while index < accounts.count && !log.stopped {
+            let account = accounts[index]
+            do {
+                let started = try await ServeFixture.send(
+                    "POST",
+                    base + "/v1/upgrades",
+                    ["username": account.username, "password": "pw", "serviceIdentifier": "s"]
+                )
+                log.record(started)
+                guard started.status == 201, let id = started.json["id"] else {
+                    try await Task.sleep(for: .milliseconds(50))
+                    continue
+                }
+                index += 1
+                let sheet = try emulator.authorize(
+                    userID: account.appleUser,
+                    clientID: ServeFixture.clientID,
+                    nonce: started.json["nonce"],
+                    state: started.json["state"],
+                    emailMode: .hidden
+                )
+                let done = try await ServeFixture.send(
+                    "POST",
+                    base + "/v1/upgrades/\(id)/apple-credential",
+                    [
+                        "identityToken": sheet.identityToken, "authorizationCode": sheet.authorizationCode,
+                        "state": started.json["state"] ?? "", "user": sheet.user,
+                    ]
+                )
+                log.record(done)
+                if done.status == 200 && done.json["status"] == "completed" {
+                    log.acknowledge(account.username, instance: instance)
+                }
+            } catch {
+                log.record(ServeFixture.Answer(status: 0, json: ["error": "\(error)"], retryAfter: nil, seconds: 0))
+                index += 1
+            }
+        }
+    }
+}
+
+/// What the load saw: every answer, and which conversions were acknowledged in which phase.
+final class FailoverLog: Sendable {
+    enum Phase: Int, Sendable {
+        case start, killed, promoted
+    }
+
+    private struct State {
+        var calls: [ServeFixture.Answer] = []
+        var acknowledged: Set<String> = []
+        var phase = Phase.start
+        /// Acknowledged conversions per instance, per phase (by `Phase.rawValue`).
+        var counts = [[0, 0, 0], [0, 0, 0]]
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+
+    var calls: [ServeFixture.Answer] { state.withLock { $0.calls } }
+    var acknowledged: Set<String> { state.withLock { $0.acknowledged } }
+    var stopped: Bool { state.withLock { $0.stopped } }
+
+    func record(_ answer: ServeFixture.Answer) { state.withLock { $0.calls.append(answer) } }
+    func mark(_ phase: Phase) { state.withLock { $0.phase = phase } }
+    func stop() { state.withLock { $0.stopped = true } }
+
+    func acknowledge(_ username: String, instance: Int) {
+        state.withLock {
+            $0.acknowledged.insert(username)
+            $0.counts[instance][$0.phase.rawValue] += 1
+        }
+    }
+
+    /// Waits (up to 30 s) until each instance has acknowledged `count` conversions in `phase`.
+    func waitUntil(_ count: Int, since phase: Phase) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if state.withLock({ state in state.counts.allSatisfy { $0[phase.rawValue] >= count } }) { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+}
