@@ -3,6 +3,11 @@ import Foundation
 /// Where and how to reach PostgreSQL, parsed from `postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...`
 /// (also `postgresql://`). The password is optional: without one libpq reads `PGPASSFILE` (or
 /// `~/.pgpass`). Printing, interpolating or dumping a configuration never shows the password.
+///
+/// Nothing here needs a session of its own on the server: no startup `options`, settings made per
+/// transaction, unnamed statements unless `prepared_statements=on`. So the URL may name a
+/// transaction pooler (PgBouncer in `pool_mode = transaction`) as well as the server itself
+/// (docs/architecture.md §8.3).
 public struct PostgresConfiguration: Sendable, Equatable {
     /// libpq's `sslmode` values.
     public enum SSLMode: String, Sendable, CaseIterable {
@@ -23,6 +28,12 @@ public struct PostgresConfiguration: Sendable, Equatable {
     /// Seconds libpq waits for a connection before giving up. Never zero, which would mean forever.
     /// Also how long sent data may stay unacknowledged on an open connection (`tcp_user_timeout`).
     public var connectTimeout: Int
+    /// `prepared_statements=on`: each statement is prepared once per connection under a name and then
+    /// only bound and executed. Only for a direct connection: through a transaction pooler the next
+    /// transaction may run on another server session, which lacks the name (or holds another
+    /// client's). Off (the default), every statement is sent as the unnamed statement, parsed with
+    /// its run in the same round trip.
+    public var preparedStatements = false
 
     public static let defaultPort = 5432
     /// Short enough that a request meeting an unreachable server answers 503 within its client's
@@ -36,7 +47,8 @@ public struct PostgresConfiguration: Sendable, Equatable {
         password: String? = nil,
         database: String,
         sslMode: SSLMode? = nil,
-        connectTimeout: Int = defaultConnectTimeout
+        connectTimeout: Int = defaultConnectTimeout,
+        preparedStatements: Bool = false
     ) {
         self.host = host
         self.port = port
@@ -45,6 +57,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
         self.database = database
         self.sslMode = sslMode
         self.connectTimeout = connectTimeout
+        self.preparedStatements = preparedStatements
     }
 
     /// Parses a `postgres://` or `postgresql://` URL. Messages never quote the part before the last `@`
@@ -140,8 +153,16 @@ public struct PostgresConfiguration: Sendable, Equatable {
                     throw Self.invalid("connect_timeout must be a whole number of seconds from 1 to 3600")
                 }
                 connectTimeout = seconds
+            case "prepared_statements":
+                switch value {
+                case "on": preparedStatements = true
+                case "off": preparedStatements = false
+                default: throw Self.invalid("prepared_statements must be on or off")
+                }
             default:
-                throw Self.invalid("unknown parameter '\(name)'; only sslmode and connect_timeout are accepted")
+                throw Self.invalid(
+                    "unknown parameter '\(name)'; only sslmode, connect_timeout and prepared_statements are accepted"
+                )
             }
         }
     }
@@ -187,8 +208,9 @@ public struct PostgresConfiguration: Sendable, Equatable {
     }
 
     /// libpq's keyword/value pairs (for `PQconnectdbParams`, which needs no quoting or escaping).
-    /// Holds the password: never print it.
-    func connectionParameters(sessionSettings: [(name: String, value: String)] = []) -> [(String, String)] {
+    /// Holds the password: never print it. Only what a pooler accepts at startup: no `options`
+    /// (server settings go with each transaction, `PostgresConnection.begin`).
+    func connectionParameters() -> [(String, String)] {
         var parameters: [(String, String)] = [
             ("host", host), ("port", String(port)), ("dbname", database),
             ("connect_timeout", String(connectTimeout)),
@@ -205,16 +227,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
         if let user { parameters.append(("user", user)) }
         if let password { parameters.append(("password", password)) }
         if let sslMode { parameters.append(("sslmode", sslMode.rawValue)) }
-        // Results are decoded from text: bytea must come as hex whatever the server's default is.
-        let settings = [(name: "bytea_output", value: "hex")] + sessionSettings
-        let options = settings.map { "-c \($0.name)=\(Self.escapeOption($0.value))" }.joined(separator: " ")
-        parameters.append(("options", options))
         return parameters
-    }
-
-    /// In libpq's `options`, a backslash escapes a space or a backslash.
-    private static func escapeOption(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: " ", with: "\\ ")
     }
 }
 
@@ -229,6 +242,7 @@ extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConve
         var query: [String] = []
         if let sslMode { query.append("sslmode=\(sslMode.rawValue)") }
         if connectTimeout != Self.defaultConnectTimeout { query.append("connect_timeout=\(connectTimeout)") }
+        if preparedStatements { query.append("prepared_statements=on") }
         if !query.isEmpty { text += "?" + query.joined(separator: "&") }
         return text
     }
@@ -241,6 +255,7 @@ extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConve
             children: [
                 "host": host, "port": port, "user": user as Any, "password": password == nil ? "nil" : "(redacted)",
                 "database": database, "sslMode": sslMode as Any, "connectTimeout": connectTimeout,
+                "preparedStatements": preparedStatements,
             ],
             displayStyle: .struct
         )

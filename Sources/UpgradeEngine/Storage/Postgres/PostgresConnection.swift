@@ -4,11 +4,16 @@ import Foundation
 /// One libpq connection. Not Sendable: like `SQLiteConnection`, it is used by one thread at a time,
 /// the one that leased it from `PostgresPool`.
 ///
-/// Every statement with arguments is prepared once per connection (named after its place in the
-/// cache) and then only bound and executed: one round trip per run. Parameters and results travel
-/// in text format; `SQLValue` covers what the store needs: text, 64-bit integers, bytea and NULL.
-/// An argument's type comes from the statement, so SQL where it cannot be inferred needs a cast
-/// (`$1::bigint`).
+/// Nothing outlives a transaction on the server, so the connection may go through a transaction
+/// pooler (PgBouncer in `pool_mode = transaction`), which hands each transaction whichever server
+/// session is free: every statement with arguments is sent as the unnamed statement (parse, bind and
+/// execute together, one round trip a run), and the server settings (timeouts, `bytea_output`) are
+/// set with `set_config(..., true)` in each transaction, behind its BEGIN. With
+/// `prepared_statements=on` in the URL (a direct connection only) a statement is instead prepared
+/// once per connection, named after its place in the cache, and then only bound and executed.
+/// Parameters and results travel in text format; `SQLValue` covers what the store needs: text,
+/// 64-bit integers, bytea and NULL. An argument's type comes from the statement, so SQL where it
+/// cannot be inferred needs a cast (`$1::bigint`).
 ///
 /// The pipeline that sends and reads batches is in `PostgresConnection+Pipeline.swift`, the mapping
 /// of libpq's failures to `PostgresError` in `+Errors.swift`; `PostgresArguments` encodes what a
@@ -29,6 +34,10 @@ final class PostgresConnection {
     let handle: OpaquePointer
     /// Where the connection goes, for messages: host and port, never the password.
     let endpoint: String
+    /// Prepare statements under names kept for the connection's life (`prepared_statements=on`).
+    let preparesStatements: Bool
+    /// The statement that follows every BEGIN: the transaction's server settings.
+    let settingsStatement: String
     /// SQL text → the name it was prepared under on this connection.
     var prepared: [String: String] = [:]
     var preparedSerial = 0
@@ -46,14 +55,18 @@ final class PostgresConnection {
     /// Set when the connection's protocol state is unknown: it is discarded.
     var poisoned = false
 
-    /// Connects, failing after `configuration.connectTimeout` seconds. `sessionSettings` are
-    /// server settings (`lock_timeout`, `statement_timeout`, ...) applied at login, costing no round trip.
+    /// Connects, failing after `configuration.connectTimeout` seconds. `settings` are server
+    /// settings (`lock_timeout`, `statement_timeout`, ...) made for each transaction this connection
+    /// begins, pipelined with its BEGIN: no round trip, and nothing a pooler must carry between
+    /// transactions. Statements run outside a transaction get the server's defaults.
     init(
         _ configuration: PostgresConfiguration,
-        sessionSettings: [(name: String, value: String)] = []
+        settings: [(name: String, value: String)] = []
     ) throws(PostgresError) {
         endpoint = configuration.endpoint
-        let parameters = configuration.connectionParameters(sessionSettings: sessionSettings)
+        preparesStatements = configuration.preparedStatements
+        settingsStatement = Self.settingsStatement(settings)
+        let parameters = configuration.connectionParameters()
         let connection = Self.connect(parameters)
         guard let connection else {
             throw PostgresError(.connectFailed, "cannot connect to PostgreSQL at \(endpoint): out of memory")
@@ -73,6 +86,20 @@ final class PostgresConnection {
     }
 
     deinit { PQfinish(handle) }
+
+    /// One SELECT that makes every setting for the rest of the transaction (as `SET LOCAL` would).
+    /// Results are decoded from text: bytea must come as hex whatever the server's default is.
+    private static func settingsStatement(_ settings: [(name: String, value: String)]) -> String {
+        let all = [(name: "bytea_output", value: "hex")] + settings
+        return "SELECT "
+            + all.map { "set_config(\(literal($0.name)), \(literal($0.value)), true)" }
+            .joined(separator: ", ")
+    }
+
+    /// A string literal (standard_conforming_strings is on in every supported server).
+    private static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
 
     /// Keyword and value arrays as C strings that live for the call; no conninfo string is built,
     /// so nothing needs quoting.
@@ -178,16 +205,18 @@ final class PostgresConnection {
 
     // MARK: Transactions
 
-    /// Queues the BEGIN: it goes to the server with the transaction's first statement.
+    /// Queues the BEGIN and the transaction's settings: they go to the server with the
+    /// transaction's first statement.
     func begin(_ isolation: IsolationLevel = .readCommitted, readOnly: Bool = false) throws(PostgresError) {
-        queue.append(Command(.control("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")")))
+        queue.append(Command(.opening("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")")))
+        queue.append(Command(.opening(settingsStatement)))
     }
 
     /// Commits, or throws: sends the queued writes and COMMIT in one round trip. A transaction in
     /// which a statement failed cannot commit: PostgreSQL answers such a COMMIT with ROLLBACK and no
     /// error, which is reported here as one. A transaction that never sent a statement has nothing to commit.
     func commit() throws(PostgresError) {
-        if queue.count == 1, case .control(let sql) = queue[0].kind, sql.hasPrefix("BEGIN") {
+        if !queue.isEmpty && queue.allSatisfy(\.isOpening) {
             queue.removeAll()
             return
         }
@@ -200,9 +229,7 @@ final class PostgresConnection {
     /// soon as the server reads it). Queued writes are dropped unsent; a transaction the server
     /// never saw (only its BEGIN queued) ends without a word.
     func rollback() throws(PostgresError) {
-        let neverSent = queue.first.map {
-            if case .control(let sql) = $0.kind { sql.hasPrefix("BEGIN") } else { false }
-        }
+        let neverSent = queue.first?.isOpening
         queue.removeAll()
         if neverSent == true || unreadSyncs > 0 || PQtransactionStatus(handle) == PQTRANS_IDLE { return }
         try enterPipeline()
