@@ -44,7 +44,7 @@ final class PostgresConnection {
     /// Rows changed by the last statement (INSERT, UPDATE, DELETE), from its command tag.
     var changes = 0
     /// Times the connection sent requests and waited for their answers. Commands pipelined
-    /// together (a BEGIN, queued writes, a PREPARE, the statement, a COMMIT) share one.
+    /// together (a BEGIN and its settings, queued writes, a PREPARE, the statement, a COMMIT) share one.
     var roundTrips = 0
     /// Where the store adds this connection's round trips, statements and commits up.
     var counters: PostgresCounters?
@@ -161,13 +161,14 @@ final class PostgresConnection {
 
     // MARK: Statements
     //
-    // Requests go out through libpq's pipeline mode: whatever is queued (a transaction's BEGIN,
-    // writes whose answer the caller does not need, the first use's PREPARE) is sent with the next
+    // Requests go out through libpq's pipeline mode: whatever is queued (a transaction's BEGIN and
+    // settings, writes whose answer the caller does not need, a first use's PREPARE) is sent with the next
     // statement the caller waits for, and one pipeline sync ends the batch. The server runs the
     // commands in order exactly as if each had been sent alone; only the waits are fewer.
 
     /// Runs a parameterised statement and returns its rows, in one round trip together with every
-    /// queued command. Prepared on first use (the PREPARE travels with it), then reused.
+    /// queued command. Sent as the unnamed statement; with `prepared_statements=on`, prepared on
+    /// first use (the PREPARE travels with it), then reused.
     @discardableResult
     func query(_ sql: String, _ arguments: [SQLValue] = []) throws(PostgresError) -> [[SQLValue]] {
         queue.append(Command(.statement(sql: sql, arguments: try PostgresArguments(arguments))))
