@@ -66,6 +66,11 @@ struct PostgresConfigurationTests {
                 )
             ),
             ("postgres://h/db?target_session_attrs=any", PostgresConfiguration(host: "h", database: "db")),
+            (
+                "postgres://h/db?prepared_statements=on",
+                PostgresConfiguration(host: "h", database: "db", preparedStatements: true)
+            ),
+            ("postgres://h/db?prepared_statements=off", PostgresConfiguration(host: "h", database: "db")),
         ]
     )
     func valid(url: String, expected: PostgresConfiguration) throws {
@@ -99,8 +104,9 @@ struct PostgresConfigurationTests {
             ("postgres://u:S3cr3t-PW@h/db?sslmode=require&sslmode=disable", "the parameter sslmode is given twice"),
             (
                 "postgres://u:S3cr3t-PW@h/db?application_name=x",
-                "unknown parameter 'application_name'; only sslmode, connect_timeout and target_session_attrs are accepted"
+                "unknown parameter 'application_name'; only sslmode, connect_timeout, target_session_attrs and prepared_statements are accepted"
             ),
+            ("postgres://u:S3cr3t-PW@h/db?prepared_statements=yes", "prepared_statements must be on or off"),
             ("postgres://u:S3cr3t-PW@h/db#x", "a fragment ('#...') has no meaning here"),
         ]
     )
@@ -143,10 +149,10 @@ struct PostgresConfigurationTests {
         }
     }
 
-    @Test("libpq gets keyword/value pairs: the password as a value, settings escaped in options")
+    @Test("libpq gets keyword/value pairs: the password as a value, and no options (a pooler refuses them)")
     func connectionParameters() throws {
         let configuration = try PostgresConfiguration(url: "postgres://u:p%20w@h:6000/d?sslmode=require")
-        let parameters = configuration.connectionParameters(sessionSettings: [("application_name", "a b\\c")])
+        let parameters = configuration.connectionParameters()
         let values = Dictionary(parameters, uniquingKeysWith: { first, _ in first })
         #expect(parameters.count == values.count)
         #expect(values["host"] == "h" && values["port"] == "6000" && values["dbname"] == "d")
@@ -154,7 +160,7 @@ struct PostgresConfigurationTests {
         #expect(values["connect_timeout"] == "5")
         // Sent data unacknowledged that long ends the connection, as a connect would end.
         #expect(values["tcp_user_timeout"] == "5000")
-        #expect(values["options"] == "-c bytea_output=hex -c application_name=a\\ b\\\\c")
+        #expect(values["options"] == nil)
         #expect(values["target_session_attrs"] == "any")
         // One host at a time: the connection walks the list itself, to name each host it passed over.
         let several = try PostgresConfiguration(url: "postgres://h1,h2:6001/d?target_session_attrs=read-write")

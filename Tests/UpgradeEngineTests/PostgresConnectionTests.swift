@@ -30,9 +30,24 @@ private final class Shared<Value: Sendable>: Sendable {
     )
 )
 struct PostgresConnectionTests {
-    @Test("a statement is prepared once per connection, its PREPARE sent with its first run: one round trip a run")
-    func preparedStatementReuse() throws {
+    @Test("by default a statement is the unnamed one, parsed with its run: one round trip, nothing left on the server")
+    func unnamedStatements() throws {
         let connection = try TestPostgres.connect()
+        let sql = "SELECT $1::bigint + 1"
+        let before = connection.roundTrips
+        #expect(try connection.query(sql, [.integer(41)]) == [[.integer(42)]])
+        #expect(try connection.query(sql, [.integer(1)]) == [[.integer(2)]])
+        #expect(connection.roundTrips == before + 2)
+        #expect(connection.preparedStatementCount == 0)
+        // What a transaction pooler needs: no named statement for the next transaction to miss.
+        #expect(try connection.query("SELECT count(*) FROM pg_prepared_statements") == [[.integer(0)]])
+    }
+
+    @Test("with prepared_statements=on a statement is prepared once per connection, sent with its first run")
+    func preparedStatementReuse() throws {
+        var configuration = try TestPostgres.configuration()
+        configuration.preparedStatements = true
+        let connection = try PostgresConnection(configuration, settings: TestPostgres.settings)
         let sql = "SELECT $1::bigint + 1"
         let before = connection.roundTrips
         #expect(try connection.query(sql, [.integer(41)]) == [[.integer(42)]])
@@ -43,9 +58,28 @@ struct PostgresConnectionTests {
         let names = try connection.query("SELECT name FROM pg_prepared_statements ORDER BY name")
         #expect(names == [[.text("siwa_1")], [.text("siwa_2")]])
         // Another connection has statements of its own.
-        let other = try TestPostgres.connect()
+        let other = try PostgresConnection(configuration)
         #expect(try other.query(sql, [.integer(9)]) == [[.integer(10)]])
         #expect(other.preparedStatementCount == 1)
+    }
+
+    @Test("settings are made in each transaction, behind its BEGIN at no round trip, and end with it")
+    func settingsPerTransaction() throws {
+        let connection = try TestPostgres.connect()
+        let show = "SELECT current_setting('lock_timeout'), current_setting('bytea_output')"
+        // No startup options: outside a transaction the server's defaults hold.
+        #expect(try connection.query(show) == [[.text("0"), .text("hex")]])
+        let before = connection.roundTrips
+        try connection.begin()
+        #expect(try connection.query(show) == [[.text("20s"), .text("hex")]])
+        #expect(connection.roundTrips == before + 1)
+        try connection.commit()
+        #expect(try connection.query("SELECT current_setting('lock_timeout')") == [[.text("0")]])
+        // A transaction that sent nothing sends nothing, its settings included.
+        let idle = connection.roundTrips
+        try connection.begin()
+        try connection.commit()
+        #expect(connection.roundTrips == idle)
     }
 
     @Test(
@@ -257,7 +291,7 @@ struct PostgresConnectionTests {
         Thread {
             var outcome: Result<Void, PostgresError>
             do throws(PostgresError) {
-                let second = try PostgresConnection(configuration, sessionSettings: TestPostgres.settings)
+                let second = try PostgresConnection(configuration, settings: TestPostgres.settings)
                 try second.begin()
                 try second.query("UPDATE \(table) SET v = v + 1 WHERE id = 2")
                 holdsRowTwo.signal()

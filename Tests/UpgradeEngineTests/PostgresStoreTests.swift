@@ -176,7 +176,7 @@ struct PostgresStoreTests {
         try db.store.write { _ = try $0.recordFailure(usernameKey: "alice", now: Self.now) }
         let holder = try PostgresConnection(
             TestPostgres.configuration(),
-            sessionSettings: [("search_path", try #require(db.schema))]
+            settings: [("search_path", try #require(db.schema))]
         )
         try holder.begin()
         try holder.query("SELECT failures FROM login_throttle WHERE username_key = $1 FOR UPDATE", [.text("alice")])
@@ -197,7 +197,7 @@ struct PostgresStoreTests {
         let schema = try #require(db.schema)
         // The bookkeeping table exists; a third session holds it, so both migrations queue behind it.
         #expect(try db.migrate(through: 0).isEmpty)
-        let holder = try PostgresConnection(TestPostgres.configuration(), sessionSettings: [("search_path", schema)])
+        let holder = try PostgresConnection(TestPostgres.configuration(), settings: [("search_path", schema)])
         try holder.begin()
         try holder.execute("LOCK TABLE schema_migrations IN EXCLUSIVE MODE")
 

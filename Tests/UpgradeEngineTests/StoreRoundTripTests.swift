@@ -105,17 +105,43 @@ struct StoreRoundTripTests {
         }
     }
 
-    /// Counted on a warmed pool (its statements already prepared) and also from cold: the prepares
-    /// travel with the first executions, so they add statements, not round trips. The five
-    /// transactions (two reads, three writes) are listed in Benchmarks/README.md.
+    /// Counted on a warmed pool and also from cold, with unnamed statements (the default, what a
+    /// transaction pooler needs) and with `prepared_statements=on`, whose prepares travel with the
+    /// first executions: they add statements, not round trips. Each transaction's settings follow
+    /// its BEGIN in the same round trip. The five transactions (two reads, three writes) are listed
+    /// in Benchmarks/README.md.
     @Test(
-        "a completed upgrade without step-up costs PostgreSQL 3 commits, 14 round trips and 32 statements",
-        .enabled(if: TestPostgres.isAvailable, "UPGRADE_TEST_POSTGRES is not set")
+        "a completed upgrade without step-up costs PostgreSQL 3 commits, 14 round trips and 37 statements",
+        .enabled(if: TestPostgres.isAvailable, "UPGRADE_TEST_POSTGRES is not set"),
+        arguments: [false, true]
     )
-    func upgradeCost() async throws {
+    func upgradeCost(preparedStatements: Bool) async throws {
         let db = try Backend.postgres.database()
-        let store = try #require(db.postgresStore)
-        let world = try World(store: db.store)
+        let store = try db.openPostgresStore(preparedStatements: preparedStatements)
+        let (cold, _) = try await Self.expectUpgradeCost(store)
+        if preparedStatements {
+            #expect(cold.prepares > 0, "\(cold)")
+        } else {
+            #expect(cold.prepares == 0, "\(cold)")
+        }
+    }
+
+    /// The same budget through PgBouncer in transaction mode, whose two server sessions the
+    /// transactions share: the pooler adds no round trip of the client's.
+    @Test(
+        "through PgBouncer (transaction pooling) a completed upgrade costs the same 14 round trips",
+        .enabled(if: TestPgBouncer.isAvailable, .init(rawValue: TestPgBouncer.reason))
+    )
+    func upgradeCostThroughPooler() async throws {
+        let db = try Backend.postgres.database()
+        let pooler = try TestPgBouncer(poolSize: 2)
+        let (cold, _) = try await Self.expectUpgradeCost(try db.openPostgresStore(through: pooler))
+        #expect(cold.prepares == 0, "\(cold)")
+    }
+
+    /// Two upgrades, cold then warm, each with the counts every route must show; returns both.
+    private static func expectUpgradeCost(_ store: PostgresStore) async throws -> (PostgresTraffic, PostgresTraffic) {
+        let world = try World(store: store)
         try world.addAccount("alice")
         try world.addAccount("bob")
 
@@ -133,13 +159,13 @@ struct StoreRoundTripTests {
         // And the conversion reads the account's profile, which `account.converted` carries, and
         // keeps the token's `real_user_status` in it (a pipelined upsert).
         #expect(warm.roundTrips == 14, "\(warm)")
-        #expect(warm.statements == 32, "\(warm)")
+        #expect(warm.statements == 37, "\(warm)")
         #expect(warm.prepares == 0, "\(warm)")
         #expect(
             cold.roundTrips == warm.roundTrips && cold.commits == 3 && cold.statements == warm.statements,
             "\(cold)"
         )
-        #expect(cold.prepares > 0, "\(cold)")
+        return (cold, warm)
     }
 
     @Test(

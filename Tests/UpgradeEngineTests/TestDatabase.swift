@@ -97,8 +97,18 @@ final class TestDatabase: Sendable {
         return try openPostgres(place, limits)
     }
 
-    private static func openPostgres(_ place: Place, _ limits: PostgresStore.Limits) throws -> PostgresStore {
+    private static func openPostgres(
+        _ place: Place,
+        _ limits: PostgresStore.Limits,
+        preparedStatements: Bool = false,
+        through pooler: TestPgBouncer? = nil
+    ) throws -> PostgresStore {
         var configuration = try TestPostgres.configuration()
+        configuration.preparedStatements = preparedStatements
+        if let pooler {
+            configuration.host = pooler.configuration.host
+            configuration.port = pooler.configuration.port
+        }
         if let database = place.database { configuration.database = database }
         return try PostgresStore(
             configuration: configuration,
@@ -130,6 +140,18 @@ final class TestDatabase: Sendable {
     /// Another PostgreSQL store on the same database, with other limits.
     func reopenPostgres(_ limits: PostgresStore.Limits) throws -> any UpgradeStore {
         Held(base: try Self.openPostgres(place, limits), place: place)
+    }
+
+    /// Another PostgreSQL store on the same database, whose connections prepare named statements
+    /// (`prepared_statements=on`) or go through a pooler. The test keeps this database alive while
+    /// it uses the store.
+    func openPostgresStore(
+        preparedStatements: Bool = false,
+        through pooler: TestPgBouncer? = nil
+    ) throws
+        -> PostgresStore
+    {
+        try Self.openPostgres(place, PostgresStore.Limits(), preparedStatements: preparedStatements, through: pooler)
     }
 
     /// Applies pending migrations up to and including `version`, as an older binary would have.

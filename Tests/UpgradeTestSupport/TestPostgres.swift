@@ -23,7 +23,7 @@ package enum TestPostgres {
     ]
 
     package static func connect() throws -> PostgresConnection {
-        try PostgresConnection(configuration(), sessionSettings: settings)
+        try PostgresConnection(configuration(), settings: settings)
     }
 
     /// The test cluster's URL, with another database or password.

@@ -8,6 +8,11 @@ import Foundation
 /// in order and keeps the first that accepts it and, with `target_session_attrs=read-write` (or
 /// `primary`), takes writes, so that after a failover new connections find the promoted server
 /// (docs/architecture.md, "Failover").
+///
+/// Nothing here needs a session of its own on the server: no startup `options`, settings made per
+/// transaction, unnamed statements unless `prepared_statements=on`. So the URL may name a
+/// transaction pooler (PgBouncer in `pool_mode = transaction`) as well as the server itself
+/// (docs/architecture.md §8.3).
 public struct PostgresConfiguration: Sendable, Equatable {
     /// One server to try: a host name, an IP address, or a socket directory, and its port.
     public struct Host: Sendable, Equatable, CustomStringConvertible {
@@ -59,6 +64,12 @@ public struct PostgresConfiguration: Sendable, Equatable {
     /// Seconds libpq waits for a connection before giving up. Never zero, which would mean forever.
     /// Also how long sent data may stay unacknowledged on an open connection (`tcp_user_timeout`).
     public var connectTimeout: Int
+    /// `prepared_statements=on`: each statement is prepared once per connection under a name and then
+    /// only bound and executed. Only for a direct connection: through a transaction pooler the next
+    /// transaction may run on another server session, which lacks the name (or holds another
+    /// client's). Off (the default), every statement is sent as the unnamed statement, parsed with
+    /// its run in the same round trip.
+    public var preparedStatements = false
 
     public static let defaultPort = 5432
     /// Short enough that a request meeting an unreachable server answers 503 within its client's
@@ -72,7 +83,8 @@ public struct PostgresConfiguration: Sendable, Equatable {
         password: String? = nil,
         database: String,
         sslMode: SSLMode? = nil,
-        connectTimeout: Int = defaultConnectTimeout
+        connectTimeout: Int = defaultConnectTimeout,
+        preparedStatements: Bool = false
     ) {
         self.init(
             hosts: [Host(host, port: port)],
@@ -80,7 +92,8 @@ public struct PostgresConfiguration: Sendable, Equatable {
             password: password,
             database: database,
             sslMode: sslMode,
-            connectTimeout: connectTimeout
+            connectTimeout: connectTimeout,
+            preparedStatements: preparedStatements
         )
     }
 
@@ -92,7 +105,8 @@ public struct PostgresConfiguration: Sendable, Equatable {
         password: String? = nil,
         database: String,
         sslMode: SSLMode? = nil,
-        connectTimeout: Int = defaultConnectTimeout
+        connectTimeout: Int = defaultConnectTimeout,
+        preparedStatements: Bool = false
     ) {
         precondition(!hosts.isEmpty, "a PostgreSQL configuration needs a host")
         self.hosts = hosts
@@ -102,6 +116,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
         self.database = database
         self.sslMode = sslMode
         self.connectTimeout = connectTimeout
+        self.preparedStatements = preparedStatements
     }
 
     /// The first host's name (the only one, usually).
@@ -220,9 +235,15 @@ public struct PostgresConfiguration: Sendable, Equatable {
                     throw Self.invalid("connect_timeout must be a whole number of seconds from 1 to 3600")
                 }
                 connectTimeout = seconds
+            case "prepared_statements":
+                switch value {
+                case "on": preparedStatements = true
+                case "off": preparedStatements = false
+                default: throw Self.invalid("prepared_statements must be on or off")
+                }
             default:
                 throw Self.invalid(
-                    "unknown parameter '\(name)'; only sslmode, connect_timeout and target_session_attrs are accepted"
+                    "unknown parameter '\(name)'; only sslmode, connect_timeout, target_session_attrs and prepared_statements are accepted"
                 )
             }
         }
@@ -268,11 +289,9 @@ public struct PostgresConfiguration: Sendable, Equatable {
 
     /// libpq's keyword/value pairs (for `PQconnectdbParams`, which needs no quoting or escaping) to
     /// reach `server` (by default the first host); libpq itself refuses a server that does not match
-    /// `target_session_attrs`. Holds the password: never print it.
-    func connectionParameters(
-        to server: Host? = nil,
-        sessionSettings: [(name: String, value: String)] = []
-    ) -> [(String, String)] {
+    /// `target_session_attrs`. Holds the password: never print it. Only what a pooler accepts at
+    /// startup: no `options` (server settings go with each transaction, `PostgresConnection.begin`).
+    func connectionParameters(to server: Host? = nil) -> [(String, String)] {
         let server = server ?? hosts[0]
         var parameters: [(String, String)] = [
             ("host", server.name), ("port", String(server.port)), ("dbname", database),
@@ -291,16 +310,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
         if let user { parameters.append(("user", user)) }
         if let password { parameters.append(("password", password)) }
         if let sslMode { parameters.append(("sslmode", sslMode.rawValue)) }
-        // Results are decoded from text: bytea must come as hex whatever the server's default is.
-        let settings = [(name: "bytea_output", value: "hex")] + sessionSettings
-        let options = settings.map { "-c \($0.name)=\(Self.escapeOption($0.value))" }.joined(separator: " ")
-        parameters.append(("options", options))
         return parameters
-    }
-
-    /// In libpq's `options`, a backslash escapes a space or a backslash.
-    private static func escapeOption(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: " ", with: "\\ ")
     }
 }
 
@@ -316,6 +326,7 @@ extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConve
         if targetSessionAttributes != .any { query.append("target_session_attrs=\(targetSessionAttributes.rawValue)") }
         if let sslMode { query.append("sslmode=\(sslMode.rawValue)") }
         if connectTimeout != Self.defaultConnectTimeout { query.append("connect_timeout=\(connectTimeout)") }
+        if preparedStatements { query.append("prepared_statements=on") }
         if !query.isEmpty { text += "?" + query.joined(separator: "&") }
         return text
     }
@@ -329,6 +340,7 @@ extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConve
                 "hosts": hosts, "targetSessionAttributes": targetSessionAttributes, "user": user as Any,
                 "password": password == nil ? "nil" : "(redacted)",
                 "database": database, "sslMode": sslMode as Any, "connectTimeout": connectTimeout,
+                "preparedStatements": preparedStatements,
             ],
             displayStyle: .struct
         )

@@ -6,6 +6,8 @@ extension PostgresConnection {
     /// A command not sent yet.
     struct Command {
         enum Kind {
+            /// What opens a transaction (BEGIN, then its settings): dropped unsent when nothing follows.
+            case opening(String)
             /// Transaction control: no parameters, not prepared.
             case control(String)
             case statement(sql: String, arguments: PostgresArguments)
@@ -16,6 +18,10 @@ extension PostgresConnection {
         init(_ kind: Kind, onError: ((PostgresError) -> PostgresError)? = nil) {
             self.kind = kind
             self.onError = onError
+        }
+
+        var isOpening: Bool {
+            if case .opening = kind { true } else { false }
         }
     }
 
@@ -38,10 +44,16 @@ extension PostgresConnection {
         var naming: [String: String] = [:]
         for (index, command) in commands.enumerated() {
             switch command.kind {
-            case .control(let sql):
+            case .opening(let sql), .control(let sql):
                 guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else {
                     throw poison("could not send a command")
                 }
+            case .statement(let sql, let arguments) where !preparesStatements:
+                // The unnamed statement: parsed, bound and run in one go, replaced by the next one.
+                let sent = arguments.withPointers { values in
+                    PQsendQueryParams(handle, sql, Int32(values.count), nil, values, nil, nil, 0)
+                }
+                guard sent == 1 else { throw poison("could not send a statement") }
             case .statement(let sql, let arguments):
                 let name: String
                 if let known = prepared[sql] ?? naming[sql] {

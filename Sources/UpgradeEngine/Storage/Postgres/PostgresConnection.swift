@@ -4,11 +4,16 @@ import Foundation
 /// One libpq connection. Not Sendable: like `SQLiteConnection`, it is used by one thread at a time,
 /// the one that leased it from `PostgresPool`.
 ///
-/// Every statement with arguments is prepared once per connection (named after its place in the
-/// cache) and then only bound and executed: one round trip per run. Parameters and results travel
-/// in text format; `SQLValue` covers what the store needs: text, 64-bit integers, bytea and NULL.
-/// An argument's type comes from the statement, so SQL where it cannot be inferred needs a cast
-/// (`$1::bigint`).
+/// Nothing outlives a transaction on the server, so the connection may go through a transaction
+/// pooler (PgBouncer in `pool_mode = transaction`), which hands each transaction whichever server
+/// session is free: every statement with arguments is sent as the unnamed statement (parse, bind and
+/// execute together, one round trip a run), and the server settings (timeouts, `bytea_output`) are
+/// set with `set_config(..., true)` in each transaction, behind its BEGIN. With
+/// `prepared_statements=on` in the URL (a direct connection only) a statement is instead prepared
+/// once per connection, named after its place in the cache, and then only bound and executed.
+/// Parameters and results travel in text format; `SQLValue` covers what the store needs: text,
+/// 64-bit integers, bytea and NULL. An argument's type comes from the statement, so SQL where it
+/// cannot be inferred needs a cast (`$1::bigint`).
 ///
 /// The pipeline that sends and reads batches is in `PostgresConnection+Pipeline.swift`, the mapping
 /// of libpq's failures to `PostgresError` in `+Errors.swift`; `PostgresArguments` encodes what a
@@ -29,13 +34,17 @@ final class PostgresConnection {
     let handle: OpaquePointer
     /// Where the connection goes, for messages: host and port, never the password.
     let endpoint: String
+    /// Prepare statements under names kept for the connection's life (`prepared_statements=on`).
+    let preparesStatements: Bool
+    /// The statement that follows every BEGIN: the transaction's server settings.
+    let settingsStatement: String
     /// SQL text → the name it was prepared under on this connection.
     var prepared: [String: String] = [:]
     var preparedSerial = 0
     /// Rows changed by the last statement (INSERT, UPDATE, DELETE), from its command tag.
     var changes = 0
     /// Times the connection sent requests and waited for their answers. Commands pipelined
-    /// together (a BEGIN, queued writes, a PREPARE, the statement, a COMMIT) share one.
+    /// together (a BEGIN and its settings, queued writes, a PREPARE, the statement, a COMMIT) share one.
     var roundTrips = 0
     /// Where the store adds this connection's round trips, statements and commits up.
     var counters: PostgresCounters?
@@ -50,16 +59,20 @@ final class PostgresConnection {
     var readOnlyTransaction = false
 
     /// Connects to the first of `configuration.hosts` that accepts the connection and matches its
-    /// `target_session_attrs` (libpq checks that), each host failing after `connectTimeout` seconds.
-    /// `sessionSettings` are server settings (`lock_timeout`, `statement_timeout`, ...) applied at
-    /// login, costing no round trip. The error names every host tried and why it was passed over.
+    /// `target_session_attrs` (libpq checks that), each host failing after `connectTimeout` seconds;
+    /// the error names every host tried and why it was passed over. `settings` are server settings
+    /// (`lock_timeout`, `statement_timeout`, ...) made for each transaction this connection begins,
+    /// pipelined with its BEGIN: no round trip, and nothing a pooler must carry between
+    /// transactions. Statements run outside a transaction get the server's defaults.
     init(
         _ configuration: PostgresConfiguration,
-        sessionSettings: [(name: String, value: String)] = []
+        settings: [(name: String, value: String)] = []
     ) throws(PostgresError) {
+        preparesStatements = configuration.preparedStatements
+        settingsStatement = Self.settingsStatement(settings)
         var causes: [String] = []
         for server in configuration.hosts {
-            switch Self.open(configuration, server, sessionSettings) {
+            switch Self.open(configuration, server) {
             case .success(let connection):
                 handle = connection
                 endpoint = server.endpoint
@@ -78,10 +91,9 @@ final class PostgresConnection {
     /// One host's connection, or why it was refused (one line, never the password).
     private static func open(
         _ configuration: PostgresConfiguration,
-        _ server: PostgresConfiguration.Host,
-        _ sessionSettings: [(name: String, value: String)]
+        _ server: PostgresConfiguration.Host
     ) -> Result<OpaquePointer, Failure> {
-        let parameters = configuration.connectionParameters(to: server, sessionSettings: sessionSettings)
+        let parameters = configuration.connectionParameters(to: server)
         guard let connection = connect(parameters) else { return .failure(Failure("out of memory")) }
         guard PQstatus(connection) == CONNECTION_OK else {
             var cause = oneLine(String(cString: PQerrorMessage(connection)))
@@ -102,6 +114,20 @@ final class PostgresConnection {
     }
 
     deinit { PQfinish(handle) }
+
+    /// One SELECT that makes every setting for the rest of the transaction (as `SET LOCAL` would).
+    /// Results are decoded from text: bytea must come as hex whatever the server's default is.
+    private static func settingsStatement(_ settings: [(name: String, value: String)]) -> String {
+        let all = [(name: "bytea_output", value: "hex")] + settings
+        return "SELECT "
+            + all.map { "set_config(\(literal($0.name)), \(literal($0.value)), true)" }
+            .joined(separator: ", ")
+    }
+
+    /// A string literal (standard_conforming_strings is on in every supported server).
+    private static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
 
     /// Keyword and value arrays as C strings that live for the call; no conninfo string is built,
     /// so nothing needs quoting.
@@ -163,13 +189,14 @@ final class PostgresConnection {
 
     // MARK: Statements
     //
-    // Requests go out through libpq's pipeline mode: whatever is queued (a transaction's BEGIN,
-    // writes whose answer the caller does not need, the first use's PREPARE) is sent with the next
+    // Requests go out through libpq's pipeline mode: whatever is queued (a transaction's BEGIN and
+    // settings, writes whose answer the caller does not need, a first use's PREPARE) is sent with the next
     // statement the caller waits for, and one pipeline sync ends the batch. The server runs the
     // commands in order exactly as if each had been sent alone; only the waits are fewer.
 
     /// Runs a parameterised statement and returns its rows, in one round trip together with every
-    /// queued command. Prepared on first use (the PREPARE travels with it), then reused.
+    /// queued command. Sent as the unnamed statement; with `prepared_statements=on`, prepared on
+    /// first use (the PREPARE travels with it), then reused.
     @discardableResult
     func query(_ sql: String, _ arguments: [SQLValue] = []) throws(PostgresError) -> [[SQLValue]] {
         queue.append(Command(.statement(sql: sql, arguments: try PostgresArguments(arguments))))
@@ -207,17 +234,19 @@ final class PostgresConnection {
 
     // MARK: Transactions
 
-    /// Queues the BEGIN: it goes to the server with the transaction's first statement.
+    /// Queues the BEGIN and the transaction's settings: they go to the server with the
+    /// transaction's first statement.
     func begin(_ isolation: IsolationLevel = .readCommitted, readOnly: Bool = false) throws(PostgresError) {
         readOnlyTransaction = readOnly
-        queue.append(Command(.control("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")")))
+        queue.append(Command(.opening("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")")))
+        queue.append(Command(.opening(settingsStatement)))
     }
 
     /// Commits, or throws: sends the queued writes and COMMIT in one round trip. A transaction in
     /// which a statement failed cannot commit: PostgreSQL answers such a COMMIT with ROLLBACK and no
     /// error, which is reported here as one. A transaction that never sent a statement has nothing to commit.
     func commit() throws(PostgresError) {
-        if queue.count == 1, case .control(let sql) = queue[0].kind, sql.hasPrefix("BEGIN") {
+        if !queue.isEmpty && queue.allSatisfy(\.isOpening) {
             queue.removeAll()
             return
         }
@@ -230,9 +259,7 @@ final class PostgresConnection {
     /// soon as the server reads it). Queued writes are dropped unsent; a transaction the server
     /// never saw (only its BEGIN queued) ends without a word.
     func rollback() throws(PostgresError) {
-        let neverSent = queue.first.map {
-            if case .control(let sql) = $0.kind { sql.hasPrefix("BEGIN") } else { false }
-        }
+        let neverSent = queue.first?.isOpening
         queue.removeAll()
         if neverSent == true || unreadSyncs > 0 || PQtransactionStatus(handle) == PQTRANS_IDLE { return }
         try enterPipeline()

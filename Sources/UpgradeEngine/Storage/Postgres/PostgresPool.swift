@@ -16,7 +16,8 @@ final class PostgresPool: @unchecked Sendable {
     let maxConnections: Int
     /// Seconds a lease waits for a free connection.
     let checkoutTimeout: Double
-    private let sessionSettings: [(name: String, value: String)]
+    /// Made in each transaction (`PostgresConnection.init`).
+    private let settings: [(name: String, value: String)]
     /// What the pool's connections sent, added up.
     let counters = PostgresCounters()
     private let condition = NSCondition()
@@ -38,12 +39,12 @@ final class PostgresPool: @unchecked Sendable {
         configuration: PostgresConfiguration,
         maxConnections: Int = 8,
         checkoutTimeout: Double = 5,
-        sessionSettings: [(name: String, value: String)] = []
+        settings: [(name: String, value: String)] = []
     ) {
         self.configuration = configuration
         self.maxConnections = max(1, maxConnections)
         self.checkoutTimeout = max(0, checkoutTimeout)
-        self.sessionSettings = sessionSettings
+        self.settings = settings
     }
 
     /// Connections open now, leased or idle.
@@ -84,7 +85,7 @@ final class PostgresPool: @unchecked Sendable {
                 forget()
             case .new:
                 do {
-                    let connection = try PostgresConnection(configuration, sessionSettings: sessionSettings)
+                    let connection = try PostgresConnection(configuration, settings: settings)
                     connection.counters = counters
                     connected(true)
                     return connection

@@ -59,7 +59,7 @@ enum PostgresRowDecoder {
         }
     }
 
-    /// bytea's hex output, `\x` then two digits a byte (`bytea_output = hex` is set at login).
+    /// bytea's hex output, `\x` then two digits a byte (`bytea_output = hex` is set in every transaction).
     private static func decodeHex(_ text: UnsafeRawBufferPointer) -> [UInt8] {
         guard text.count >= 2, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x") else { return [] }
         func nibble(_ byte: UInt8) -> UInt8 {

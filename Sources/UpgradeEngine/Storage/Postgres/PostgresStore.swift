@@ -10,7 +10,8 @@ import Foundation
 /// work only: it may run more than once, and only its last run commits. `read` runs in a read-only
 /// REPEATABLE READ transaction: one snapshot, writes refused.
 ///
-/// Waits are bounded by session settings applied at login: `lock_timeout`, `statement_timeout` and
+/// Waits are bounded by settings made in every transaction (behind its BEGIN, so that a transaction
+/// pooler needs to carry nothing between transactions): `lock_timeout`, `statement_timeout` and
 /// `idle_in_transaction_session_timeout`; a lock or statement timeout is `busy`. Connections come
 /// from a bounded `PostgresPool`, whose checkout wait also ends in `busy`.
 public final class PostgresStore: UpgradeStore, Sendable {
@@ -47,8 +48,8 @@ public final class PostgresStore: UpgradeStore, Sendable {
         try self.init(configuration: configuration, limits: limits, extraSettings: [])
     }
 
-    /// `extraSettings` are further session settings; tests give each store a schema of its own
-    /// through `search_path`.
+    /// `extraSettings` are further settings for every transaction; tests give each store a schema of
+    /// its own through `search_path`.
     init(
         configuration: PostgresConfiguration,
         limits: Limits,
@@ -60,7 +61,7 @@ public final class PostgresStore: UpgradeStore, Sendable {
             configuration: configuration,
             maxConnections: limits.maxConnections,
             checkoutTimeout: limits.checkoutTimeout,
-            sessionSettings: [
+            settings: [
                 ("lock_timeout", "\(limits.lockTimeoutMilliseconds)ms"),
                 ("statement_timeout", "\(limits.statementTimeoutMilliseconds)ms"),
                 ("idle_in_transaction_session_timeout", "\(limits.idleInTransactionTimeoutMilliseconds)ms"),
@@ -262,7 +263,13 @@ public final class PostgresStore: UpgradeStore, Sendable {
 
     public func migrationStatus() throws(StorageError) -> [MigrationStatus] {
         do throws(StorageError) {
-            return try withConnection { try SchemaMigrator.postgres.status(PostgresTransaction(connection: $0)) }
+            // In a transaction, like everything the store sends: its settings (a test's search_path
+            // among them) exist only there.
+            return try withConnection { connection in
+                try connection.transaction(.repeatableRead, readOnly: true) {
+                    try SchemaMigrator.postgres.status(PostgresTransaction(connection: connection, readOnly: true))
+                }
+            }
         } catch {
             throw StorageError(.migration, error.message)
         }
@@ -273,17 +280,23 @@ public final class PostgresStore: UpgradeStore, Sendable {
     /// (`42P07`) or on its row type's name (`42710`): the table exists either way, and the loser goes on.
     private static func createMigrationTable(_ connection: PostgresConnection) throws(PostgresError) {
         do {
-            try connection.execute(
+            try connection.begin()
+            try connection.enqueue(
                 """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version BIGINT PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at BIGINT NOT NULL)
                 """
             )
+            try connection.commit()
         } catch let error
             where error.sqlstate == PostgresError.SQLState.uniqueViolation || error.sqlstate == "42P07"
             || error.sqlstate == "42710"
         {
+            try? connection.rollback()
             return
+        } catch {
+            try? connection.rollback()
+            throw error
         }
     }
 }

@@ -6,9 +6,11 @@ public struct PostgresTraffic: Sendable, Equatable, CustomStringConvertible {
     /// Times a connection sent requests and waited for their answers; commands pipelined together
     /// share one. A ROLLBACK sent without waiting adds none.
     public var roundTrips = 0
-    /// SQL commands sent: statements, transaction control (BEGIN, COMMIT, ROLLBACK), simple queries.
+    /// SQL commands sent: statements, transaction control (BEGIN and its settings, COMMIT, ROLLBACK),
+    /// simple queries.
     public var statements = 0
-    /// Statements prepared, each once per connection, sent with their first execution.
+    /// Statements prepared, each once per connection, sent with their first execution: only with
+    /// `prepared_statements=on`; unnamed statements (the default) count none.
     public var prepares = 0
     /// Transactions committed.
     public var commits = 0

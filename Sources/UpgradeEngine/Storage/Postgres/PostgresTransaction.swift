@@ -1,6 +1,7 @@
 /// `SQLTransaction` over one PostgreSQL connection inside an open transaction. The store protocols'
 /// statements are `SQLTransaction`'s (`SQL/SQLTransaction+Accounts.swift` and the other `+X` files),
-/// each prepared once per connection by `PostgresConnection` and then only executed.
+/// each sent by `PostgresConnection` as the unnamed statement (or prepared once per connection with
+/// `prepared_statements=on`).
 struct PostgresTransaction {
     let connection: PostgresConnection
     /// A read transaction sends a write at once, so that the call making it is refused, rather than
