@@ -114,6 +114,14 @@ struct FailoverTests {
                     ? link != nil : record.credentialKind == .password && link == nil && passwordCredential != nil,
                 "\(account.username) is half converted"
             )
+            // Its webhook event is written in the conversion's transaction: there exactly when it is.
+            let events = try promoted.read { tx in
+                try (tx as! any SQLTransaction).scalarInt(
+                    "SELECT COUNT(*) FROM webhook_outbox WHERE account_id = $1 AND type = $2",
+                    [.text(account.id), .text(WebhookEventType.accountConverted.rawValue)]
+                )
+            }
+            #expect(events == (converted ? 1 : 0), "\(account.username): \(events ?? -1) account.converted events")
             if acknowledged.contains(account.username) {
                 #expect(converted, "\(account.username)'s acknowledged conversion is missing after the promotion")
                 if converted { found += 1 }

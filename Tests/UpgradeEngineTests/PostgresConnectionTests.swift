@@ -206,10 +206,10 @@ struct PostgresConnectionTests {
 
     @Test("a write a read-only server refuses (a standby, a demoted primary) drops the connection as lost")
     func readOnlyServer() throws {
-        // A session that is read-only by default, as every session on a standby is.
+        // Transactions that are read-only without having asked to be, as every one on a standby is.
         let connection = try PostgresConnection(
             TestPostgres.configuration(),
-            sessionSettings: TestPostgres.settings + [("default_transaction_read_only", "on")]
+            settings: TestPostgres.settings + [("transaction_read_only", "on")]
         )
         try connection.begin()
         let error = try #require(throws: PostgresError.self) {
