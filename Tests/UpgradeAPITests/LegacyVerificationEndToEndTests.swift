@@ -201,6 +201,44 @@ struct LegacyVerificationEndToEndTests {
         }
     }
 
+    @Test("the legacy system's URL is https, or http to a loopback address only, as the webhook URL")
+    func legacyURL() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("legacy-url-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let secret = directory.appendingPathComponent("secret").path
+        let text = "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString()
+        #expect(
+            FileManager.default.createFile(
+                atPath: secret,
+                contents: Data(text.utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        )
+        func problems(_ url: String) -> String {
+            do {
+                _ = try ServerSettings.load(
+                    [
+                        "UPGRADE_DB": "sqlite:/nonexistent/x.db", "UPGRADE_LEGACY_VERIFY_URL": url,
+                        "UPGRADE_LEGACY_VERIFY_SECRET_FILE": secret,
+                    ],
+                    development: true
+                )
+                return ""
+            } catch {
+                return error.message
+            }
+        }
+        for accepted in ["https://login.example.com/verify", "http://127.0.0.1:9000/verify", "http://localhost/v"] {
+            #expect(problems(accepted) == "", "\(accepted)")
+        }
+        // A host that merely starts with 127. is not loopback.
+        for refused in ["http://login.example.com/verify", "http://127.example.com/verify", "ftp://h/x", "not a url"] {
+            #expect(problems(refused).contains("UPGRADE_LEGACY_VERIFY_URL: "), "\(refused)")
+        }
+        #expect(!problems("https://u:pw@login.example.com/v").isEmpty)
+    }
+
     @Test(
         "UPGRADE_LEGACY_CREATE: an unknown username that matches is created with its profile; others are not",
         arguments: Backend.all

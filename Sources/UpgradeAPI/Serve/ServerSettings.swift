@@ -379,8 +379,12 @@ public struct ServerSettings: Sendable {
             }
             return (nil, false)
         }
-        if let refusal = LegacyPasswordVerifier.urlRefusal(url) {
-            problems.append("UPGRADE_LEGACY_VERIFY_URL: \(refusal)")
+        if let refusal = validateOutboundURL(
+            url,
+            variable: "UPGRADE_LEGACY_VERIFY_URL",
+            example: "https://login.example.com/password-verify"
+        ) {
+            problems.append(refusal)
         }
         guard let path = value(secretVariable) else {
             problems.append(
@@ -406,14 +410,24 @@ public struct ServerSettings: Sendable {
 
     /// `https://` anywhere, or `http://` to a loopback address only: the payloads name accounts.
     static func validateWebhookURL(_ text: String) -> String? {
+        validateOutboundURL(
+            text,
+            variable: "UPGRADE_WEBHOOK_URL",
+            example: "https://backend.example.com/webhooks/upgrade"
+        )
+    }
+
+    /// A URL this server sends accounts' data (webhooks) or passwords (the legacy login system) to:
+    /// `https://` anywhere, or `http://` to a loopback address only; no user, password or fragment.
+    static func validateOutboundURL(_ text: String, variable: String, example: String) -> String? {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
-            url.user == nil, url.fragment == nil
+            url.user == nil, url.password == nil, url.fragment == nil
         else {
-            return "UPGRADE_WEBHOOK_URL: not an absolute URL such as https://backend.example.com/webhooks/upgrade"
+            return "\(variable): not an absolute URL such as \(example)"
         }
         if scheme == "https" || (scheme == "http" && isLoopback(host)) { return nil }
         return
-            "UPGRADE_WEBHOOK_URL: must be https:// (plain http is allowed only to a loopback address, e.g. http://127.0.0.1:9000/hooks)"
+            "\(variable): must be https:// (plain http is allowed only to a loopback address, e.g. http://127.0.0.1:9000/hooks)"
     }
 
     /// `https://` anywhere, or `http://` to a loopback address only (how the emulator is reached).

@@ -97,29 +97,6 @@ public final class LegacyPasswordVerifier: Sendable {
         transport = AppleClientTransport(connectTimeout: endpoint.timeout)
     }
 
-    /// Why `url` cannot be the legacy system's address, or nil: `https://`, or `http://` to a
-    /// loopback address only (a password must not cross a network in the clear).
-    public static func urlRefusal(_ url: String) -> String? {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-            let host = components.host, !host.isEmpty
-        else {
-            return "is not an absolute URL"
-        }
-        guard components.user == nil, components.password == nil else {
-            return "must not carry a user or password; the request is signed instead"
-        }
-        guard components.fragment == nil else { return "must not have a fragment" }
-        switch scheme {
-        case "https": return nil
-        case "http":
-            let loopback =
-                ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
-                || host.hasPrefix("127.")
-            return loopback ? nil : "must use https:// (http:// only to a loopback address)"
-        default: return "must use https:// (http:// only to a loopback address)"
-        }
-    }
-
     /// Whether a call ended in an outage within the last `outageMemory`: a username the legacy system
     /// is not asked about is then answered as one it would be (`UpgradeService`).
     public var recentlyUnavailable: Bool {
@@ -186,9 +163,8 @@ public final class LegacyPasswordVerifier: Sendable {
             switch transport.sendBlocking(request, limit: Self.answerLimit, timeout: left) {
             case .success(let response):
                 return Self.answer(response)
-            case .failure(.cannotConnect(let why)) where attempts == 1:
+            case .failure(.cannotConnect) where attempts == 1:
                 // Nothing was sent: one more try, within what is left of the timeout.
-                _ = why
                 continue
             case .failure(let failure):
                 return .unavailable(Self.outage(failure))
