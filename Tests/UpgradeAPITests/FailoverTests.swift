@@ -24,7 +24,7 @@ struct FailoverTests {
     static let clients = 4
 
     @Test(
-        "SIGKILL the primary under load from two serve instances, promote the standby: both follow without a restart, calls in the switch are 503 with Retry-After, every acknowledged conversion is on the new primary, none half written",
+        "SIGKILL the primary under load from two serve instances, promote the standby: both follow without a restart, calls in the switch are 503 with Retry-After, every acknowledged conversion, password change and deletion is on the new primary with its webhook event, none half written",
         .enabled(if: ServePostgres.isAvailable, .init(rawValue: ServePostgres.reason)),
         .timeLimit(.minutes(2))
     )
@@ -48,8 +48,25 @@ struct FailoverTests {
         let url = "postgres://\(user):\(password)@\(hosts)/\(database)?target_session_attrs=read-write"
         let standbyURL = "postgres://\(user):\(password)@127.0.0.1:\(standbyPort)/\(database)"
 
-        let fixture = try await ServeFixture(database: url, conversionTimeout: 2)
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "failover-tokens-\(UUID().uuidString)"
+        )
+        defer { try? FileManager.default.removeItem(at: tokens) }
+        let support = try AdminTokenFile.add(name: "support", scopes: [.accounts], path: tokens.path, now: 1)
+        let fixture = try await ServeFixture(
+            database: url,
+            conversionTimeout: 2,
+            environment: ["UPGRADE_ADMIN_TOKENS_FILE": tokens.path]
+        )
         defer { fixture.stop() }
+        // Besides the conversions, one client changes passwords and one deletes accounts, one
+        // account each after another, on each instance.
+        var changes: [String: String] = [:]
+        var deletions: [String: String] = [:]
+        for index in 0..<60 {
+            changes["change\(index)"] = try fixture.addAccount("change\(index)").id
+            deletions["delete\(index)"] = try fixture.addAccount("delete\(index)").id
+        }
         // Two clients per instance, each converting accounts of its own one after another.
         var workloads: [[Account]] = Array(repeating: [], count: Self.clients)
         for index in 0..<160 {
@@ -77,8 +94,18 @@ struct FailoverTests {
                 Task.detached { await Self.convert(accounts, base: base, instance: instance, emulator, log) }
             )
         }
+        workers.append(
+            Task.detached { await Self.changePasswords(changes.keys.sorted(), base: bases[0], log) }
+        )
+        workers.append(
+            Task.detached { await Self.deleteAccounts(deletions.keys.sorted(), base: bases[1], token: support, log) }
+        )
         defer { log.stop() }
         #expect(try await log.waitUntil(Self.acknowledgedPerPhase, since: .start), "no conversions before the kill")
+        #expect(
+            try await log.waitFor { !$0.changed.isEmpty && !$0.deleted.isEmpty },
+            "no password change or deletion before the kill"
+        )
         try CrashablePostgres.run(["--sigkill", primary.directory])
         log.mark(.killed)
         try await Task.sleep(for: Self.outage)
@@ -92,6 +119,7 @@ struct FailoverTests {
 
         let calls = log.calls
         let unavailable = calls.filter { $0.status == 503 }
+        // No call is retried after a 503 that might have committed, so a 401 or 404 would be a fault.
         let unexpected = calls.filter { ![200, 201, 503].contains($0.status) }
         #expect(unexpected.isEmpty, "only successes and 503 expected: \(unexpected.prefix(5))")
         #expect(!unavailable.isEmpty, "calls during the switch must have answered 503")
@@ -128,10 +156,85 @@ struct FailoverTests {
             }
         }
         #expect(found == acknowledged.count)
+
+        // A password change is the new hash and its `password.changed` event, or neither.
+        let verifier = PasswordVerifier()
+        let changed = log.changed
+        #expect(!changed.isEmpty, "no password change was acknowledged")
+        for (username, id) in changes {
+            let credential = try #require(try promoted.read { try $0.passwordCredential(accountID: id) })
+            let isNew = try verifier.verify(password: Self.newPassword, encodedHash: credential.hash)
+            let events = try Self.events(promoted, accountID: id, .passwordChanged)
+            #expect(events == (isNew ? 1 : 0), "\(username): \(events ?? -1) password.changed events")
+            if changed.contains(username) {
+                #expect(isNew, "\(username)'s acknowledged password change is missing after the promotion")
+            }
+        }
+        // A deletion is the account gone and its `account.deleted` event, or neither.
+        let deleted = log.deleted
+        #expect(!deleted.isEmpty, "no deletion was acknowledged")
+        for (username, id) in deletions {
+            let gone = try promoted.read { try $0.account(id: id) } == nil
+            let events = try Self.events(promoted, accountID: id, .accountDeleted)
+            #expect(events == (gone ? 1 : 0), "\(username): \(events ?? -1) account.deleted events")
+            if deleted.contains(username) {
+                #expect(gone, "\(username)'s acknowledged deletion is missing after the promotion")
+            }
+        }
         print(
-            "failover: \(acknowledged.count) conversions acknowledged, \(found) found on the promoted server; "
+            "failover: \(acknowledged.count) conversions, \(changed.count) password changes and "
+                + "\(deleted.count) deletions acknowledged, all found on the promoted server; "
                 + "\(unavailable.count) calls answered 503 during the switch, \(calls.count) calls in all"
         )
+    }
+
+    static let newPassword = "a-New-passphrase-2-remember"
+
+    /// Webhook events of `type` for `accountID` in the outbox.
+    static func events(_ store: any UpgradeStore, accountID: String, _ type: WebhookEventType) throws -> Int64? {
+        try store.read { tx in
+            try (tx as! any SQLTransaction).scalarInt(
+                "SELECT COUNT(*) FROM webhook_outbox WHERE account_id = $1 AND type = $2",
+                [.text(accountID), .text(type.rawValue)]
+            )
+        }
+    }
+
+    /// Changes each account's password once through `base` until told to stop. An account whose call
+    /// failed is not tried again: a 503 may have come after the commit.
+    static func changePasswords(_ usernames: [String], base: String, _ log: FailoverLog) async {
+        for username in usernames where !log.stopped {
+            do {
+                let answer = try await ServeFixture.send(
+                    "POST",
+                    base + "/v1/password-changes",
+                    ["username": username, "password": "pw", "newPassword": newPassword, "serviceIdentifier": "s"]
+                )
+                log.record(answer)
+                if answer.status == 201 && answer.json["status"] == "completed" { log.acknowledgeChange(username) }
+            } catch {
+                log.record(ServeFixture.Answer(status: 0, json: ["error": "\(error)"], retryAfter: nil, seconds: 0))
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Deletes each account once through `base` with the support token, as `changePasswords` does.
+    static func deleteAccounts(_ usernames: [String], base: String, token: String, _ log: FailoverLog) async {
+        for username in usernames where !log.stopped {
+            do {
+                let answer = try await ServeFixture.send(
+                    "DELETE",
+                    base + "/v1/admin/accounts/\(username)",
+                    headers: ["Authorization": "Bearer \(token)"]
+                )
+                log.record(answer)
+                if answer.status == 200 { log.acknowledgeDeletion(username) }
+            } catch {
+                log.record(ServeFixture.Answer(status: 0, json: ["error": "\(error)"], retryAfter: nil, seconds: 0))
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     struct Account: Sendable {
@@ -200,6 +303,8 @@ final class FailoverLog: Sendable {
     private struct State {
         var calls: [ServeFixture.Answer] = []
         var acknowledged: Set<String> = []
+        var changed: Set<String> = []
+        var deleted: Set<String> = []
         var phase = Phase.start
         /// Acknowledged conversions per instance, per phase (by `Phase.rawValue`).
         var counts = [[0, 0, 0], [0, 0, 0]]
@@ -211,6 +316,11 @@ final class FailoverLog: Sendable {
     var calls: [ServeFixture.Answer] { state.withLock { $0.calls } }
     var acknowledged: Set<String> { state.withLock { $0.acknowledged } }
     var stopped: Bool { state.withLock { $0.stopped } }
+    var changed: Set<String> { state.withLock { $0.changed } }
+    var deleted: Set<String> { state.withLock { $0.deleted } }
+
+    func acknowledgeChange(_ username: String) { _ = state.withLock { $0.changed.insert(username) } }
+    func acknowledgeDeletion(_ username: String) { _ = state.withLock { $0.deleted.insert(username) } }
 
     func record(_ answer: ServeFixture.Answer) { state.withLock { $0.calls.append(answer) } }
     func mark(_ phase: Phase) { state.withLock { $0.phase = phase } }
@@ -221,6 +331,16 @@ final class FailoverLog: Sendable {
             $0.acknowledged.insert(username)
             $0.counts[instance][$0.phase.rawValue] += 1
         }
+    }
+
+    /// Waits (up to 30 s) until `condition` holds of the log.
+    func waitFor(_ condition: (FailoverLog) -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if condition(self) { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
     }
 
     /// Waits (up to 30 s) until each instance has acknowledged `count` conversions in `phase`.

@@ -207,9 +207,15 @@ final class ServeFixture {
     }
 
     /// One request, with a 30 s limit; how long it took in `seconds`.
-    static func send(_ method: String, _ url: String, _ body: [String: String]? = nil) async throws -> Answer {
+    static func send(
+        _ method: String,
+        _ url: String,
+        _ body: [String: String]? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> Answer {
         var request = URLRequest(url: URL(string: url)!, timeoutInterval: 30)
         request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let body {
             request.httpBody = try JSONSerialization.data(withJSONObject: body)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
