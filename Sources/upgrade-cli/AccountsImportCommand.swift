@@ -108,7 +108,7 @@ struct AccountsImportCommand: CLICommand {
             }
             importer = AccountImporter(store: store, reference: reference, options: options, passwords: passwords)
         } else {
-            let store = try StoreOption.openMigrated(location)
+            let store = try StoreOption.openMigrated(location, batch: true)
             var passwords = PasswordVerifier()
             if let secrets {
                 options.hashParameterSets = try HashParametersFile.store(parameterSets, in: store, secrets: secrets)

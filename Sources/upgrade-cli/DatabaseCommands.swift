@@ -18,17 +18,23 @@ enum StoreOption {
         }
     }
 
-    static func open(_ location: DatabaseLocation) throws -> any UpgradeStore {
+    /// How long a batch job's transactions wait for an unreachable PostgreSQL server, e.g. while
+    /// a standby is promoted (README, Operations), before the job stops and says how to resume.
+    static let batchOutageWaitSeconds: Double = 60
+
+    /// `batch`: the store of a batch job, whose transactions wait out an outage of up to
+    /// `batchOutageWaitSeconds`; other commands fail at once.
+    static func open(_ location: DatabaseLocation, batch: Bool = false) throws -> any UpgradeStore {
         do {
-            return try location.open()
+            return try location.open(outageWaitSeconds: batch ? batchOutageWaitSeconds : 0)
         } catch {
             throw CommandFailure.configuration(error.message)
         }
     }
 
     /// Opens the store and refuses to go on if migrations are pending, naming the fix.
-    static func openMigrated(_ location: DatabaseLocation) throws -> any UpgradeStore {
-        let store = try open(location)
+    static func openMigrated(_ location: DatabaseLocation, batch: Bool = false) throws -> any UpgradeStore {
+        let store = try open(location, batch: batch)
         let pending = try store.migrationStatus().filter { $0.appliedAt == nil }
         guard pending.isEmpty else {
             throw CommandFailure.configuration(

@@ -32,7 +32,7 @@ enum TransferBatchCommand {
         now: Int64
     ) throws -> Batch {
         let leaseTiming = try leaseTiming(ProcessInfo.processInfo.environment)
-        let store = try StoreOption.openMigrated(location)
+        let store = try StoreOption.openMigrated(location, batch: true)
         let service = TransferService(
             store: store,
             apple: try makeAppleMigrationClient(configuration),

@@ -23,30 +23,67 @@ struct FailoverTests {
     /// Clients making calls at once, spread over the two instances.
     static let clients = 4
 
+    /// A primary and its synchronous standby, and the URLs to reach them.
+    struct Pair {
+        let primary: CrashablePostgres
+        let standbyDirectory: String
+        /// Both hosts, `target_session_attrs=read-write`.
+        let url: String
+        let standbyURL: String
+        let hosts: String
+        let database: String
+        let password: String
+
+        init() throws {
+            primary = try CrashablePostgres()
+            let standbyOutput: String
+            do {
+                standbyOutput = try CrashablePostgres.run(["--standby", primary.directory])
+            } catch {
+                primary.remove()
+                throw error
+            }
+            func value(_ name: String) throws -> String {
+                let line = standbyOutput.split(separator: "\n").first { $0.hasPrefix(name + "=") }
+                return String(try #require(line, "no \(name) from dev-postgres --standby").dropFirst(name.count + 1))
+            }
+            standbyDirectory = try value("UPGRADE_DEV_POSTGRES_DIR")
+            let standbyPort = try #require(Int(try value("UPGRADE_DEV_POSTGRES_PORT")))
+            let primaryConfiguration = try PostgresConfiguration(url: primary.url)
+            password = try #require(primaryConfiguration.password)
+            let user = try #require(primaryConfiguration.user)
+            database = primaryConfiguration.database
+            hosts = "127.0.0.1:\(primaryConfiguration.port),127.0.0.1:\(standbyPort)"
+            url = "postgres://\(user):\(password)@\(hosts)/\(database)?target_session_attrs=read-write"
+            standbyURL = "postgres://\(user):\(password)@127.0.0.1:\(standbyPort)/\(database)"
+        }
+
+        func remove() {
+            _ = try? CrashablePostgres.run(["--stop", standbyDirectory])
+            primary.remove()
+        }
+
+        /// SIGKILLs the primary's processes, waits `outage`, promotes the standby.
+        func failOver(after outage: Duration) async throws {
+            try CrashablePostgres.run(["--sigkill", primary.directory])
+            try await Task.sleep(for: outage)
+            try CrashablePostgres.run(["--promote", standbyDirectory])
+        }
+    }
+
     @Test(
         "SIGKILL the primary under load from two serve instances, promote the standby: both follow without a restart, calls in the switch are 503 with Retry-After, every acknowledged conversion, password change and deletion is on the new primary with its webhook event, none half written",
         .enabled(if: ServePostgres.isAvailable, .init(rawValue: ServePostgres.reason)),
         .timeLimit(.minutes(2))
     )
     func killPrimaryUnderLoad() async throws {
-        let primary = try CrashablePostgres()
-        defer { primary.remove() }
-        let standbyOutput = try CrashablePostgres.run(["--standby", primary.directory])
-        func value(_ name: String) throws -> String {
-            let line = standbyOutput.split(separator: "\n").first { $0.hasPrefix(name + "=") }
-            return String(try #require(line, "no \(name) from dev-postgres --standby").dropFirst(name.count + 1))
-        }
-        let standbyDirectory = try value("UPGRADE_DEV_POSTGRES_DIR")
-        defer { _ = try? CrashablePostgres.run(["--stop", standbyDirectory]) }
-        let standbyPort = try #require(Int(try value("UPGRADE_DEV_POSTGRES_PORT")))
-
-        let primaryConfiguration = try PostgresConfiguration(url: primary.url)
-        let password = try #require(primaryConfiguration.password)
-        let user = try #require(primaryConfiguration.user)
-        let database = primaryConfiguration.database
-        let hosts = "127.0.0.1:\(primaryConfiguration.port),127.0.0.1:\(standbyPort)"
-        let url = "postgres://\(user):\(password)@\(hosts)/\(database)?target_session_attrs=read-write"
-        let standbyURL = "postgres://\(user):\(password)@127.0.0.1:\(standbyPort)/\(database)"
+        let pair = try Pair()
+        defer { pair.remove() }
+        let (url, standbyURL, hosts, database, password) = (
+            pair.url, pair.standbyURL, pair.hosts, pair.database, pair.password
+        )
+        let primary = pair.primary
+        let standbyDirectory = pair.standbyDirectory
 
         let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
             "failover-tokens-\(UUID().uuidString)"
@@ -189,6 +226,72 @@ struct FailoverTests {
     }
 
     static let newPassword = "a-New-passphrase-2-remember"
+
+    /// Rows of the import that runs across the failover.
+    static let importedRows = 40_000
+
+    @Test(
+        "an accounts import running when the primary is killed waits for the promoted standby and finishes there without a restart: every row once, none lost",
+        .enabled(if: ServePostgres.isAvailable, .init(rawValue: ServePostgres.reason)),
+        .timeLimit(.minutes(2))
+    )
+    func importAcrossFailover() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "siwa-failover-import-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = ["UPGRADE_DB": pair.url]
+        let migrate = try ServeFixture.Running([], command: ["db", "migrate"], environment: environment)
+        #expect(await migrate.exitStatus() == 0, "\(migrate.errors.text)")
+
+        let file = directory.appendingPathComponent("accounts.jsonl")
+        var lines = ""
+        for index in 0..<Self.importedRows {
+            lines += "{\"username\": \"imported\(index)\", \"legacyPassword\": true}\n"
+        }
+        try lines.write(to: file, atomically: true, encoding: .utf8)
+        let run = try TransferCrashTests.start(
+            ["accounts", "import", file.path, "--batch-size", "200"],
+            environment: environment,
+            directory: directory,
+            name: "import"
+        )
+        defer { if run.process.isRunning { kill(run.process.processIdentifier, SIGKILL) } }
+
+        // Killed once a tenth is in, so most of the import is left for the promoted server.
+        let primary = try DatabaseLocation.parse(pair.primary.url).open()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try Self.count(primary, "SELECT COUNT(*) FROM accounts") < Self.importedRows / 10 {
+            try #require(ContinuousClock.now < deadline, "the import did not start")
+            try #require(run.process.isRunning, "the import ended early")
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await pair.failOver(after: Self.outage)
+        #expect(run.process.isRunning, "the import must still be running when the standby is promoted")
+        while run.process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!run.process.isRunning, "the import did not finish within a minute")
+        run.process.waitUntilExit()
+        let output = (try? String(contentsOf: run.stdout, encoding: .utf8)) ?? ""
+        let errors = (try? String(contentsOf: run.stderr, encoding: .utf8)) ?? ""
+        #expect(run.process.terminationStatus == 0, "\(output)\n\(errors)")
+        #expect(output.contains("failed 0"), "\(output)")
+
+        let promoted = try DatabaseLocation.parse(pair.standbyURL).open()
+        #expect(try Self.count(promoted, "SELECT COUNT(*) FROM accounts") == Self.importedRows)
+        #expect(try Self.count(promoted, "SELECT COUNT(DISTINCT username) FROM accounts") == Self.importedRows)
+        #expect(
+            try Self.count(promoted, "SELECT COUNT(*) FROM import_runs WHERE finished_at IS NOT NULL") == 1,
+            "the import's progress says it finished"
+        )
+        print("failover during import: \(output.split(separator: "\n").last { $0.hasPrefix("created") } ?? "")")
+    }
+
+    static func count(_ store: any UpgradeStore, _ sql: String) throws -> Int {
+        Int(try store.read { tx in try (tx as! any SQLTransaction).scalarInt(sql) } ?? -1)
+    }
 
     /// Webhook events of `type` for `accountID` in the outbox.
     static func events(_ store: any UpgradeStore, accountID: String, _ type: WebhookEventType) throws -> Int64? {

@@ -169,7 +169,62 @@ public final class AccountImporter: Sendable {
             if finished { next.finishedAt = at }
             let pending = batch
             ids.reserve(pending.count)
-            let reports = try store.write { tx in
+            let written: ([ImportRowReport], ImportRunRecord)?
+            do {
+                written = try writeBatch(pending, next: next, at: at, ids: &ids)
+            } catch let error as StorageError where error.code == .unavailable {
+                // The connection broke, perhaps during COMMIT (a failover). The progress row is
+                // written in the batch's transaction, so reading it back says whether the batch
+                // committed: if not, it is written again; if so, its rows are what a rerun would
+                // call committed by an earlier run. The read waits out the outage as writes do.
+                let after = try store.read { try $0.importRun(id: options.runID) }
+                if let after, after.lastLine == next.lastLine, after.lastLine > progress.lastLine || finished {
+                    if finished && after.finishedAt == nil {
+                        written = try writeBatch([], next: next, at: at, ids: &ids)
+                    } else {
+                        written = nil
+                    }
+                    progress = written?.1 ?? after
+                    for item in pending {
+                        summary.alreadyCommitted += 1
+                        onRow(
+                            ImportRowReport(
+                                line: item.line,
+                                username: item.typedUsername,
+                                action: .skipped,
+                                reason: "committed, but the reply to COMMIT was lost with the connection"
+                            )
+                        )
+                    }
+                    batch.removeAll(keepingCapacity: true)
+                    onBatch(summary, reader.bytesRead)
+                    return
+                }
+                written = try writeBatch(pending, next: next, at: at, ids: &ids)
+            }
+            guard let reports = written else { return }
+            progress = reports.1
+            for report in reports.0 {
+                switch report.action {
+                case .created: summary.created += 1
+                case .updated: summary.updated += 1
+                case .skipped: summary.skipped += 1
+                case .error: summary.failed += 1
+                }
+                onRow(report)
+            }
+            batch.removeAll(keepingCapacity: true)
+            onBatch(summary, reader.bytesRead)
+        }
+
+        /// One batch's rows and the run's progress, in one transaction.
+        func writeBatch(
+            _ pending: [Pending],
+            next: ImportRunRecord,
+            at: Int64,
+            ids: inout AccountIDGenerator
+        ) throws -> ([ImportRowReport], ImportRunRecord) {
+            try store.write { tx in
                 var writes = try BatchWrites(pending, in: tx, reference: reference)
                 var reports: [ImportRowReport] = []
                 reports.reserveCapacity(pending.count)
@@ -188,18 +243,6 @@ public final class AccountImporter: Sendable {
                 try tx.upsertImportRun(counts)
                 return (reports, counts)
             }
-            progress = reports.1
-            for report in reports.0 {
-                switch report.action {
-                case .created: summary.created += 1
-                case .updated: summary.updated += 1
-                case .skipped: summary.skipped += 1
-                case .error: summary.failed += 1
-                }
-                onRow(report)
-            }
-            batch.removeAll(keepingCapacity: true)
-            onBatch(summary, reader.bytesRead)
         }
 
         while let source = try Self.read(&reader) {

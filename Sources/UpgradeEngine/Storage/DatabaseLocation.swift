@@ -39,10 +39,15 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// Opens the store. PostgreSQL connects once here, so an unreachable host or a refused login
     /// fails at once, in one line naming the host and the cause (never the password).
-    public func open() throws(StorageError) -> any UpgradeStore {
+    /// `outageWaitSeconds` is how long each PostgreSQL transaction then waits for an unreachable
+    /// server (`PostgresStore.Limits.outageWaitSeconds`): zero on a request path, more for batch jobs.
+    public func open(outageWaitSeconds: Double = 0) throws(StorageError) -> any UpgradeStore {
         switch self {
         case .sqlite(let path, let durability): return try SQLiteStore(path: path, durability: durability)
-        case .postgres(let configuration): return try PostgresStore(configuration: configuration)
+        case .postgres(let configuration):
+            var limits = PostgresStore.Limits()
+            limits.outageWaitSeconds = outageWaitSeconds
+            return try PostgresStore(configuration: configuration, limits: limits)
         }
     }
 

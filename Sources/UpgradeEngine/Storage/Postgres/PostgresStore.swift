@@ -34,6 +34,12 @@ public final class PostgresStore: UpgradeStore, Sendable {
         public var maxAttempts = 10
         /// Milliseconds a migration waits for another process's migration to finish.
         public var migrationLockTimeoutMilliseconds = 600_000
+        /// Seconds a transaction keeps trying while the server cannot be reached (connecting fails,
+        /// or the connection breaks before COMMIT), pausing between tries, before it is
+        /// `unavailable`. Zero for a request path, which answers 503 at once; batch jobs wait out a
+        /// failover with it (docs/architecture.md, "Failover"). A connection lost during COMMIT is
+        /// never tried again: whether it committed is unknown.
+        public var outageWaitSeconds: Double = 0
 
         public init() {}
     }
@@ -91,6 +97,8 @@ public final class PostgresStore: UpgradeStore, Sendable {
         case finished(T)
         /// Rolled back, nothing committed: the closure may run again.
         case again(PostgresError)
+        /// No connection could be had: nothing ran.
+        case unreachable(StorageError)
     }
 
     /// Runs `body` until one run commits. A serialization failure or deadlock is retried up to
@@ -104,14 +112,20 @@ public final class PostgresStore: UpgradeStore, Sendable {
     ) throws -> T {
         var attempts = 0
         var reconnected = false
+        var outage = OutageWait(seconds: limits.outageWaitSeconds)
         while true {
             attempts += 1
             switch try attempt(isolation: isolation, readOnly: readOnly, body) {
             case .finished(let value):
                 return value
+            case .unreachable(let error):
+                guard outage.pause() else { throw error }
             case .again(let cause) where cause.isConnectionLost:
-                guard !reconnected else { throw Self.storageError(cause) }
-                reconnected = true
+                if !reconnected {
+                    reconnected = true
+                } else if !outage.pause() {
+                    throw Self.storageError(cause)
+                }
             case .again(let cause):
                 guard attempts < limits.maxAttempts else {
                     throw StorageError(
@@ -134,7 +148,9 @@ public final class PostgresStore: UpgradeStore, Sendable {
         do {
             connection = try pool.lease()
         } catch {
-            throw Self.storageError(error)
+            let storageError = Self.storageError(error)
+            if storageError.code == .unavailable { return .unreachable(storageError) }
+            throw storageError
         }
         var failure: (any Error)?
         defer { pool.release(connection, after: failure) }
@@ -180,6 +196,31 @@ public final class PostgresStore: UpgradeStore, Sendable {
             throw Self.storageError(error)
         }
         return .finished(value)
+    }
+
+    /// The pauses of one transaction while the server cannot be reached: 100 ms, doubling up to
+    /// 2 s, until `seconds` have passed since the first.
+    struct OutageWait {
+        let seconds: Double
+        private var started: ContinuousClock.Instant?
+        private var pauseMilliseconds = 100
+
+        init(seconds: Double) { self.seconds = seconds }
+
+        /// Sleeps and returns true while the wait lasts; false once it is over (or was zero).
+        mutating func pause() -> Bool {
+            guard seconds > 0 else { return false }
+            let now = ContinuousClock.now
+            let first = started ?? now
+            started = first
+            let left = Duration.milliseconds(Int64(seconds * 1000)) - (now - first)
+            guard left > .zero else { return false }
+            let pause = min(Duration.milliseconds(pauseMilliseconds), left)
+            pauseMilliseconds = min(pauseMilliseconds * 2, 2000)
+            let (whole, fraction) = pause.components
+            usleep(UInt32(whole * 1_000_000 + fraction / 1_000_000_000_000))
+            return true
+        }
     }
 
     /// Full jitter over an exponential ceiling (2 ms, 4 ms, ... up to 100 ms), so transactions that
