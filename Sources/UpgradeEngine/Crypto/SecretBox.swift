@@ -2,7 +2,7 @@ import COpenSSL
 import Synchronization
 
 /// Authenticated encryption of small secrets at rest (TOTP secrets, refresh tokens, hash parameters):
-/// AES-256-GCM under a keyring of named keys, newest first (docs/architecture.md, Sealing keys).
+/// AES-256-GCM under a keyring of named keys, newest first (docs/architecture.md §10.4).
 ///
 /// Sealed format, version 2: `0x02 ‖ key id ‖ 0x00 ‖ nonce (12 bytes) ‖ ciphertext ‖ tag (16 bytes)`,
 /// with the additional authenticated data `0x02 ‖ key id ‖ 0x00 ‖ UTF-8(context)`. New values are

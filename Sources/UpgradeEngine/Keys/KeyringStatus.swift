@@ -1,5 +1,5 @@
 /// Which keys the stored sealed values need, against the keys a keyring lists (`keys status`, the
-/// start-up check of `serve`; docs/architecture.md, Sealing keys). Built from one SQL count, so it is
+/// start-up check of `serve`; docs/architecture.md §10.4). Built from one SQL count, so it is
 /// cheap enough to run at every start and reload.
 public struct KeyringStatus: Sendable, Equatable {
     /// The keyring's ids, newest first.

@@ -1,5 +1,5 @@
-/// Moves every sealed value to the newest key of a keyring (`keys reseal`; docs/architecture.md,
-/// Sealing keys), in batches of one write transaction each:
+/// Moves every sealed value to the newest key of a keyring (`keys reseal`; docs/architecture.md §10.4),
+/// in batches of one write transaction each:
 /// read up to `batchSize` values not under the newest key, open each with the key it names, seal it
 /// again under the newest, check that the new value opens to the same plaintext, and store it only
 /// if the stored value is still the one read (compare-and-set).

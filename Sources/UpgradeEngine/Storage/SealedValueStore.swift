@@ -1,5 +1,5 @@
 /// The values sealed with `SecretBox`, seen by the key that sealed them, for `keys status` and
-/// `keys reseal` (docs/architecture.md, Sealing keys). The key id is read off each stored value's
+/// `keys reseal` (docs/architecture.md §10.4). The key id is read off each stored value's
 /// header in SQL, so counting decodes nothing in Swift.
 public protocol SealedValueStore {
     /// How many values of each kind each key id sealed (`0` for format-version-1 values; `?` for a
