@@ -21,6 +21,8 @@ enum CommandRegistry {
             AdminTokensAddCommand.self,
             AdminTokensListCommand.self,
             AdminTokensRemoveCommand.self,
+            KeysStatusCommand.self,
+            KeysResealCommand.self,
             ServeCommand.self,
             DemoCommand.self,
             TransferPrepareCommand.self,

@@ -78,21 +78,80 @@ struct SecretKeyFileTests {
         Self.expectError(.permissionsTooOpen, path: path, mentioning: ["chmod 600", String(mode, radix: 8)])
     }
 
-    @Test("refuses a key file that is not exactly 32 bytes", arguments: [0, 1, 16, 31, 33, 64])
+    @Test(
+        "refuses a binary key file that is not exactly 32 bytes, or any file beyond 64 KiB",
+        arguments: [0, 1, 16, 31, 33, 64, 65_537]
+    )
     func wrongSize(size: Int) throws {
         let directory = try TemporaryDirectory()
-        let path = try directory.file("key", bytes: [UInt8](repeating: 0x41, count: size), mode: 0o600)
-        Self.expectError(.wrongSize, path: path, mentioning: ["\(size) bytes", "head -c 32 /dev/urandom"])
+        let path = try directory.file("key", bytes: [UInt8](repeating: 0xff, count: size), mode: 0o600)
+        Self.expectError(.wrongSize, path: path, mentioning: ["\(size) bytes", "head -c 32 /dev/urandom | base64"])
     }
 
-    @Test("a hex or base64 text key gets a hint that the bytes must be raw, and its content is not echoed")
+    @Test("a bare hex or base64 key gets a hint to put an id before it, and its content is not echoed")
     func textKey() throws {
         let directory = try TemporaryDirectory()
-        let hex = Self.key.hexString + "\n"
-        let path = try directory.file("key", bytes: Array(hex.utf8), mode: 0o600)
-        Self.expectError(.wrongSize, path: path, mentioning: ["raw bytes, not hex or base64"])
+        for text in [Self.key.hexString + "\n", Data(Self.key).base64EncodedString() + "\n"] {
+            let path = try directory.file("key", bytes: Array(text.utf8), mode: 0o600)
+            Self.expectError(.malformed, path: path, mentioning: ["line 1", "put a key id and a space before"])
+            let error = #expect(throws: SecretKeyError.self) { try SecretKeyFile.load(path: path) }
+            #expect(error.map { !$0.message.contains(text.prefix(16)) } == true)
+        }
+    }
+
+    static func line(_ id: String, _ key: [UInt8]) -> String { "\(id) \(Data(key).base64EncodedString())" }
+
+    @Test("loads a keyring newest first, skipping comments and blank lines; the first key seals")
+    func keyring() throws {
+        let directory = try TemporaryDirectory()
+        let older = [UInt8](repeating: 3, count: 32)
+        let text =
+            "# rotated 2026-11\n\n" + Self.line("k2", Self.key) + "\r\n\t" + Self.line("0", older) + "  \n# end\n"
+        let path = try directory.file("keys", bytes: Array(text.utf8), mode: 0o600)
+        let box = try SecretKeyFile.load(path: path)
+        #expect(box.keyIDs == ["k2", "0"])
+        #expect(SecretBox.keyID(of: box.seal([1], context: "c")) == "k2")
+        let sealedUnderOlder = try SecretBox(key: older).seal([9], context: "c")
+        #expect(try box.open(sealedUnderOlder, context: "c") == [9])
+        let sealedUnderNewest = try SecretBox(keys: [("k2", Self.key)]).seal([8], context: "c")
+        #expect(try box.open(sealedUnderNewest, context: "c") == [8])
+    }
+
+    @Test(
+        "a keyring line that does not parse names the line and how to fix it, never the key",
+        arguments: [
+            ("k1 \(Data([UInt8](repeating: 0xa0, count: 31)).base64EncodedString())", "line 2", "exactly 32 bytes"),
+            ("k1 \(Data([UInt8](repeating: 0xa0, count: 33)).base64EncodedString())", "line 2", "exactly 32 bytes"),
+            ("k1 not*base64*at*all*not*base64*at*all*not*base64", "line 2", "exactly 32 bytes"),
+            ("bad.id \(Data([UInt8](repeating: 0xa0, count: 32)).base64EncodedString())", "line 2", "letters, digits"),
+            ("k0 \(Data([UInt8](repeating: 0xa0, count: 32)).base64EncodedString())", "line 2", "listed twice"),
+            ("k1 \(Data([UInt8](repeating: 0xa0, count: 32)).base64EncodedString()) extra", "line 2", "'ID BASE64'"),
+        ]
+    )
+    func malformedLine(line: String, place: String, hint: String) throws {
+        let directory = try TemporaryDirectory()
+        let text = Self.line("k0", Self.key) + "\n" + line + "\n"
+        let path = try directory.file("keys", bytes: Array(text.utf8), mode: 0o600)
+        Self.expectError(.malformed, path: path, mentioning: [place, hint])
         let error = #expect(throws: SecretKeyError.self) { try SecretKeyFile.load(path: path) }
-        #expect(error.map { !$0.message.contains(Self.key.hexString.prefix(16)) } == true)
+        #expect(
+            error.map { !$0.message.contains("oKCgoKCg") && !$0.message.contains(Data(Self.key).base64EncodedString()) }
+                == true
+        )
+    }
+
+    @Test("a keyring of comments only lists no key")
+    func noKeys() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.file("keys", bytes: Array("# nothing yet\n\n".utf8), mode: 0o600)
+        Self.expectError(.malformed, path: path, mentioning: ["lists no key"])
+    }
+
+    @Test("a keyring file must be private to its owner too")
+    func keyringMode() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.file("keys", bytes: Array((Self.line("k1", Self.key) + "\n").utf8), mode: 0o640)
+        Self.expectError(.permissionsTooOpen, path: path, mentioning: ["chmod 600"])
     }
 
     @Test("a missing file says so and how to create one")
@@ -101,7 +160,7 @@ struct SecretKeyFileTests {
         Self.expectError(
             .notFound,
             path: directory.url.appendingPathComponent("absent").path,
-            mentioning: ["no such file", "head -c 32 /dev/urandom > key && chmod 600 key"]
+            mentioning: ["no such file", "head -c 32 /dev/urandom | base64", "chmod 600"]
         )
         Self.expectError(.notFound, path: directory.url.appendingPathComponent("absent/key").path)
     }

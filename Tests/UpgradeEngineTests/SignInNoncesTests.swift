@@ -43,6 +43,23 @@ struct SignInNoncesTests {
         }
     }
 
+    @Test("across a key rotation: a nonce issued under the old key checks while that key is listed, not after")
+    func rotation() throws {
+        let old = [UInt8](repeating: 7, count: 32)
+        let new = [UInt8](repeating: 9, count: 32)
+        let secrets = try SecretBox(keys: [("k1", old)])
+        let nonces = SignInNonces(secrets: secrets)
+        let (before, expiresAt) = nonces.issue(now: Self.now)
+        secrets.replaceKeys(with: try SecretBox(keys: [("k2", new), ("k1", old)]))
+        #expect(nonces.check(before, now: Self.now) == .valid(expiresAt: expiresAt))
+        let (after, _) = nonces.issue(now: Self.now)
+        let onlyNew = SignInNonces(secrets: try SecretBox(keys: [("k2", new)]))
+        #expect(onlyNew.check(after, now: Self.now) != .unknown, "issued under the new key")
+        secrets.replaceKeys(with: try SecretBox(keys: [("k2", new)]))
+        #expect(nonces.check(before, now: Self.now) == .unknown)
+        #expect(nonces.check(after, now: Self.now) != .unknown)
+    }
+
     @Test("the verifier accepts a token carrying an issued nonce and surfaces it; refuses a foreign one")
     func verifierExpectation() throws {
         let verifier = try IdentityTokenTests.verifier()

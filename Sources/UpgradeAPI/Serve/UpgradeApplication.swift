@@ -52,6 +52,11 @@ public final class UpgradeApplication: Sendable {
         }
         // ServerSettings.load opened the key file (or refused to start without one outside --dev).
         let secrets = settings.secrets ?? SecretBox.developmentOnly()
+        // A sealed value whose key the keyring does not list could not be opened: refuse to start,
+        // naming the key (one SQL count; docs/architecture.md §10.4).
+        if let problem = try KeyringStatus.load(store: store, secrets: secrets).missingKeyProblem {
+            throw ServerSettingsError(problems: [problem])
+        }
 
         let teamID: String
         if settings.development {

@@ -7,6 +7,8 @@ public struct SecretBoxError: Error, Hashable, Sendable, CustomStringConvertible
             case truncated
             case unsupportedVersion
             case authenticationFailed
+            case unknownKey
+            case invalidKeyring
         }
 
         private let base: Base
@@ -21,6 +23,10 @@ public struct SecretBoxError: Error, Hashable, Sendable, CustomStringConvertible
         /// The tag does not verify: the value was altered, sealed under another key, or sealed for
         /// another context (another row or column).
         public static let authenticationFailed = Code(.authenticationFailed)
+        /// The value names a key id the keyring does not list.
+        public static let unknownKey = Code(.unknownKey)
+        /// A keyring without keys, with an invalid key id, or with an id listed twice.
+        public static let invalidKeyring = Code(.invalidKeyring)
 
         public var description: String { "\(base)" }
     }

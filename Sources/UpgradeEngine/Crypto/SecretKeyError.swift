@@ -1,4 +1,4 @@
-/// Why the at-rest encryption key could not be loaded. The message is one line that names
+/// Why the at-rest sealing keys could not be loaded. The message is one line that names
 /// `UPGRADE_SECRET_KEY_FILE`, says what is wrong and how to fix it, and never contains key bytes.
 public struct SecretKeyError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -10,6 +10,7 @@ public struct SecretKeyError: Error, Hashable, Sendable, CustomStringConvertible
             case permissionsTooOpen
             case wrongSize
             case readFailed
+            case malformed
         }
 
         private let base: Base
@@ -25,10 +26,13 @@ public struct SecretKeyError: Error, Hashable, Sendable, CustomStringConvertible
         public static let notRegularFile = Code(.notRegularFile)
         /// Group or others have some access to the file.
         public static let permissionsTooOpen = Code(.permissionsTooOpen)
-        /// The file does not hold exactly 32 bytes.
+        /// The file is neither 32 raw bytes nor text within the size a keyring may have.
         public static let wrongSize = Code(.wrongSize)
         /// Opening or reading failed for another reason.
         public static let readFailed = Code(.readFailed)
+        /// A keyring line does not parse: not `ID BASE64`, a bad or repeated id, a key not of 32 bytes,
+        /// or no key at all.
+        public static let malformed = Code(.malformed)
 
         public var description: String { "\(base)" }
     }

@@ -1,29 +1,38 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// Loads the key that encrypts secrets at rest (`UPGRADE_SECRET_KEY_FILE`): exactly 32 raw random
-/// bytes in a regular file that only its owner may access.
+/// Loads the keys that seal secrets at rest (`UPGRADE_SECRET_KEY_FILE`), from a regular file that
+/// only its owner may access, in one of two forms:
+/// - exactly 32 raw random bytes: one key, with id `0` (the form before keyrings);
+/// - a keyring: text, one key a line as `ID BASE64` (an id of 1-32 letters, digits, `-` or `_`, then
+///   base64 of exactly 32 random bytes), newest first; blank lines and lines starting with `#` are
+///   skipped. New values are sealed under the first key; any listed key opens what it sealed.
 public enum SecretKeyFile {
     public static let environmentVariable = "UPGRADE_SECRET_KEY_FILE"
     /// How to make a valid key file; every error repeats it.
-    public static let howToCreate = "create one with: head -c 32 /dev/urandom > key && chmod 600 key"
+    public static let howToCreate =
+        "create one with: printf '%s %s\\n' k1 \"$(head -c 32 /dev/urandom | base64)\" > keys && chmod 600 keys"
+    /// A keyring is a few lines; anything much larger is not one.
+    static let maximumSize = 64 * 1024
 
     /// Loads the file named by `UPGRADE_SECRET_KEY_FILE` in `environment`.
     public static func load(environment: [String: String]) throws(SecretKeyError) -> SecretBox {
         guard let path = environment[environmentVariable], !path.isEmpty else {
             throw SecretKeyError(
                 .notConfigured,
-                "\(environmentVariable) is not set; it must name a file of 32 random bytes (\(howToCreate))"
+                "\(environmentVariable) is not set; it must name a keyring file (\(howToCreate))"
             )
         }
         return try load(path: path)
     }
 
-    /// Loads the key at `path`. The checks run on the opened descriptor, so the file that is checked is
-    /// the file that is read. Symbolic links are followed, since mounted secrets are often links.
+    /// Loads the keys at `path`. The checks run on the opened descriptor, so the file that is checked
+    /// is the file that is read. Symbolic links are followed, since mounted secrets are often links.
     public static func load(path: String) throws(SecretKeyError) -> SecretBox {
         let name = "\(environmentVariable)=\(path)"
         guard !path.isEmpty else {
@@ -61,15 +70,15 @@ public enum SecretKeyFile {
                 "\(name) has mode \(octal(mode)); group and others must have no access: run chmod 600 on it"
             )
         }
-        guard info.st_size == off_t(SecretBox.keyLength) else {
+        guard info.st_size > 0, info.st_size <= off_t(maximumSize) else {
             throw SecretKeyError(.wrongSize, sizeMessage(name: name, size: Int64(info.st_size)))
         }
 
-        // One byte more than needed, so a file that grew after fstat is caught rather than truncated.
-        var key = [UInt8](repeating: 0, count: SecretBox.keyLength + 1)
+        // One byte more than allowed, so a file that grew after fstat is caught rather than truncated.
+        var contents = [UInt8](repeating: 0, count: maximumSize + 1)
         var filled = 0
-        while filled < key.count {
-            let result = key.withUnsafeMutableBytes { buffer in
+        while filled < contents.count {
+            let result = contents.withUnsafeMutableBytes { buffer in
                 read(fd, buffer.baseAddress! + filled, buffer.count - filled)
             }
             if result < 0 {
@@ -79,25 +88,88 @@ public enum SecretKeyFile {
             if result == 0 { break }
             filled += result
         }
-        guard filled == SecretBox.keyLength else {
+        guard filled > 0, filled <= maximumSize else {
             throw SecretKeyError(.wrongSize, sizeMessage(name: name, size: Int64(filled)))
         }
-        key.removeLast()
+        contents.removeLast(contents.count - filled)
+        defer { for index in contents.indices { contents[index] = 0 } }
+        let keys: [(id: String, key: [UInt8])]
+        if contents.count == SecretBox.keyLength {
+            keys = [(id: SecretBox.legacyKeyID, key: contents)]
+        } else {
+            keys = try parseKeyring(contents, name: name)
+        }
         do {
-            return try SecretBox(key: key)
+            return try SecretBox(keys: keys)
         } catch {
-            // Unreachable: the length was checked above. Kept typed rather than forced.
-            throw SecretKeyError(.wrongSize, sizeMessage(name: name, size: Int64(key.count)))
+            // Unreachable: the parser checked ids, uniqueness and lengths. Kept typed rather than forced.
+            throw SecretKeyError(.malformed, "\(name): \(error.message); \(howToCreate)")
         }
     }
 
-    private static func sizeMessage(name: String, size: Int64) -> String {
-        // 44/45 and 64/65 bytes are what base64 and hex encodings of 32 bytes look like (with a newline).
-        var hint = ""
-        if [43, 44, 45, 64, 65].contains(size) {
-            hint = " (it looks like text; the file must hold the raw bytes, not hex or base64)"
+    /// The keys of a keyring file's text, newest first. Errors name the line, never its key.
+    static func parseKeyring(_ contents: [UInt8], name: String) throws(SecretKeyError) -> [(id: String, key: [UInt8])] {
+        guard String(validating: contents, as: UTF8.self) != nil else {
+            throw SecretKeyError(.wrongSize, sizeMessage(name: name, size: Int64(contents.count)))
         }
-        return "\(name) is \(size) bytes; it must be exactly 32 raw random bytes\(hint); \(howToCreate)"
+        var keys: [(id: String, key: [UInt8])] = []
+        var lines = 0
+        // Split on the byte: as a Swift string, "\r\n" is one character and would not split on "\n".
+        for (index, bytes) in contents.split(separator: 0x0a, omittingEmptySubsequences: false).enumerated() {
+            let rawLine = String(decoding: bytes, as: UTF8.self)
+            let place = "\(name) line \(index + 1)"
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            lines = index + 1
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count == 2 else {
+                var hint = ""
+                if fields.count == 1 && keys.isEmpty && [43, 44, 64].contains(fields[0].utf8.count) {
+                    hint = " (it looks like a bare base64 or hex key: put a key id and a space before the base64)"
+                }
+                throw SecretKeyError(
+                    .malformed,
+                    "\(place): expected 'ID BASE64' (a key id, a space, base64 of 32 random bytes), "
+                        + "found \(fields.count) field(s)\(hint); \(howToCreate)"
+                )
+            }
+            let id = String(fields[0])
+            guard SecretBox.isValidKeyID(id) else {
+                throw SecretKeyError(
+                    .malformed,
+                    "\(place): key id '\(SecretBox.printable(id))' must be 1-32 letters, digits, '-' or '_'; "
+                        + "rename it (the id is stored with every value it seals)"
+                )
+            }
+            guard !keys.contains(where: { $0.id == id }) else {
+                throw SecretKeyError(
+                    .malformed,
+                    "\(place): key id '\(id)' is listed twice; each key needs an id of its own"
+                )
+            }
+            guard let decoded = Data(base64Encoded: String(fields[1])), case let key = [UInt8](decoded),
+                key.count == SecretBox.keyLength
+            else {
+                throw SecretKeyError(
+                    .malformed,
+                    "\(place): the key of '\(id)' is not base64 of exactly 32 bytes; "
+                        + "make one with: head -c 32 /dev/urandom | base64"
+                )
+            }
+            keys.append((id: id, key: key))
+        }
+        guard !keys.isEmpty else {
+            throw SecretKeyError(
+                .malformed,
+                "\(name) lists no key (\(lines) line(s), all blank or comments); \(howToCreate)"
+            )
+        }
+        return keys
+    }
+
+    static func sizeMessage(name: String, size: Int64) -> String {
+        "\(name) is \(size) bytes and not a keyring; it must be a keyring (lines of 'ID BASE64') "
+            + "or exactly 32 raw random bytes; \(howToCreate)"
     }
 
     private static func octal(_ mode: mode_t) -> String {
