@@ -95,7 +95,7 @@ struct KeysResealCommand: CLICommand {
         try arguments.finish()
         guard (1...10_000).contains(batchSize) else { throw UsageError("--batch must be between 1 and 10000") }
         let environment = ProcessInfo.processInfo.environment
-        let store = try StoreOption.openMigrated(location)
+        let store = try StoreOption.openMigrated(location, batch: true)
 
         let lease: JobLease
         do {
