@@ -152,7 +152,12 @@ struct HTTPServerTests {
             do {
                 let abandoned = try server.client()
                 try abandoned.send("GET /sleep?ms=40&tag=abandoned\(round) HTTP/1.1\r\nHost: t\r\n\r\n")
-                usleep(5_000)
+                // Reset only once the server has the request (a worker then sleeps on it): a
+                // reset that came first would discard it unread, and nothing would be tested.
+                let deadline = ContinuousClock.now + .seconds(5)
+                while server.server.statistics.requestsReceived < 2 * round + 1 && ContinuousClock.now < deadline {
+                    usleep(500)
+                }
                 abandoned.resetOnClose()
             }
             // The loop sees the reset and closes that descriptor while the worker still sleeps.
