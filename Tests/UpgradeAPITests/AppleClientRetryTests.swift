@@ -109,10 +109,13 @@ struct AppleClientRetryTests {
 
     @Test("a refresh-token check that meets a 429 on its one attempt hands Apple's Retry-After up")
     func refreshCheckRetryAfter() async throws {
-        let apple = try ScriptedApple(configure: { $0.retry.maximumAttempts = 1 }) { request, _ in
-            #expect(String(decoding: request.body, as: UTF8.self).contains("grant_type=refresh_token"))
-            return HTTPResponse(status: 429, headers: ["Retry-After": "30"])
-        }
+        let apple = try ScriptedApple(
+            configure: { $0.retry.maximumAttempts = 1 },
+            respond: { request, _ in
+                #expect(String(decoding: request.body, as: UTF8.self).contains("grant_type=refresh_token"))
+                return HTTPResponse(status: 429, headers: ["Retry-After": "30"])
+            }
+        )
         defer { apple.stop() }
         let client = apple.client
         let error = await appleError { () async throws(AppleEndpointError) in
