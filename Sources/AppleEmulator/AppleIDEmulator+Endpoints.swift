@@ -8,6 +8,7 @@ extension AppleIDEmulator {
     /// `POST /auth/token`: `authorization_code`, `refresh_token`, or `client_credentials` with
     /// `scope=user.migration`.
     public func token(form pairs: [(name: String, value: String)]) throws(AppleEndpointError) -> AppleTokenResponse {
+        try takeFault(Self.tokenPath)
         let form = try EmulatorForm(pairs)
         let grantType = try form.required("grant_type")
         let clientID = try form.required("client_id")
@@ -77,6 +78,9 @@ extension AppleIDEmulator {
             let refreshToken = try form.required("refresh_token")
             let (claims, key) = try state.withLock { state throws(AppleEndpointError) in
                 let teamID = try authenticate(state, clientID: clientID, secret: secret, now: now)
+                if let userID = state.refreshTokens[EmulatorState.secretKey(refreshToken)]?.userID {
+                    state.refreshChecks[userID, default: []].append(now)
+                }
                 guard let grant = state.refreshTokens[EmulatorState.secretKey(refreshToken)], !grant.revoked else {
                     throw Self.invalidGrant("the refresh token is not valid (revoked, or never issued)")
                 }

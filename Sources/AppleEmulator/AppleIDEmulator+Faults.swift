@@ -3,8 +3,9 @@ import UpgradeEngine
 /// What tests need beyond Apple's protocol: answers Apple gives when it is throttling or down, on
 /// demand, and a record of the tokens revoked.
 extension AppleIDEmulator {
-    /// The endpoint whose faults can be injected.
+    /// The endpoints whose faults can be injected.
     public static let revokePath = "/auth/revoke"
+    public static let tokenPath = "/auth/token"
 
     /// One token's revocations: who it was issued to and how many `/auth/revoke` calls for it were
     /// answered 200. `tokenSHA256` (hex) names the token without revealing it.
@@ -19,8 +20,11 @@ extension AppleIDEmulator {
     /// The next `statuses.count` requests to `endpoint` answer these HTTP statuses (429 or 5xx),
     /// one each, in order, before the endpoint handles anything; appended to any still queued.
     public func injectFaults(_ statuses: [Int], endpoint: String) throws(AppleEmulatorError) {
-        guard endpoint == Self.revokePath else {
-            throw AppleEmulatorError(.notAllowed, "faults can be injected for \(Self.revokePath) only")
+        guard endpoint == Self.revokePath || endpoint == Self.tokenPath else {
+            throw AppleEmulatorError(
+                .notAllowed,
+                "faults can be injected for \(Self.revokePath) and \(Self.tokenPath) only"
+            )
         }
         guard !statuses.isEmpty, statuses.count <= 100,
             statuses.allSatisfy({ $0 == 429 || (500...599).contains($0) })
@@ -60,6 +64,22 @@ extension AppleIDEmulator {
                 )
             }
         }
+    }
+
+    /// How many `grant_type=refresh_token` requests presented a refresh token of `userID` (with a
+    /// client secret Apple accepted), whatever the answer.
+    public func refreshChecks(userID: String) -> Int {
+        refreshCheckTimes(userID: userID).count
+    }
+
+    /// When (the emulator's clock) those requests came, oldest first.
+    public func refreshCheckTimes(userID: String) -> [Int64] {
+        state.withLock { $0.refreshChecks[userID] ?? [] }
+    }
+
+    /// `refreshChecks(userID:)` of every user checked at least once.
+    public func refreshChecks() -> [String: Int] {
+        state.withLock { $0.refreshChecks.mapValues(\.count) }
     }
 
     /// Answers the next injected fault for `endpoint`, if there is one.

@@ -405,10 +405,13 @@ public final class AppleIDEmulator: Sendable {
     }
 
     /// The user stops using Sign in with Apple for the app group: tokens die, the team is told
-    /// (`consent-revoked`), and the next sign-in shows the sheet again.
-    public func revokeConsent(userID: String, clientID: String) throws(AppleEmulatorError) {
+    /// (`consent-revoked`), and the next sign-in shows the sheet again. With `notify` false the
+    /// notification is never sent, as when it is lost on its way (the team's endpoint was down
+    /// through Apple's retries): only a check of the refresh token (`grant_type=refresh_token`
+    /// answers `invalid_grant`) finds out.
+    public func revokeConsent(userID: String, clientID: String, notify: Bool = true) throws(AppleEmulatorError) {
         let now = clock()
-        let pending = try state.withLock { state throws(AppleEmulatorError) in
+        let pending = try state.withLock { state throws(AppleEmulatorError) -> [PendingNotification] in
             guard let user = state.users[userID] else { throw AppleEmulatorError(.unknownUser, "no user \(userID)") }
             guard let app = state.apps[clientID] else { throw AppleEmulatorError(.unknownApp, "no app \(clientID)") }
             let group = state.group(of: clientID)
@@ -417,6 +420,7 @@ public final class AppleIDEmulator: Sendable {
             }
             state.users[userID]?.consents[group]?.revoked = true
             Self.revokeGrants(&state, userID: userID, group: group)
+            guard notify else { return [] }
             let sub = Self.subject(&state, userID: userID, teamID: app.teamID)
             return [notification(&state, type: .consentRevoked, group: group, sub: sub, email: nil, now: now)]
         }

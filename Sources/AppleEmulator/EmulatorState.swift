@@ -102,6 +102,10 @@ struct EmulatorState: Sendable {
     /// `/auth/revoke` calls answered 200, by the SHA-256 of the token presented: what a test asks to
     /// see that a token was revoked, and how often.
     var revocations: [String: Revocation] = [:]
+    /// `grant_type=refresh_token` requests whose client secret was accepted, by the user the
+    /// presented token was issued to, answered 200 or `invalid_grant` alike: what a test asks to
+    /// see how often, and when (the emulator's clock), a refresh token was checked.
+    var refreshChecks: [String: [Int64]] = [:]
     /// HTTP statuses the next requests to an endpoint answer instead of being handled, in order.
     var faults: [String: [Int]] = [:]
 

@@ -102,8 +102,27 @@ struct AppleClientRetryTests {
         }
         #expect(error?.code == .unavailable)
         #expect(error?.message.contains("Retry-After 120") == true)
+        #expect(error?.retryAfter == .seconds(120), "handed up for the caller's own backoff")
         #expect(probe.attempts == 1)
         #expect(probe.delays.isEmpty)
+    }
+
+    @Test("a refresh-token check that meets a 429 on its one attempt hands Apple's Retry-After up")
+    func refreshCheckRetryAfter() async throws {
+        let apple = try ScriptedApple(
+            configure: { $0.retry.maximumAttempts = 1 },
+            respond: { request, _ in
+                #expect(String(decoding: request.body, as: UTF8.self).contains("grant_type=refresh_token"))
+                return HTTPResponse(status: 429, headers: ["Retry-After": "30"])
+            }
+        )
+        defer { apple.stop() }
+        let client = apple.client
+        let error = await appleError { () async throws(AppleEndpointError) in
+            try await client.validateRefreshToken("r.token", clientID: "com.example.app")
+        }
+        #expect(error?.code == .unavailable && error?.retryAfter == .seconds(30))
+        #expect(error?.message.contains("r.token") == false)
     }
 
     @Test("Retry-After as delay-seconds or an HTTP-date")

@@ -245,6 +245,47 @@ struct AppleClientTests {
         #expect(claims.audience == EmulatorHTTPWorld.app)
     }
 
+    @Test(
+        "a silent consent revocation sends no notification; the next refresh-token check answers invalid_grant"
+    )
+    func silentRevocation() async throws {
+        let world = try EmulatorHTTPWorld()
+        defer { world.stop() }
+        let client = try world.client()
+        let tokens = try await client.exchangeAuthorizationCode(
+            try world.authorize().authorizationCode,
+            clientID: EmulatorHTTPWorld.app
+        )
+        let refreshToken = try #require(tokens.refreshToken)
+        try await client.validateRefreshToken(refreshToken, clientID: EmulatorHTTPWorld.app)
+
+        let revoked = try emulatorCall(
+            world.server.port,
+            "POST",
+            "/emulator/users/\(world.user)/revoke-consent",
+            #"{"clientId":"\#(EmulatorHTTPWorld.app)","notify":false}"#
+        )
+        #expect(revoked.response.status == 200)
+        #expect(revoked.json?["pendingNotifications"]?.int64Value == 0, "no notification, ever")
+        #expect(world.emulator.drainNotifications().isEmpty)
+        let error = await appleError { () async throws(AppleEndpointError) in
+            try await client.validateRefreshToken(refreshToken, clientID: EmulatorHTTPWorld.app)
+        }
+        #expect(error?.code == .invalidGrant && error?.httpStatus == 400)
+
+        let checks = try emulatorCall(world.server.port, "GET", "/emulator/refresh-checks")
+        let entry = checks.json?["refreshChecks"]?.arrayValue?.first
+        #expect(entry?["userId"]?.stringValue == world.user && entry?["count"]?.int64Value == 2)
+
+        // A fault on /auth/token answers before the grant is looked at.
+        try world.emulator.injectFaults([503], endpoint: AppleIDEmulator.tokenPath)
+        let fault = await appleError { () async throws(AppleEndpointError) in
+            try await client.validateRefreshToken(refreshToken, clientID: EmulatorHTTPWorld.app)
+        }
+        #expect(fault?.code == .unavailable)
+        #expect(world.emulator.refreshChecks(userID: world.user) == 2)
+    }
+
     @Test("revoke invalidates the refresh token; revoking an unknown token succeeds")
     func revoke() async throws {
         let world = try EmulatorHTTPWorld()
@@ -427,19 +468,5 @@ struct AppleClientTests {
         #expect(world.counter.count("/auth/token") == 0)
         // The key set needs no secret.
         _ = try await client.fetchKeySet()
-    }
-}
-
-extension AppleClient {
-    /// `grant_type=refresh_token`: a new access token and identity token; Apple sends no new
-    /// refresh token. Apple asks that a refresh token be validated at most once a day.
-    func refresh(_ refreshToken: String, clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse {
-        try Self.requireValue(refreshToken, "the refresh token")
-        let form: [(name: String, value: String)] = [
-            ("client_id", clientID), ("client_secret", try secrets.secret(for: clientID)),
-            ("grant_type", "refresh_token"), ("refresh_token", refreshToken),
-        ]
-        let answer = try await perform(Call(post: "/auth/token", detail: "refresh_token", form: form))
-        return try answer.tokenResponse(requiringRefreshToken: false, requiringIDToken: false)
     }
 }

@@ -114,6 +114,33 @@ struct ClientThrottleTests {
         }
     }
 
+    @Test(
+        "UPGRADE_APPLE_LINK_CHECK_SECONDS: a day by default, at least 10, `off` or 0 to turn it off, one clear line otherwise",
+        arguments: [
+            (nil, 86_400), ("10", 10), ("3600", 3600), ("off", nil), ("0", nil),
+        ] as [(String?, Int64?)]
+    )
+    func linkCheckSettings(_ text: String?, _ expected: Int64?) throws {
+        var values = ["UPGRADE_DB": "sqlite:unused.db"]
+        values["UPGRADE_APPLE_LINK_CHECK_SECONDS"] = text
+        #expect(try ServerSettings.load(values, development: true).appleLinkCheckSeconds == expected)
+    }
+
+    @Test(
+        "UPGRADE_APPLE_LINK_CHECK_SECONDS refuses values below 10 or not whole seconds",
+        arguments: ["9", "-5", "1.5", "daily"]
+    )
+    func badLinkCheckSettings(_ text: String) {
+        let values = ["UPGRADE_DB": "sqlite:unused.db", "UPGRADE_APPLE_LINK_CHECK_SECONDS": text]
+        #expect {
+            try ServerSettings.load(values, development: true)
+        } throws: { error in
+            let problems = (error as? ServerSettingsError)?.problems ?? []
+            return problems.count == 1
+                && problems[0].hasPrefix("UPGRADE_APPLE_LINK_CHECK_SECONDS: expected whole seconds from 10")
+        }
+    }
+
     @Test("UPGRADE_ADMIN_THROTTLE: a count of its own, default on, `off`, one clear line for a bad value")
     func adminSettings() throws {
         let base = ["UPGRADE_DB": "sqlite:unused.db"]

@@ -304,7 +304,7 @@ struct EmulatorHTTPTests {
                 operations.append((line.trimmingCharacters(in: .whitespaces).dropLast().uppercased(), path))
             }
         }
-        #expect(operations.count == 23)
+        #expect(operations.count == 24)
 
         let world = try EmulatorHTTPWorld()
         defer { world.stop() }

@@ -58,8 +58,9 @@ extension AppleIDEmulatorHandler {
             return Self.json(notificationsAfterAction())
         case (3, "users") where rest[2] == "revoke-consent":
             try require(request, "POST")
-            let clientID = try EmulatorJSONBody(request, allowed: ["clientId"]).string("clientId")
-            try emulator.revokeConsent(userID: rest[1], clientID: clientID)
+            let body = try EmulatorJSONBody(request, allowed: ["clientId", "notify"])
+            let notify = try body.optionalBool("notify") ?? true
+            try emulator.revokeConsent(userID: rest[1], clientID: try body.string("clientId"), notify: notify)
             return Self.json(notificationsAfterAction())
         case (3, "users") where rest[2] == "email-forwarding":
             try require(request, "POST")
@@ -102,6 +103,12 @@ extension AppleIDEmulatorHandler {
         case (1, "revocations"):
             try require(request, "GET")
             return Self.json(.object(["revocations": .array(emulator.revocationCounts().map(Self.describeRevocation))]))
+        case (1, "refresh-checks"):
+            try require(request, "GET")
+            let checks = emulator.refreshChecks().sorted { $0.key < $1.key }.map { userID, count in
+                JSONValue.object(["userId": .string(userID), "count": .integer(Int64(count))])
+            }
+            return Self.json(.object(["refreshChecks": .array(checks)]))
         case (1, "notifications"):
             try require(request, "GET")
             let pending = collectNotifications()

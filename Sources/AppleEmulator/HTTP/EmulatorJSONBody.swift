@@ -74,6 +74,14 @@ struct EmulatorJSONBody {
         return flag
     }
 
+    func optionalBool(_ name: String) throws(HTTPProblem) -> Bool? {
+        switch value(name) {
+        case nil, .null?: return nil
+        case .bool(let flag)?: return flag
+        default: throw Self.invalid("Member \(name) must be true or false.")
+        }
+    }
+
     static func invalid(_ detail: String) -> HTTPProblem {
         HTTPProblem(status: 400, slug: "emulator-invalid-request", title: "Emulator: invalid request", detail: detail)
     }

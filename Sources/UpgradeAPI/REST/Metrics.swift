@@ -54,6 +54,7 @@ public final class Metrics: Sendable {
         var webhooksFailed: UInt64 = 0
         var legacyCalls: [String: UInt64] = [:]
         var legacyLatency = Histogram()
+        var appleLinkChecks: [AppleLinkChecker.Outcome: UInt64] = [:]
     }
 
     private let state = Mutex(State())
@@ -102,6 +103,11 @@ public final class Metrics: Sendable {
         state.withLock { state in
             if done { state.revocationsSent += 1 } else { state.revocationRetries += 1 }
         }
+    }
+
+    /// One check of an Apple link's refresh token by this instance, by its outcome.
+    public func recordAppleLinkCheck(_ outcome: AppleLinkChecker.Outcome) {
+        state.withLock { $0.appleLinkChecks[outcome, default: 0] += 1 }
     }
 
     /// One call to the legacy login system, by outcome (`match`, `mismatch`, `unknown` or an
@@ -205,6 +211,13 @@ public final class Metrics: Sendable {
         out += "upgrade_legacy_verify_duration_seconds_bucket{le=\"+Inf\"} \(snapshot.legacyLatency.count)\n"
         out += "upgrade_legacy_verify_duration_seconds_sum \(snapshot.legacyLatency.sum)\n"
         out += "upgrade_legacy_verify_duration_seconds_count \(snapshot.legacyLatency.count)\n"
+        out +=
+            "# HELP upgrade_apple_link_checks_total Apple links whose refresh token this instance checked, by outcome.\n"
+        out += "# TYPE upgrade_apple_link_checks_total counter\n"
+        for outcome in AppleLinkChecker.Outcome.allCases {
+            out +=
+                "upgrade_apple_link_checks_total{outcome=\"\(outcome.rawValue)\"} \(snapshot.appleLinkChecks[outcome] ?? 0)\n"
+        }
         func gauge(_ name: String, _ help: String, _ value: Int) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(Double(value))\n"
         }
@@ -221,6 +234,9 @@ public final class Metrics: Sendable {
         let age = backlog.webhooks.oldestPendingAt.map { Int(max(0, now - $0)) } ?? 0
         let ageHelp = "Age of the oldest pending webhook event (0: none)."
         gauge("upgrade_webhooks_oldest_pending_age_seconds", ageHelp, age)
+        let linkAge = backlog.oldestDueAppleLinkCheck.map { Int(max(0, now - $0)) } ?? 0
+        let linkHelp = "How long the oldest due Apple link check has waited (0: none waits)."
+        gauge("upgrade_apple_link_check_oldest_due_age_seconds", linkHelp, linkAge)
         let legacy = "Accounts whose password only the legacy login system can check (no hash yet)."
         gauge("upgrade_accounts_legacy_password", legacy, backlog.legacyPasswords)
         if let clients = backlog.clientsInDebt {

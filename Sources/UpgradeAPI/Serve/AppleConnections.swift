@@ -9,8 +9,9 @@ public struct AppleConnections: Sendable {
     public let client: AppleClient
     /// Identity tokens verified with Apple's keys, which notifications are verified with too.
     public let identityTokens: AppleIdentityTokenVerifier
-    /// `/auth/revoke` for the revocation queue: one attempt per call with short timeouts, since the
-    /// queue retries with its own backoff and a deletion's answer waits for the first attempt.
+    /// `/auth/revoke` for the revocation queue and `grant_type=refresh_token` for the Apple link
+    /// check: one attempt per call with short timeouts, since both retry with their own backoff
+    /// and a deletion's answer waits for the first attempt.
     public let revocations: AppleClient
 
     public init(baseURL: URL, teamID: String, keyID: String, privateKey: P256PrivateKey, audiences: Set<String>) throws

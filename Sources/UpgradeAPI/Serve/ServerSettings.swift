@@ -54,6 +54,11 @@ public struct ServerSettings: Sendable {
     public var legacyVerify: LegacyPasswordVerifier.Endpoint? = nil
     /// `UPGRADE_LEGACY_CREATE`: unknown usernames are asked about too and created on a match.
     public var legacyCreate = false
+    /// How often each Apple link's refresh token is checked with Apple, at most
+    /// (`UPGRADE_APPLE_LINK_CHECK_SECONDS`); nil when `off`.
+    public var appleLinkCheckSeconds: Int64? = Self.defaultAppleLinkCheckSeconds
+    /// Apple asks for at most one check of a refresh token a day.
+    public static let defaultAppleLinkCheckSeconds: Int64 = 86_400
 
     /// The variables and their `--flag` spellings.
     public static let variables: [(variable: String, flag: String)] = [
@@ -72,6 +77,7 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_LEGACY_VERIFY_URL", "--legacy-verify-url"),
         ("UPGRADE_LEGACY_VERIFY_SECRET_FILE", "--legacy-verify-secret-file"),
         ("UPGRADE_LEGACY_VERIFY_TIMEOUT", "--legacy-verify-timeout"), ("UPGRADE_LEGACY_CREATE", "--legacy-create"),
+        ("UPGRADE_APPLE_LINK_CHECK_SECONDS", "--apple-link-check-seconds"),
     ]
 
     /// Variables of features this build does not have yet. Each is refused when set rather than
@@ -311,6 +317,22 @@ public struct ServerSettings: Sendable {
 
         let (legacyVerify, legacyCreate) = legacySettings(value, &problems)
 
+        var appleLinkCheckSeconds: Int64? = Self.defaultAppleLinkCheckSeconds
+        if let text = value("UPGRADE_APPLE_LINK_CHECK_SECONDS") {
+            // At least 10 s so that tests can shorten it; Apple asks for at most one check a day.
+            if text == "off" || text == "0" {
+                appleLinkCheckSeconds = nil
+            } else if text.utf8.allSatisfy({ (48...57).contains($0) }), let seconds = Int64(text),
+                (10...31_536_000).contains(seconds)
+            {
+                appleLinkCheckSeconds = seconds
+            } else {
+                problems.append(
+                    "UPGRADE_APPLE_LINK_CHECK_SECONDS: expected whole seconds from 10 to 31536000 (86400, a day, is the default), or off"
+                )
+            }
+        }
+
         guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
         var settings = ServerSettings(
             database: database,
@@ -341,6 +363,7 @@ public struct ServerSettings: Sendable {
         )
         settings.legacyVerify = legacyVerify
         settings.legacyCreate = legacyCreate
+        settings.appleLinkCheckSeconds = appleLinkCheckSeconds
         return settings
     }
 

@@ -19,6 +19,8 @@ public final class UpgradeApplication: Sendable {
     public let revocations: AppleRevocationSender
     /// Runs `revocations` every few seconds from `start()` to `stop()`.
     public let revocationWorker: AppleRevocationWorker
+    /// Checks each Apple link's refresh token once per `UPGRADE_APPLE_LINK_CHECK_SECONDS`; nil when off.
+    public let linkCheckWorker: AppleLinkCheckWorker?
     /// Delivers the webhook outbox (`UPGRADE_WEBHOOK_URL`); sends nothing when that is unset.
     public let webhooks: WebhookSender
     /// Runs `webhooks` every `webhookIntervalMilliseconds` from `start()` to `stop()`.
@@ -188,6 +190,20 @@ public final class UpgradeApplication: Sendable {
                 log.log("error", "apple revocation pass failed", [("cause", .string(error.description))])
             }
         )
+        if let period = settings.appleLinkCheckSeconds {
+            linkCheckWorker = Self.linkCheckWorker(
+                period: period,
+                store: store,
+                secrets: secrets,
+                apple: apple.revocations,
+                transfers: transfers,
+                metrics: metrics,
+                log: log,
+                clock: clock
+            )
+        } else {
+            linkCheckWorker = nil
+        }
         var endpoint: WebhookSender.Endpoint?
         if let url = settings.webhookURL, let secret = settings.webhookSecret {
             endpoint = WebhookSender.Endpoint(url: url, secret: secret)
@@ -259,6 +275,57 @@ public final class UpgradeApplication: Sendable {
         }
     }
 
+    /// The Apple link check (docs/architecture.md, "The Apple link check"): one pass a second, each
+    /// check counted in the metrics, each link ended or failed and each pause logged. A valid check
+    /// is counted only: a million links make a million of them a day.
+    static func linkCheckWorker(
+        period: Int64,
+        store: any UpgradeStore,
+        secrets: SecretBox,
+        apple: AppleClient,
+        transfers: TransferService,
+        metrics: Metrics,
+        log: RequestLog,
+        clock: @escaping @Sendable () -> Int64
+    ) -> AppleLinkCheckWorker {
+        var policy = AppleLinkChecker.Policy()
+        policy.periodSeconds = period
+        let checker = AppleLinkChecker(
+            store: store,
+            secrets: secrets,
+            apple: apple,
+            transfers: transfers,
+            policy: policy,
+            onEvent: { event in
+                switch event {
+                case .checked(let accountID, let outcome, let changed, let reason, let nextDueAt):
+                    metrics.recordAppleLinkCheck(outcome)
+                    guard outcome != .valid else { return }
+                    var fields: [(String, JSONValue)] = [
+                        ("account", .string(accountID)), ("outcome", .string(outcome.rawValue)),
+                        ("nextDueAt", .integer(nextDueAt)),
+                    ]
+                    if outcome == .revoked { fields.append(("linkEnded", .bool(changed))) }
+                    if let reason { fields.append(("reason", .string(reason))) }
+                    log.log(outcome == .revoked ? "info" : "warning", "apple link check", fields)
+                case .paused(let until, let reason):
+                    log.log(
+                        "warning",
+                        "apple link checks paused",
+                        [("until", .integer(until)), ("reason", .string(reason))]
+                    )
+                }
+            }
+        )
+        return AppleLinkCheckWorker(
+            checker: checker,
+            clock: clock,
+            onError: { error in
+                log.log("error", "apple link check pass failed", [("cause", .string(error.description))])
+            }
+        )
+    }
+
     /// A small server of its own: a probe needs a connection or two, and the health listener keeps
     /// its own table, so a flood on the API listener does not reach it. It takes no shutdown signals;
     /// `stop()` ends it after the API server.
@@ -290,6 +357,7 @@ public final class UpgradeApplication: Sendable {
         }
         guard let healthServer, let listen = settings.healthListen else {
             revocationWorker.start()
+            linkCheckWorker?.start()
             if settings.webhookURL != nil { webhookWorker.start() }
             return
         }
@@ -301,6 +369,7 @@ public final class UpgradeApplication: Sendable {
             throw StartFailure(variable: "UPGRADE_HEALTH_LISTEN", host: listen.host, port: listen.port, error: error)
         }
         revocationWorker.start()
+        linkCheckWorker?.start()
         if settings.webhookURL != nil { webhookWorker.start() }
     }
 
@@ -320,6 +389,7 @@ public final class UpgradeApplication: Sendable {
         server.shutdown()
         server.wait()
         revocationWorker.stop()
+        linkCheckWorker?.stop()
         webhookWorker.stop()
         healthServer?.shutdown()
         healthServer?.wait()

@@ -25,6 +25,8 @@ public struct AdminQueryService: Sendable {
         public var clientsInDebt: Int?
         /// Accounts whose password the legacy login system has not yet vouched for.
         public var legacyPasswords = 0
+        /// The earliest due time of an Apple link check that is due and not done (nil: none).
+        public var oldestDueAppleLinkCheck: Int64? = nil
     }
 
     /// The backlog, read in one transaction; `clients` asks for the clients in debt too.
@@ -35,7 +37,8 @@ public struct AdminQueryService: Sendable {
                     pendingAppleRevocations: try tx.pendingAppleRevocationCount(),
                     webhooks: try tx.webhookOutboxCounts(),
                     clientsInDebt: clients ? try tx.clientsInDebt(now: now * 1000) : nil,
-                    legacyPasswords: try tx.legacyPasswordCount()
+                    legacyPasswords: try tx.legacyPasswordCount(),
+                    oldestDueAppleLinkCheck: try tx.oldestDueAppleLinkCheck(now: now)
                 )
             }
         } catch {

@@ -34,16 +34,20 @@ extension AppleClient {
             }
 
             guard attempt < policy.maximumAttempts else {
-                throw unavailable(call, attempt == 1 ? reason : "\(reason) on each of \(attempt) attempts")
+                var error = unavailable(call, attempt == 1 ? reason : "\(reason) on each of \(attempt) attempts")
+                error.retryAfter = retryAfter
+                throw error
             }
             var delay = policy.backoff(afterAttempt: attempt)
             if let retryAfter {
                 guard retryAfter <= policy.maximumRetryAfter else {
-                    throw unavailable(
+                    var error = unavailable(
                         call,
                         "\(reason) with Retry-After \(retryAfter.seconds) s, longer than the "
                             + "\(policy.maximumRetryAfter.seconds) s a call may wait"
                     )
+                    error.retryAfter = retryAfter
+                    throw error
                 }
                 delay = max(delay, retryAfter)
             }

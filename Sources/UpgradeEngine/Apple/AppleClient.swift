@@ -58,6 +58,20 @@ public final class AppleClient: AppleTokenExchanging, AppleKeySetFetching {
         return try answer.tokenResponse(requiringRefreshToken: true, requiringIDToken: true)
     }
 
+    /// `grant_type=refresh_token`: checks that a stored refresh token is still valid (Apple asks for
+    /// at most one check a day per token). Apple answers a new access token and identity token and
+    /// no new refresh token; `invalid_grant` means the authorization is gone.
+    public func refresh(_ refreshToken: String, clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse
+    {
+        try Self.requireValue(refreshToken, "the refresh token")
+        let form: [(name: String, value: String)] = [
+            ("client_id", clientID), ("client_secret", try secrets.secret(for: clientID)),
+            ("grant_type", "refresh_token"), ("refresh_token", refreshToken),
+        ]
+        let answer = try await perform(Call(post: "/auth/token", detail: "refresh_token", form: form))
+        return try answer.tokenResponse(requiringRefreshToken: false, requiringIDToken: false)
+    }
+
     /// `grant_type=client_credentials`, `scope=user.migration`: the team's access token for
     /// `/auth/usermigrationinfo` (valid an hour).
     public func teamAccessToken(clientID: String) async throws(AppleEndpointError) -> AppleTokenResponse {

@@ -50,11 +50,15 @@ public struct AppleEndpointError: Error, Sendable, Equatable, CustomStringConver
     public let code: Code
     public let httpStatus: Int?
     public let message: String
+    /// How long Apple asked us to wait (`Retry-After` on a 429 or 5xx), when the call gave up on
+    /// such an answer: a caller with its own backoff (the link check) waits at least that long.
+    public var retryAfter: Duration?
 
-    public init(code: Code, httpStatus: Int?, message: String) {
+    public init(code: Code, httpStatus: Int?, message: String, retryAfter: Duration? = nil) {
         self.code = code
         self.httpStatus = httpStatus
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "Apple endpoint error \(code): \(message)" }

@@ -3,7 +3,8 @@
 /// that conforms to `UpgradeStore` and a transaction type that conforms to `StoreTransaction`, one
 /// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
 /// `NotificationStore`, `AuditStore`, `JobLeaseStore`, `ClientThrottleStore`, `UpgradeTicketStore`,
-/// `PasswordChangeStore`, `AppleRevocationStore`, `AccountImportStore`, `WebhookOutboxStore`, `HashParameterStore`, `SealedValueStore`). Nothing above these protocols knows SQL or a
+/// `PasswordChangeStore`, `AppleRevocationStore`, `AccountImportStore`, `WebhookOutboxStore`, `HashParameterStore`,
+/// `SealedValueStore`, `AppleLinkCheckStore`). Nothing above these protocols knows SQL or a
 /// backend's codes.
 ///
 /// What every backend guarantees:
@@ -68,7 +69,7 @@ public protocol UpgradeStore: Sendable {
 public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
     JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, PasswordChangeStore, AppleRevocationStore,
-    AccountImportStore, WebhookOutboxStore, HashParameterStore, SealedValueStore
+    AccountImportStore, WebhookOutboxStore, HashParameterStore, SealedValueStore, AppleLinkCheckStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.
