@@ -90,17 +90,40 @@ struct AdminTokensAddCommand: CLICommand {
 
 struct AdminTokensListCommand: CLICommand {
     static let path = ["admin", "tokens", "list"]
-    static let summary = "list the admin tokens: name, scopes, created, expires (never a token or hash)"
-    static let usage = "upgrade-cli admin tokens list [--file PATH]"
+    static let summary = "list the admin tokens: name, scopes, created, expires, last used (never a token or hash)"
+    static let usage = "upgrade-cli admin tokens list [--file PATH] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let file = try AdminTokensFileOption.path(&arguments)
+        // Last uses live in the database: only with --db or UPGRADE_DB, never a default file.
+        let flag = try arguments.option("--db")
+        let variable = ProcessInfo.processInfo.environment["UPGRADE_DB"].flatMap { $0.isEmpty ? nil : $0 }
         try arguments.finish()
+        var location: DatabaseLocation?
+        if let text = flag ?? variable {
+            do {
+                location = try DatabaseLocation.parse(text)
+            } catch {
+                if flag != nil { throw UsageError("--db: \(error.message)") }
+                throw CommandFailure.configuration("UPGRADE_DB: \(error.message)")
+            }
+        }
         let tokens: AdminTokenSet
         do {
             tokens = try AdminTokenFile.load(path: file)
         } catch {
             throw AdminTokensFileOption.failure(error)
+        }
+        var lastUses: [String: Int64] = [:]
+        if let location {
+            let store = try StoreOption.openMigrated(location)
+            do {
+                for use in try AdminTokenUsage.lastUses(store: store) {
+                    lastUses["\(use.name)@\(use.createdAt)"] = use.lastUsedAt
+                }
+            } catch {
+                throw CommandFailure.configuration(error.message)
+            }
         }
         let now = Clock.nowSeconds
         for token in tokens.tokens {
@@ -108,11 +131,16 @@ struct AdminTokensListCommand: CLICommand {
             if let expiresAt = token.expiresAt {
                 expires = format(expiresAt) + (token.isExpired(at: now) ? " (expired)" : "")
             }
+            var lastUsed = "unknown"
+            if location != nil { lastUsed = lastUses["\(token.name)@\(token.createdAt)"].map(format) ?? "never" }
             Console.out(
-                "\(token.name)\t\(token.scopes.map(\.rawValue).joined(separator: ","))\t\(format(token.createdAt))\t\(expires)"
+                "\(token.name)\t\(token.scopes.map(\.rawValue).joined(separator: ","))\t\(format(token.createdAt))\t\(expires)\t\(lastUsed)"
             )
         }
         if tokens.tokens.isEmpty { Console.err("no admin tokens in \(file)") }
+        if location == nil, !tokens.tokens.isEmpty {
+            Console.err("last used is unknown without a database: give --db or set UPGRADE_DB")
+        }
         return ExitCode.success
     }
 

@@ -44,6 +44,23 @@ struct AdminTokenExpiryTests {
         let lines = server.logs.lines.withLock { $0 }
         #expect(lines.contains { $0.contains("expired-token contractor") })
         #expect(!lines.contains { $0.contains(expiring) })
+
+        // The last uses are in the database: `list --db` shows them, the expired token's too.
+        let listed = try runCLI(["admin", "tokens", "list", "--file", file, "--db", server.database.url])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let rows = listed.stdout.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+        let format = { (seconds: Int64) in AdminTokensListFormat.format(seconds) }
+        #expect(rows.first { $0[0] == "contractor" }?.last == format(server.clock.now - 3600), "\(listed.stdout)")
+        #expect(rows.first { $0[0] == "ops" }?.last == format(server.clock.now), "\(listed.stdout)")
+    }
+
+    /// The list's time format: RFC 3339 in UTC.
+    enum AdminTokensListFormat {
+        static func format(_ seconds: Int64) -> String {
+            let formatter = ISO8601DateFormatter()
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+        }
     }
 
     @Test("a file written before expiries still parses; add --expires-in writes one and list shows it")
@@ -73,7 +90,8 @@ struct AdminTokenExpiryTests {
         #expect(try #require(temp.expiresAt) - now > 7000 && temp.expiresAt! - now <= 7200)
         let listed = try runCLI(["admin", "tokens", "list", "--file", file])
         #expect(listed.status == 0)
-        #expect(listed.stdout.contains("backend\ttickets\t2023-11-14T22:13:20Z\tnever"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("backend\ttickets\t2023-11-14T22:13:20Z\tnever\tunknown"), "\(listed.stdout)")
+        #expect(listed.stderr.contains("last used is unknown without a database"))
         #expect(listed.stdout.contains("temp\taudit\t"))
 
         let past = try runCLI(

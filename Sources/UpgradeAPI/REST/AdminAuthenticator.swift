@@ -19,6 +19,8 @@ struct AdminAuthenticator: Sendable {
     let tokens: Reloadable<AdminTokenSet?>
     /// Wrong tokens per client (`ClientThrottle.Namespace.adminTokens`); nil when turned off.
     let throttle: ClientThrottle?
+    /// Records when each token was last used (at most a write a minute per token); nil: not recorded.
+    var usage: AdminTokenUsage? = nil
 
     static let realm = "siwa-upgrade admin"
 
@@ -77,6 +79,8 @@ struct AdminAuthenticator: Sendable {
             problem.cause = "token \(token.name)"
             throw problem
         }
+        // A failed write of the last use must not refuse an admin who was let in.
+        _ = try? usage?.record(token, now: now)
         return token
     }
 

@@ -77,7 +77,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.trustedProxies = trustedProxies
         self.admin = AdminAuthenticator(
             tokens: reloadableAdminTokens ?? Reloadable(adminTokens),
-            throttle: adminThrottle.map { ClientThrottle(policy: $0, store: store, namespace: .adminTokens) }
+            throttle: adminThrottle.map { ClientThrottle(policy: $0, store: store, namespace: .adminTokens) },
+            usage: AdminTokenUsage(store: store)
         )
         self.statistics = statistics
         // A username in a path is typed text, not an identifier we issued.

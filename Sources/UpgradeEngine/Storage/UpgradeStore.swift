@@ -3,7 +3,7 @@
 /// that conforms to `UpgradeStore` and a transaction type that conforms to `StoreTransaction`, one
 /// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
 /// `NotificationStore`, `AuditStore`, `JobLeaseStore`, `ClientThrottleStore`, `UpgradeTicketStore`,
-/// `PasswordChangeStore`, `AppleRevocationStore`, `AccountImportStore`, `WebhookOutboxStore`, `HashParameterStore`). Nothing above these protocols knows SQL or a
+/// `PasswordChangeStore`, `AppleRevocationStore`, `AccountImportStore`, `WebhookOutboxStore`, `HashParameterStore`, `AdminTokenUseStore`). Nothing above these protocols knows SQL or a
 /// backend's codes.
 ///
 /// What every backend guarantees:
@@ -68,7 +68,7 @@ public protocol UpgradeStore: Sendable {
 public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
     JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, PasswordChangeStore, AppleRevocationStore,
-    AccountImportStore, WebhookOutboxStore, HashParameterStore
+    AccountImportStore, WebhookOutboxStore, HashParameterStore, AdminTokenUseStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.
