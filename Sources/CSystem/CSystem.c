@@ -130,3 +130,46 @@ int csystem_restore_default_signal(int signo) {
     sigemptyset(&action.sa_mask);
     return sigaction(signo, &action, NULL);
 }
+
+static pthread_once_t reload_fd_once = PTHREAD_ONCE_INIT;
+static int reload_fd = -1;
+static int reload_fd_errno = 0;
+
+static void create_reload_fd(void) {
+    reload_fd = eventfd(0, EFD_CLOEXEC);
+    if (reload_fd < 0) reload_fd_errno = errno;
+}
+
+int csystem_reload_signal_fd(void) {
+    pthread_once(&reload_fd_once, create_reload_fd);
+    if (reload_fd < 0) errno = reload_fd_errno;
+    return reload_fd;
+}
+
+static void forward_reload_signal(int signo) {
+    (void)signo;
+    int saved = errno;
+    uint64_t one = 1;
+    ssize_t ignored = write(reload_fd, &one, sizeof(one));
+    (void)ignored;  // only fails when the counter is full, and then a reload is pending anyway
+    errno = saved;
+}
+
+int csystem_forward_signal_to_reload_fd(int signo) {
+    if (csystem_reload_signal_fd() < 0) return -1;
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = forward_reload_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sigaction(signo, &action, NULL) != 0) return -1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    int result = pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    if (result != 0) {
+        errno = result;
+        return -1;
+    }
+    return 0;
+}

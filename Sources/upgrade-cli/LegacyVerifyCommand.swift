@@ -14,7 +14,7 @@ struct LegacyVerifyCommand: CLICommand {
         [--allow-non-loopback]
           --accounts            JSONL, or a JSON array, of {"username", "passwordHash", "email"?, "displayName"?};
                                 passwordHash in any format 'password verify' reads (bcrypt, argon2, phpass, ...)
-          --secret-file         the whsec_ secret the server signs with (its UPGRADE_LEGACY_VERIFY_SECRET_FILE, mode 0600)
+          --secret-file         the whsec_ secrets the server signs with, one a line (its UPGRADE_LEGACY_VERIFY_SECRET_FILE, mode 0600); any verifies
           --listen              numeric address and port (default 127.0.0.1:8091; port 0 picks a free one)
           --stall               hold every answer this many seconds (0 to 60), to try the server's timeout
           --allow-non-loopback  allow a --listen address that is not loopback
@@ -44,9 +44,9 @@ struct LegacyVerifyCommand: CLICommand {
             }
             stall = .milliseconds(Int64(seconds * 1000))
         }
-        let secret: WebhookSecret
+        let secret: WebhookSecrets
         do {
-            secret = try WebhookSecret.load(path: secretPath, variable: "--secret-file")
+            secret = try WebhookSecrets.load(path: secretPath, variable: "--secret-file")
         } catch {
             throw CommandFailure.configuration(error.message)
         }

@@ -10,7 +10,7 @@ struct LegacyVerifyHandler: HTTPHandler {
     static let timestampTolerance: Int64 = 300
 
     let accounts: LegacyAccounts
-    let secret: WebhookSecret
+    let secret: WebhookSecrets
     let verifier: PasswordVerifier
     /// Every verified answer is held this long (on the event loop, not a worker).
     let stall: Duration
@@ -73,7 +73,7 @@ struct LegacyVerifyHandler: HTTPHandler {
             return "webhook-timestamp is more than 5 minutes from this clock"
         }
         guard secret.isValidSignature(signature, id: id, timestamp: timestamp, body: request.body) else {
-            return "webhook-signature does not verify with the secret"
+            return "webhook-signature does not verify with any of the secrets"
         }
         return nil
     }

@@ -8,12 +8,13 @@ import Glibc
 #endif
 
 /// `serve`: validates the configuration (printing every problem, one line each), then runs the REST
-/// API until SIGTERM or SIGINT, finishing in-flight requests before exiting.
+/// API until SIGTERM or SIGINT, finishing in-flight requests before exiting. SIGHUP reloads the
+/// configuration files (`UpgradeApplication.reload()`) without stopping.
 struct ServeCommand: CLICommand {
     static let path = ["serve"]
     static let summary = "run the REST API (--dev: embedded defaults, in-process Apple emulator, demo account)"
     static let usage =
-        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--admin-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--max-connections-per-client N] [--health-listen ADDR:PORT] [--conversion-timeout SECONDS] [--admin-tokens-file FILE] [--password-rules RULES] [--failure-floor-ms MS] [--webhook-url URL --webhook-secret-file FILE] [--legacy-verify-url URL --legacy-verify-secret-file FILE] [--legacy-verify-timeout SECONDS] [--legacy-create on|off] [--apple-link-check-seconds SECONDS|off]"
+        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID | --key-id-file FILE] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--admin-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--max-connections-per-client N] [--health-listen ADDR:PORT] [--conversion-timeout SECONDS] [--admin-tokens-file FILE] [--password-rules RULES | --password-rules-file FILE] [--failure-floor-ms MS] [--webhook-url URL --webhook-secret-file FILE] [--legacy-verify-url URL --legacy-verify-secret-file FILE] [--legacy-verify-timeout SECONDS] [--legacy-create on|off] [--apple-link-check-seconds SECONDS|off]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let development = arguments.flag("--dev")
@@ -29,6 +30,11 @@ struct ServeCommand: CLICommand {
         let logs = LogBuffer()
         defer { logs.flush() }
         let application = try ServeOptions.assemble(settings, log: RequestLog(write: logs.write))
+        do {
+            try ReloadSignal.watch(SIGHUP) { application.reload() }
+        } catch {
+            throw CommandFailure("cannot watch SIGHUP: \(error)", exitCode: ExitCode.failure)
+        }
         do {
             try application.start()
         } catch {

@@ -222,6 +222,39 @@ struct LegacyDoublesTests {
         return (directory, accounts, secretFile, try WebhookSecret(text: secretText))
     }
 
+    @Test("legacy verify: a secret file of several secrets (a rotation) verifies a request signed with any of them")
+    func cliRotation() async throws {
+        let files = try Self.cliFiles()
+        defer { try? FileManager.default.removeItem(at: files.directory) }
+        let newText = "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString()
+        let oldText = try String(contentsOfFile: files.secretFile, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: files.secretFile)
+        #expect(
+            FileManager.default.createFile(
+                atPath: files.secretFile,
+                contents: Data("# new first\n\(newText)\n\(oldText)".utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        )
+        let running = try EmulatorCommandHTTPTests.Running(
+            ["--listen", "127.0.0.1:0", "--accounts", files.accounts, "--secret-file", files.secretFile],
+            command: ["legacy", "verify"]
+        )
+        let url = try #require(await running.setting("UPGRADE_LEGACY_VERIFY_URL"), "\(running.errors.text)")
+        let port = try #require(URLComponents(string: url)?.port)
+        let other = try WebhookSecret(text: "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString())
+        for secret in [files.secret, try WebhookSecret(text: newText)] {
+            let answer = try Self.send(
+                Self.request(secret: secret, username: "alice", password: Self.password),
+                port: port
+            )
+            #expect(answer.status == 200 && Self.json(answer)?["result"] as? String == "match")
+        }
+        let forged = try Self.send(Self.request(secret: other, username: "alice", password: Self.password), port: port)
+        #expect(forged.status == 401)
+        #expect(await running.stop() == 0)
+    }
+
     @Test("legacy verify: signed requests get match (with the profile), mismatch, unknown; bad signatures get 401")
     func cliAnswers() async throws {
         let files = try Self.cliFiles()

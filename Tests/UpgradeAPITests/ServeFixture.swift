@@ -37,7 +37,7 @@ enum ServePostgres {
 /// exchanges, and can hold them until the test lets them through.
 final class CountingApple: HTTPHandler {
     let emulatorHandler: AppleIDEmulatorHandler
-    private let state = Mutex((exchanges: 0, holding: false, held: 0))
+    private let state = Mutex((exchanges: 0, holding: false, held: 0, keyIDs: [String]()))
     private let release = DispatchSemaphore(value: 0)
 
     init(_ emulator: AppleIDEmulator) {
@@ -51,6 +51,24 @@ final class CountingApple: HTTPHandler {
 
     func hold() { state.withLock { $0.holding = true } }
 
+    /// The `kid` of each client secret sent to `/auth/token`, in order.
+    var clientSecretKeyIDs: [String] { state.withLock { $0.keyIDs } }
+
+    /// The `kid` in the header of the form's `client_secret`, if there is one.
+    static func clientSecretKeyID(_ body: [UInt8]) -> String? {
+        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") where pair.hasPrefix("client_secret=") {
+            let value = pair.dropFirst("client_secret=".count).removingPercentEncoding ?? ""
+            guard var header = value.split(separator: ".").first.map(String.init) else { return nil }
+            header = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            header += String(repeating: "=", count: (4 - header.count % 4) % 4)
+            guard let data = Data(base64Encoded: header),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { return nil }
+            return object["kid"] as? String
+        }
+        return nil
+    }
+
     /// Lets held exchanges and later ones through.
     func open() {
         let waiting = state.withLock { state -> Int in
@@ -61,6 +79,9 @@ final class CountingApple: HTTPHandler {
     }
 
     func handle(_ request: HTTPRequest) throws -> HTTPResponse {
+        if request.path == "/auth/token", let keyID = Self.clientSecretKeyID(request.body) {
+            state.withLock { $0.keyIDs.append(keyID) }
+        }
         if request.path == "/auth/token", String(decoding: request.body, as: UTF8.self).contains("authorization_code") {
             let holding = state.withLock { state -> Bool in
                 state.exchanges += 1

@@ -21,6 +21,9 @@ final class WebhookReceiver: @unchecked Sendable {
     let record: String
     private let child: FixtureProcess
 
+    /// The file the receiver reads the one secret it holds from, for each delivery (`hold`).
+    let heldSecretFile: String
+
     init(lifetime: Int = 120, delayMilliseconds: Int = 0) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hooks-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -36,9 +39,11 @@ final class WebhookReceiver: @unchecked Sendable {
             )
         )
         record = directory.appendingPathComponent("deliveries.jsonl").path
+        heldSecretFile = directory.appendingPathComponent("held-secret").path
+        #expect(FileManager.default.createFile(atPath: heldSecretFile, contents: Data(secretText.utf8)))
         child = try FixtureProcess(
             script: Self.script,
-            arguments: [secretText, record, String(lifetime), String(delayMilliseconds)],
+            arguments: ["@" + heldSecretFile, record, String(lifetime), String(delayMilliseconds)],
             what: "the receiver",
             needs: "python3 with standardwebhooks"
         )
@@ -54,6 +59,12 @@ final class WebhookReceiver: @unchecked Sendable {
     var port: Int { child.port }
 
     var url: String { "http://127.0.0.1:\(port)/hooks" }
+
+    /// From the next delivery on, the receiver verifies with `secret` alone (a receiver that
+    /// switched its side of a rotation).
+    func hold(_ secret: String) throws {
+        try Data(secret.utf8).write(to: URL(fileURLWithPath: heldSecretFile), options: .atomic)
+    }
 
     /// While down, every delivery is answered 503.
     func setDown(_ down: Bool) {

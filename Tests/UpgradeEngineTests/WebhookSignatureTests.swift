@@ -39,31 +39,46 @@ struct WebhookSignatureTests {
         #expect(!secret.isValidSignature("", id: id, timestamp: 1_614_265_330, body: body))
     }
 
-    @Test("python's standardwebhooks verifies a delivery's headers and body as we build them")
+    @Test(
+        "python's standardwebhooks verifies a delivery signed during a rotation with the old secret alone, and with the new one alone"
+    )
     func verifiedByStandardWebhooks() throws {
-        let text = "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString()
-        let secret = try WebhookSecret(text: text)
+        let newText = "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString()
+        let oldText = "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString()
+        let otherText = "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString()
+        let secrets = try WebhookSecrets(text: "# rotating\n\(newText)\n\n\(oldText)\n")
+        #expect(secrets.count == 2)
         let now = Int64(Date().timeIntervalSince1970)
         let body = WebhookOutbox.body(
             type: .transferCompleted,
             data: [("accountId", .string("acc-1")), ("newSub", .string("001.ü\"x")), ("email", .null)],
             now: now
         )
-        let headers = WebhookSender.headers(id: "msg_abc", timestamp: now, body: Array(body.utf8), secret: secret)
-        let tampered = WebhookSender.headers(id: "msg_abd", timestamp: now, body: Array(body.utf8), secret: secret)
+        let headers = WebhookSender.headers(id: "msg_abc", timestamp: now, body: Array(body.utf8), secrets: secrets)
+        let signature = try #require(headers.first { $0.hasPrefix("webhook-signature: ") })
+        #expect(signature.split(separator: " ").count == 3, "one v1 entry per secret: \(signature)")
+        let tampered = WebhookSender.headers(id: "msg_abd", timestamp: now, body: Array(body.utf8), secrets: secrets)
         let script = """
             import json, sys
             from standardwebhooks import Webhook, WebhookVerificationError
-            secret, body, good, bad = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+            new, old, other, body = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+            good, bad = json.loads(sys.argv[5]), json.loads(sys.argv[6])
             def headers(lines):
                 return {k.strip(): v.strip() for k, v in (l.split(":", 1) for l in lines)}
-            payload = Webhook(secret).verify(body.encode(), headers(good))
-            try:
-                Webhook(secret).verify(body.encode(), dict(headers(bad), **{"webhook-id": headers(good)["webhook-id"]}))
+            def refused(secret, hdrs):
+                try:
+                    Webhook(secret).verify(body.encode(), hdrs)
+                    return False
+                except WebhookVerificationError:
+                    return True
+            payload = Webhook(old).verify(body.encode(), headers(good))
+            Webhook(new).verify(body.encode(), headers(good))
+            if not refused(other, headers(good)):
+                print("a secret not in the file verified it")
+                sys.exit(1)
+            if not refused(new, dict(headers(bad), **{"webhook-id": headers(good)["webhook-id"]})):
                 print("tampered signature accepted")
                 sys.exit(1)
-            except WebhookVerificationError:
-                pass
             print(payload["type"], payload["data"]["newSub"])
             """
         let encode = { (lines: [String]) in
@@ -72,7 +87,7 @@ struct WebhookSignatureTests {
         // python3 from PATH, so a virtual environment that holds standardwebhooks is used.
         let result = try runProcess(
             "/usr/bin/env",
-            ["python3", "-c", script, text, body, try encode(headers), try encode(tampered)]
+            ["python3", "-c", script, newText, oldText, otherText, body, try encode(headers), try encode(tampered)]
         )
         try #require(
             !result.stderr.contains("No module named 'standardwebhooks'"),
@@ -80,6 +95,20 @@ struct WebhookSignatureTests {
         )
         #expect(result.status == 0, "standardwebhooks refused it: \(result.stderr) \(result.stdout)")
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "transfer.completed 001.ü\"x")
+    }
+
+    @Test("a secret file names the bad line without repeating it, and holds at least one secret")
+    func malformedSecretLists() {
+        let good = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+        for (text, line) in [("\(good)\nwhsec_notbase64!\n", "line 2"), ("# only a comment\n\n", "no secret")] {
+            do {
+                _ = try WebhookSecrets(text: text)
+                Issue.record("accepted \(line)")
+            } catch {
+                #expect(error.message.contains(line), "\(error.message)")
+                #expect(!error.message.contains("MfKQ9r8") && !error.message.contains("notbase64"))
+            }
+        }
     }
 
     @Test("a secret that is not whsec_ and base64 of 24 to 64 bytes is refused without repeating it")

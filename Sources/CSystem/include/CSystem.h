@@ -70,4 +70,12 @@ int csystem_forward_signal_to_shutdown_fd(int signo);
 /// Restores the default disposition of `signo`. Returns 0 or -1 with errno set.
 int csystem_restore_default_signal(int signo);
 
+/// The process-wide eventfd that reload signals (SIGHUP) are forwarded to: blocking, so a thread can
+/// wait on it; created on first use and never closed. Returns -1 with errno set if it cannot be created.
+int csystem_reload_signal_fd(void);
+
+/// Installs a handler for `signo` that adds 1 to `csystem_reload_signal_fd()` and does nothing else
+/// (async-signal-safe), and unblocks `signo` in the calling thread. Returns 0 or -1 with errno set.
+int csystem_forward_signal_to_reload_fd(int signo);
+
 #endif

@@ -11,12 +11,16 @@ import UpgradeEngine
 /// answered `rate-limited` without being counted. A token holds 256 random bits, so that limit
 /// protects against nothing a guess could find; it bounds the database writes and log lines a
 /// client can cause with bad tokens. The token is never logged or echoed; the log line names the
-/// token that was used (`admin`), which is not a secret.
+/// token that was used (`admin`), which is not a secret. An expired token is refused exactly as a
+/// wrong one (same answer, same count); only the log line's cause names it (`expired-token NAME`).
 struct AdminAuthenticator: Sendable {
-    /// Read once at start-up; nil when `UPGRADE_ADMIN_TOKENS_FILE` is unset (every request is refused).
-    let tokens: AdminTokenSet?
+    /// Read at start-up and replaced by each reload; nil when `UPGRADE_ADMIN_TOKENS_FILE` is unset
+    /// (every request is refused). Each request reads it once.
+    let tokens: Reloadable<AdminTokenSet?>
     /// Wrong tokens per client (`ClientThrottle.Namespace.adminTokens`); nil when turned off.
     let throttle: ClientThrottle?
+    /// Records when each token was last used (at most a write a minute per token); nil: not recorded.
+    var usage: AdminTokenUsage? = nil
 
     static let realm = "siwa-upgrade admin"
 
@@ -37,7 +41,9 @@ struct AdminAuthenticator: Sendable {
                 challenge: "Bearer realm=\"\(Self.realm)\", error=\"invalid_request\""
             )
         }
-        guard let token = tokens?.authenticate(presented) else {
+        let current = tokens.current
+        let verdict = current?.verdict(presented, now: now) ?? .unknown
+        guard case .valid(let token) = verdict else {
             if let throttle, let clientKey = request.client.map({ $0.throttleKey.description }) {
                 if let wait = try throttle.retryAfter(clientKey: clientKey, now: now) {
                     throw ServiceFailure(
@@ -52,7 +58,10 @@ struct AdminAuthenticator: Sendable {
                 "the admin token is not valid",
                 challenge: "Bearer realm=\"\(Self.realm)\", error=\"invalid_token\""
             )
-            problem.cause = tokens == nil ? "no-admin-tokens-configured" : "unknown-token"
+            switch verdict {
+            case .expired(let name): problem.cause = "expired-token \(name)"
+            default: problem.cause = current == nil ? "no-admin-tokens-configured" : "unknown-token"
+            }
             throw problem
         }
         guard token.allows(scope) else {
@@ -70,6 +79,8 @@ struct AdminAuthenticator: Sendable {
             problem.cause = "token \(token.name)"
             throw problem
         }
+        // A failed write of the last use must not refuse an admin who was let in.
+        _ = try? usage?.record(token, now: now)
         return token
     }
 
@@ -96,5 +107,12 @@ struct AdminAuthenticator: Sendable {
         var headers = HTTPHeaders()
         headers.replaceOrAppend(name: "WWW-Authenticate", value: challenge)
         return APIProblem(status: 401, slug: "unauthorized", detail: detail, headers: headers)
+    }
+}
+
+extension AdminAuthenticator {
+    /// Tokens that no reload replaces.
+    init(tokens: AdminTokenSet?, throttle: ClientThrottle?) {
+        self.init(tokens: Reloadable(tokens), throttle: throttle)
     }
 }

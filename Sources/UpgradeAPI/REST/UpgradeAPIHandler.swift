@@ -57,6 +57,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         adminThrottle: ClientThrottle.Policy? = .default,
         trustedProxies: TrustedProxies = .none,
         adminTokens: AdminTokenSet? = nil,
+        reloadableAdminTokens: Reloadable<AdminTokenSet?>? = nil,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
     ) {
         self.upgrades = upgrades
@@ -75,8 +76,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
         self.log = log
         self.trustedProxies = trustedProxies
         self.admin = AdminAuthenticator(
-            tokens: adminTokens,
-            throttle: adminThrottle.map { ClientThrottle(policy: $0, store: store, namespace: .adminTokens) }
+            tokens: reloadableAdminTokens ?? Reloadable(adminTokens),
+            throttle: adminThrottle.map { ClientThrottle(policy: $0, store: store, namespace: .adminTokens) },
+            usage: AdminTokenUsage(store: store)
         )
         self.statistics = statistics
         // A username in a path is typed text, not an identifier we issued.

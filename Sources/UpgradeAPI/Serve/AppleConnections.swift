@@ -34,6 +34,13 @@ public struct AppleConnections: Sendable {
         )
     }
 
+    /// Signs every later call to Apple with `credentials` (a reload of the Apple key), in both
+    /// clients; their cached client secrets are dropped at once.
+    public func replaceCredentials(_ credentials: AppleClient.Credentials) {
+        client.replaceCredentials(credentials)
+        revocations.replaceCredentials(credentials)
+    }
+
     /// Production: the key from `APPLE_PRIVATE_KEY_FILE` and Apple (or an explicit loopback emulator) at
     /// `APPLE_BASE_URL`.
     public static func live(_ settings: ServerSettings) throws -> AppleConnections {

@@ -12,6 +12,9 @@ public struct ServerSettings: Sendable {
     public var clientIDs: [String]
     public var teamID: String?
     public var keyID: String?
+    /// `APPLE_KEY_ID_FILE`: a file holding the key id instead of `APPLE_KEY_ID`, so that a reload
+    /// can switch the key and its id together (README, "Rotating the Apple key").
+    public var keyIDFile: String? = nil
     public var privateKeyFile: String?
     public var secretKeyFile: String?
     /// The key read from `privateKeyFile` while validating: the one checked is the one used.
@@ -37,21 +40,25 @@ public struct ServerSettings: Sendable {
     /// (`UPGRADE_CONVERSION_TIMEOUT`, seconds).
     public var conversionTimeout: Int64
     /// `UPGRADE_ADMIN_TOKENS_FILE`, and the tokens read from it while validating. `serve` reads the
-    /// file once, at start-up: restart it after `upgrade-cli admin tokens add` or `remove`.
+    /// file at start-up and again on each reload (`SIGHUP`).
     public var adminTokensFile: String?
     public var adminTokens: AdminTokenSet?
-    /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`, Apple's password-rules syntax).
+    /// What a changed password must meet (`UPGRADE_PASSWORD_RULES`, or the file
+    /// `UPGRADE_PASSWORD_RULES_FILE`, which a reload reads again; Apple's password-rules syntax).
     public var passwordRules: PasswordRules
+    public var passwordRulesFile: String? = nil
     /// How soon a refused credential check may be answered at the earliest
     /// (`UPGRADE_FAILURE_FLOOR_MS`); nil for the default derived from the hash limits.
     public var failureFloor: Duration? = nil
-    /// Where signed webhooks go (`UPGRADE_WEBHOOK_URL`), and the key read from
-    /// `UPGRADE_WEBHOOK_SECRET_FILE` while validating; both nil when webhooks are off.
+    /// Where signed webhooks go (`UPGRADE_WEBHOOK_URL`), and the secrets read from
+    /// `UPGRADE_WEBHOOK_SECRET_FILE` while validating; all nil when webhooks are off.
     public var webhookURL: String? = nil
-    public var webhookSecret: WebhookSecret? = nil
+    public var webhookSecrets: WebhookSecrets? = nil
+    public var webhookSecretFile: String? = nil
     /// The legacy login system that checks `legacyPassword` accounts (`UPGRADE_LEGACY_VERIFY_URL`,
     /// `UPGRADE_LEGACY_VERIFY_SECRET_FILE`, `UPGRADE_LEGACY_VERIFY_TIMEOUT`); nil when not set.
     public var legacyVerify: LegacyPasswordVerifier.Endpoint? = nil
+    public var legacyVerifySecretFile: String? = nil
     /// `UPGRADE_LEGACY_CREATE`: unknown usernames are asked about too and created on a match.
     public var legacyCreate = false
     /// How often each Apple link's refresh token is checked with Apple, at most
@@ -64,6 +71,7 @@ public struct ServerSettings: Sendable {
     public static let variables: [(variable: String, flag: String)] = [
         ("UPGRADE_DB", "--db"), ("UPGRADE_LISTEN", "--listen"), ("APPLE_BASE_URL", "--apple-base-url"),
         ("APPLE_CLIENT_IDS", "--client-ids"), ("APPLE_TEAM_ID", "--team-id"), ("APPLE_KEY_ID", "--key-id"),
+        ("APPLE_KEY_ID_FILE", "--key-id-file"),
         ("APPLE_PRIVATE_KEY_FILE", "--private-key-file"), ("UPGRADE_SECRET_KEY_FILE", "--secret-key-file"),
         ("UPGRADE_DEV_EMULATOR_PORT", "--emulator-port"),
         ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"), ("UPGRADE_ADMIN_THROTTLE", "--admin-throttle"),
@@ -72,7 +80,8 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_HEALTH_LISTEN", "--health-listen"),
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
-        ("UPGRADE_PASSWORD_RULES", "--password-rules"), ("UPGRADE_FAILURE_FLOOR_MS", "--failure-floor-ms"),
+        ("UPGRADE_PASSWORD_RULES", "--password-rules"), ("UPGRADE_PASSWORD_RULES_FILE", "--password-rules-file"),
+        ("UPGRADE_FAILURE_FLOOR_MS", "--failure-floor-ms"),
         ("UPGRADE_WEBHOOK_URL", "--webhook-url"), ("UPGRADE_WEBHOOK_SECRET_FILE", "--webhook-secret-file"),
         ("UPGRADE_LEGACY_VERIFY_URL", "--legacy-verify-url"),
         ("UPGRADE_LEGACY_VERIFY_SECRET_FILE", "--legacy-verify-secret-file"),
@@ -142,13 +151,24 @@ public struct ServerSettings: Sendable {
         }
 
         let teamID = value("APPLE_TEAM_ID")
-        let keyID = value("APPLE_KEY_ID")
+        var keyID = value("APPLE_KEY_ID")
+        let keyIDFile = value("APPLE_KEY_ID_FILE")
+        if let keyIDFile {
+            if keyID != nil {
+                problems.append("APPLE_KEY_ID_FILE: give APPLE_KEY_ID or APPLE_KEY_ID_FILE, not both")
+            } else {
+                switch readKeyID(path: keyIDFile) {
+                case .success(let id): keyID = id
+                case .failure(let problem): problems.append(problem.message)
+                }
+            }
+        }
         let privateKeyFile = value("APPLE_PRIVATE_KEY_FILE")
         if !development {
             if teamID == nil {
                 problems.append("APPLE_TEAM_ID: required to exchange authorization codes; your 10-character Team ID")
             }
-            if keyID == nil {
+            if keyID == nil && keyIDFile == nil {
                 problems.append(
                     "APPLE_KEY_ID: required to exchange authorization codes; the 10-character id of your Sign in with Apple key"
                 )
@@ -162,20 +182,14 @@ public struct ServerSettings: Sendable {
         if let teamID, !ClientSecretSigner.isAppleIdentifier(teamID) {
             problems.append("APPLE_TEAM_ID: must be 10 characters A-Z and 0-9")
         }
-        if let keyID, !ClientSecretSigner.isAppleIdentifier(keyID) {
+        if keyIDFile == nil, let keyID, !ClientSecretSigner.isAppleIdentifier(keyID) {
             problems.append("APPLE_KEY_ID: must be 10 characters A-Z and 0-9")
         }
         var privateKey: P256PrivateKey?
         if let privateKeyFile {
-            if let pem = try? String(contentsOfFile: privateKeyFile, encoding: .utf8) {
-                privateKey = try? P256PrivateKey(pem: pem)
-                if privateKey == nil {
-                    problems.append(
-                        "APPLE_PRIVATE_KEY_FILE: \(privateKeyFile) is not a P-256 private key in PKCS#8 PEM (.p8)"
-                    )
-                }
-            } else {
-                problems.append("APPLE_PRIVATE_KEY_FILE: cannot read \(privateKeyFile)")
+            switch readPrivateKey(path: privateKeyFile) {
+            case .success(let key): privateKey = key
+            case .failure(let problem): problems.append(problem.message)
             }
         }
 
@@ -275,11 +289,22 @@ public struct ServerSettings: Sendable {
         }
 
         var passwordRules = PasswordRules.default
+        let passwordRulesFile = value("UPGRADE_PASSWORD_RULES_FILE")
         if let text = value("UPGRADE_PASSWORD_RULES") {
+            if passwordRulesFile != nil {
+                problems.append(
+                    "UPGRADE_PASSWORD_RULES_FILE: give UPGRADE_PASSWORD_RULES or UPGRADE_PASSWORD_RULES_FILE, not both"
+                )
+            }
             do { passwordRules = try PasswordRules(text) } catch {
                 problems.append(
                     "UPGRADE_PASSWORD_RULES: \(error.message) (Apple's password-rules syntax, e.g. \(PasswordRules.defaultText))"
                 )
+            }
+        } else if let passwordRulesFile {
+            switch readPasswordRules(path: passwordRulesFile) {
+            case .success(let rules): passwordRules = rules
+            case .failure(let problem): problems.append(problem.message)
             }
         }
 
@@ -298,7 +323,7 @@ public struct ServerSettings: Sendable {
         }
 
         let webhookURL = value("UPGRADE_WEBHOOK_URL")
-        var webhookSecret: WebhookSecret?
+        var webhookSecrets: WebhookSecrets?
         if let webhookURL, let problem = validateWebhookURL(webhookURL) { problems.append(problem) }
         switch (webhookURL, value(WebhookSecret.environmentVariable)) {
         case (nil, nil):
@@ -312,7 +337,7 @@ public struct ServerSettings: Sendable {
                 "UPGRADE_WEBHOOK_URL: required with \(WebhookSecret.environmentVariable); the backend's webhook endpoint"
             )
         case (.some, .some(let path)):
-            do { webhookSecret = try WebhookSecret.load(path: path) } catch { problems.append(error.message) }
+            do { webhookSecrets = try WebhookSecrets.load(path: path) } catch { problems.append(error.message) }
         }
 
         let (legacyVerify, legacyCreate) = legacySettings(value, &problems)
@@ -359,8 +384,12 @@ public struct ServerSettings: Sendable {
             passwordRules: passwordRules,
             failureFloor: failureFloor,
             webhookURL: webhookURL,
-            webhookSecret: webhookSecret
+            webhookSecrets: webhookSecrets
         )
+        settings.keyIDFile = keyIDFile
+        settings.passwordRulesFile = passwordRulesFile
+        settings.webhookSecretFile = webhookSecrets == nil ? nil : value(WebhookSecret.environmentVariable)
+        settings.legacyVerifySecretFile = legacyVerify == nil ? nil : value("UPGRADE_LEGACY_VERIFY_SECRET_FILE")
         settings.legacyVerify = legacyVerify
         settings.legacyCreate = legacyCreate
         settings.appleLinkCheckSeconds = appleLinkCheckSeconds
@@ -417,11 +446,60 @@ public struct ServerSettings: Sendable {
             return (nil, false)
         }
         do {
-            let secret = try WebhookSecret.load(path: path, variable: secretVariable)
-            return (LegacyPasswordVerifier.Endpoint(url: url, secret: secret, timeout: timeout), create)
+            let secrets = try WebhookSecrets.load(path: path, variable: secretVariable)
+            return (LegacyPasswordVerifier.Endpoint(url: url, secrets: secrets, timeout: timeout), create)
         } catch {
             problems.append(error.message)
             return (nil, false)
+        }
+    }
+
+    /// The key id in `APPLE_KEY_ID_FILE`: one line, 10 characters A-Z and 0-9 (not a secret, so any mode).
+    public static func readKeyID(path: String) -> Result<String, ServerSettingsError> {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            return .failure(ServerSettingsError(problems: ["APPLE_KEY_ID_FILE: cannot read \(path)"]))
+        }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard ClientSecretSigner.isAppleIdentifier(id) else {
+            return .failure(
+                ServerSettingsError(problems: [
+                    "APPLE_KEY_ID_FILE: \(path) must hold the key id alone, 10 characters A-Z and 0-9"
+                ])
+            )
+        }
+        return .success(id)
+    }
+
+    /// The P-256 key in `APPLE_PRIVATE_KEY_FILE` (`.p8`, PKCS#8 PEM).
+    public static func readPrivateKey(path: String) -> Result<P256PrivateKey, ServerSettingsError> {
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
+            return .failure(ServerSettingsError(problems: ["APPLE_PRIVATE_KEY_FILE: cannot read \(path)"]))
+        }
+        guard let key = try? P256PrivateKey(pem: pem) else {
+            return .failure(
+                ServerSettingsError(problems: [
+                    "APPLE_PRIVATE_KEY_FILE: \(path) is not a P-256 private key in PKCS#8 PEM (.p8)"
+                ])
+            )
+        }
+        return .success(key)
+    }
+
+    /// The rules in `UPGRADE_PASSWORD_RULES_FILE`: Apple's password-rules syntax, `#` lines ignored.
+    public static func readPasswordRules(path: String) -> Result<PasswordRules, ServerSettingsError> {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            return .failure(ServerSettingsError(problems: ["UPGRADE_PASSWORD_RULES_FILE: cannot read \(path)"]))
+        }
+        let rules = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }.joined(separator: " ")
+        do {
+            return .success(try PasswordRules(rules))
+        } catch {
+            return .failure(
+                ServerSettingsError(problems: [
+                    "UPGRADE_PASSWORD_RULES_FILE: \(path): \(error.message) (Apple's password-rules syntax, e.g. \(PasswordRules.defaultText))"
+                ])
+            )
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import UpgradeEngine
 
 /// The assembled server: store, secrets, Apple connections, upgrade and transfer services, REST
@@ -27,6 +28,15 @@ public final class UpgradeApplication: Sendable {
     public let webhookWorker: QueueWorker
     /// Every routed operation as `METHOD /pattern`.
     public let operations: [String]
+    /// What seals TOTP secrets and Apple refresh tokens (`UPGRADE_SECRET_KEY_FILE`).
+    public let secrets: SecretBox
+    /// The admin tokens each request reads once; a reload replaces them.
+    let adminTokens: Reloadable<AdminTokenSet?>
+    /// Asks the legacy login system (`UPGRADE_LEGACY_VERIFY_URL`), if one is set.
+    let legacyVerifier: LegacyPasswordVerifier?
+    let log: RequestLog
+    /// One reload at a time: a second `SIGHUP` waits for the first to finish.
+    let reloading = Mutex<Void>(())
 
     /// `development` is started in place of Apple when `settings.development` is set, and required then.
     public init(
@@ -54,6 +64,8 @@ public final class UpgradeApplication: Sendable {
         }
         // ServerSettings.load opened the key file (or refused to start without one outside --dev).
         let secrets = settings.secrets ?? SecretBox.developmentOnly()
+        self.secrets = secrets
+        self.log = log
         // A sealed value whose key the keyring does not list could not be opened: refuse to start,
         // naming the key (one SQL count; docs/architecture.md §10.4).
         if let problem = try KeyringStatus.load(store: store, secrets: secrets).missingKeyProblem {
@@ -95,8 +107,9 @@ public final class UpgradeApplication: Sendable {
         upgradeConfiguration.failureFloor = settings.failureFloor
         upgradeConfiguration.clientThrottle = settings.clientThrottle
         upgradeConfiguration.onFailureFloorOverrun = { _ in metrics.recordFailureFloorOverrun() }
+        var legacyVerifier: LegacyPasswordVerifier?
         if let endpoint = settings.legacyVerify {
-            upgradeConfiguration.legacyVerifier = LegacyPasswordVerifier(
+            legacyVerifier = LegacyPasswordVerifier(
                 endpoint: endpoint,
                 onCall: { call in
                     metrics.recordLegacyCall(call)
@@ -108,8 +121,10 @@ public final class UpgradeApplication: Sendable {
                     )
                 }
             )
+            upgradeConfiguration.legacyVerifier = legacyVerifier
             upgradeConfiguration.legacyCreate = settings.legacyCreate
         }
+        self.legacyVerifier = legacyVerifier
         service = UpgradeService(
             store: store,
             passwords: passwords,
@@ -205,8 +220,8 @@ public final class UpgradeApplication: Sendable {
             linkCheckWorker = nil
         }
         var endpoint: WebhookSender.Endpoint?
-        if let url = settings.webhookURL, let secret = settings.webhookSecret {
-            endpoint = WebhookSender.Endpoint(url: url, secret: secret)
+        if let url = settings.webhookURL, let secrets = settings.webhookSecrets {
+            endpoint = WebhookSender.Endpoint(url: url, secrets: secrets)
         }
         let webhooks = WebhookSender(
             store: store,
@@ -247,6 +262,8 @@ public final class UpgradeApplication: Sendable {
             onError: { error in log.log("error", "webhook pass failed", [("cause", .string(error.description))]) },
             pass: { () async throws(StorageError) in try await webhooks.drain(clock: clock) }
         )
+        let adminTokens = Reloadable(settings.adminTokens)
+        self.adminTokens = adminTokens
         let handler = UpgradeAPIHandler(
             upgrades: service,
             transfers: transfers,
@@ -261,7 +278,7 @@ public final class UpgradeApplication: Sendable {
             log: log,
             adminThrottle: settings.adminThrottle,
             trustedProxies: settings.trustedProxies,
-            adminTokens: settings.adminTokens,
+            reloadableAdminTokens: adminTokens,
             statistics: { statistics.server?.statistics }
         )
         operations = handler.operations

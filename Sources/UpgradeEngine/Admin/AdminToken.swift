@@ -32,24 +32,29 @@ public enum AdminScope: String, Sendable, Hashable, CaseIterable, Comparable {
     }
 }
 
-/// One admin token as stored: its name, scopes, creation time and the SHA-256 of the token. The
-/// token itself is shown once when it is made and kept nowhere.
+/// One admin token as stored: its name, scopes, creation time, optional expiry and the SHA-256 of
+/// the token. The token itself is shown once when it is made and kept nowhere.
 public struct AdminToken: Sendable, Hashable {
     public let name: String
     /// Sorted, without duplicates.
     public let scopes: [AdminScope]
     public let createdAt: Int64
+    /// Unix seconds from which the token is refused as a wrong one would be; nil: never.
+    public let expiresAt: Int64?
     /// SHA-256 of the token's UTF-8 bytes.
     let hash: [UInt8]
 
-    init(name: String, scopes: [AdminScope], createdAt: Int64, hash: [UInt8]) {
+    init(name: String, scopes: [AdminScope], createdAt: Int64, expiresAt: Int64? = nil, hash: [UInt8]) {
         self.name = name
         self.scopes = scopes
         self.createdAt = createdAt
+        self.expiresAt = expiresAt
         self.hash = hash
     }
 
     public func allows(_ scope: AdminScope) -> Bool { scopes.contains(scope) }
+
+    public func isExpired(at now: Int64) -> Bool { expiresAt.map { now >= $0 } ?? false }
 
     /// What every token starts with, so a leaked one is recognisable (secret scanners, logs).
     public static let prefix = "siwa_admin_"
@@ -77,23 +82,38 @@ public struct AdminToken: Sendable, Hashable {
     }
 }
 
-/// The tokens `serve` accepts, read once at start-up (`UPGRADE_ADMIN_TOKENS_FILE`).
+/// The tokens `serve` accepts (`UPGRADE_ADMIN_TOKENS_FILE`), read at start-up and on each reload.
 public struct AdminTokenSet: Sendable {
     public let tokens: [AdminToken]
 
     public init(_ tokens: [AdminToken]) { self.tokens = tokens }
 
-    /// The token `presented` is, or nil. Every stored hash is compared in constant time and the loop
-    /// never stops early, so the time taken says nothing about which token, or how much of one,
-    /// matched.
-    public func authenticate(_ presented: String) -> AdminToken? {
-        guard presented.utf8.count <= AdminToken.maxPresentedBytes else { return nil }
+    /// What a presented token turned out to be.
+    public enum Verdict: Sendable, Equatable {
+        case valid(AdminToken)
+        /// A listed token past its expiry: refused exactly as an unknown one, named only in the log.
+        case expired(name: String)
+        case unknown
+    }
+
+    /// The token `presented` is, or nil; an expired one is nil too.
+    public func authenticate(_ presented: String, now: Int64) -> AdminToken? {
+        if case .valid(let token) = verdict(presented, now: now) { return token }
+        return nil
+    }
+
+    /// Which token `presented` is, at `now`. Every stored hash is compared in constant time and the
+    /// loop never stops early, so the time taken says nothing about which token, or how much of
+    /// one, matched.
+    public func verdict(_ presented: String, now: Int64) -> Verdict {
+        guard presented.utf8.count <= AdminToken.maxPresentedBytes else { return .unknown }
         let hash = AdminToken.hash(of: presented)
         var found: AdminToken?
         for token in tokens where ConstantTime.equals(token.hash, hash) {
             found = token
         }
-        return found
+        guard let found else { return .unknown }
+        return found.isExpired(at: now) ? .expired(name: found.name) : .valid(found)
     }
 }
 
@@ -112,6 +132,7 @@ public struct AdminTokenError: Error, Hashable, Sendable, CustomStringConvertibl
         public static let invalidScopes = Code("invalidScopes")
         public static let duplicateName = Code("duplicateName")
         public static let unknownName = Code("unknownName")
+        public static let invalidExpiry = Code("invalidExpiry")
         public static let ioFailed = Code("ioFailed")
 
         public var description: String { name }

@@ -5,14 +5,15 @@ import Darwin
 #endif
 
 /// The admin token file (`UPGRADE_ADMIN_TOKENS_FILE`), managed by `upgrade-cli admin tokens`. One
-/// token per line, `NAME SCOPES CREATED_AT SHA256_HEX` (scopes a comma list, the creation time in
-/// Unix seconds), `#` lines are comments. Like the secret key file it must be a regular file that
+/// token per line, `NAME SCOPES CREATED_AT SHA256_HEX [EXPIRES_AT]` (scopes a comma list, times in
+/// Unix seconds; a line without `EXPIRES_AT`, as every older file has, never expires), `#` lines
+/// are comments. Like the secret key file it must be a regular file that
 /// group and others cannot access: the hashes cannot be reversed, but they are nobody else's business
 /// and a writable file would let anyone add a token.
 public enum AdminTokenFile {
     public static let environmentVariable = "UPGRADE_ADMIN_TOKENS_FILE"
     static let header =
-        "# siwa-upgrade admin tokens: NAME SCOPES CREATED_AT SHA256; managed by upgrade-cli admin tokens"
+        "# siwa-upgrade admin tokens: NAME SCOPES CREATED_AT SHA256 [EXPIRES_AT]; managed by upgrade-cli admin tokens"
 
     /// Reads the tokens at `path`; a missing file is `notFound` unless `missingIsEmpty`.
     public static func load(path: String, missingIsEmpty: Bool = false) throws(AdminTokenError) -> AdminTokenSet {
@@ -26,7 +27,8 @@ public enum AdminTokenFile {
         name: String,
         scopes: [AdminScope],
         path: String,
-        now: Int64
+        now: Int64,
+        expiresAt: Int64? = nil
     ) throws(AdminTokenError) -> String {
         guard AdminToken.isValidName(name) else {
             throw AdminTokenError(
@@ -35,6 +37,9 @@ public enum AdminTokenFile {
             )
         }
         guard !scopes.isEmpty else { throw AdminTokenError(.invalidScopes, "a token needs at least one scope") }
+        if let expiresAt, expiresAt <= now {
+            throw AdminTokenError(.invalidExpiry, "the expiry must be in the future")
+        }
         var tokens = try load(path: path, missingIsEmpty: true).tokens
         guard !tokens.contains(where: { $0.name == name }) else {
             throw AdminTokenError(
@@ -48,6 +53,7 @@ public enum AdminTokenFile {
                 name: name,
                 scopes: Array(Set(scopes)).sorted(),
                 createdAt: now,
+                expiresAt: expiresAt,
                 hash: AdminToken.hash(of: token)
             )
         )
@@ -77,7 +83,9 @@ public enum AdminTokenFile {
                 )
             }
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard fields.count == 4 else { throw malformed("expected NAME SCOPES CREATED_AT SHA256") }
+            guard fields.count == 4 || fields.count == 5 else {
+                throw malformed("expected NAME SCOPES CREATED_AT SHA256 [EXPIRES_AT]")
+            }
             let name = String(fields[0])
             guard AdminToken.isValidName(name) else { throw malformed("invalid name") }
             guard !tokens.contains(where: { $0.name == name }) else { throw malformed("name '\(name)' repeated") }
@@ -85,7 +93,14 @@ public enum AdminTokenFile {
             do { scopes = try AdminScope.parseList(String(fields[1])) } catch { throw malformed(error.message) }
             guard let createdAt = Int64(fields[2]), createdAt >= 0 else { throw malformed("invalid CREATED_AT") }
             guard let hash = hexBytes(fields[3]), hash.count == 32 else { throw malformed("invalid SHA256") }
-            tokens.append(AdminToken(name: name, scopes: scopes, createdAt: createdAt, hash: hash))
+            var expiresAt: Int64?
+            if fields.count == 5 {
+                guard let value = Int64(fields[4]), value > 0 else { throw malformed("invalid EXPIRES_AT") }
+                expiresAt = value
+            }
+            tokens.append(
+                AdminToken(name: name, scopes: scopes, createdAt: createdAt, expiresAt: expiresAt, hash: hash)
+            )
         }
         return tokens
     }
@@ -94,7 +109,9 @@ public enum AdminTokenFile {
         var text = header + "\n"
         for token in tokens {
             text += "\(token.name) \(token.scopes.map(\.rawValue).joined(separator: ",")) \(token.createdAt) "
-            text += token.hash.hexString + "\n"
+            text += token.hash.hexString
+            if let expiresAt = token.expiresAt { text += " \(expiresAt)" }
+            text += "\n"
         }
         return text
     }

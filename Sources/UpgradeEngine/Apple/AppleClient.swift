@@ -31,6 +31,15 @@ public final class AppleClient: AppleTokenExchanging, AppleKeySetFetching {
         )
     }
 
+    /// Signs every later call with `credentials` (a reload of `APPLE_KEY_ID` and
+    /// `APPLE_PRIVATE_KEY_FILE`); the cached client secrets are dropped at once.
+    public func replaceCredentials(_ credentials: Credentials) {
+        secrets.replaceCredentials(credentials)
+    }
+
+    /// The id of the key client secrets are signed with now, if one is configured.
+    public var clientSecretKeyID: String? { secrets.keyID }
+
     // MARK: /auth/token
 
     /// `grant_type=authorization_code`. `clientID` must equal the identity token's `aud`.

@@ -19,10 +19,23 @@ import Synchronization
 public final class LegacyPasswordVerifier: Sendable {
     public struct Endpoint: Sendable {
         public var url: String
-        public var secret: WebhookSecret
+        /// Newest first; every request is signed with each (`WebhookSecrets`).
+        public var secrets: WebhookSecrets
         /// The whole call, connection and retry included (`UPGRADE_LEGACY_VERIFY_TIMEOUT`).
         public var timeout: Duration
         public var maximumConcurrentCalls: Int
+
+        public init(
+            url: String,
+            secrets: WebhookSecrets,
+            timeout: Duration = .seconds(3),
+            maximumConcurrentCalls: Int = 8
+        ) {
+            self.url = url
+            self.secrets = secrets
+            self.timeout = timeout
+            self.maximumConcurrentCalls = max(1, maximumConcurrentCalls)
+        }
 
         public init(
             url: String,
@@ -30,10 +43,12 @@ public final class LegacyPasswordVerifier: Sendable {
             timeout: Duration = .seconds(3),
             maximumConcurrentCalls: Int = 8
         ) {
-            self.url = url
-            self.secret = secret
-            self.timeout = timeout
-            self.maximumConcurrentCalls = max(1, maximumConcurrentCalls)
+            self.init(
+                url: url,
+                secrets: WebhookSecrets(secret),
+                timeout: timeout,
+                maximumConcurrentCalls: maximumConcurrentCalls
+            )
         }
     }
 
@@ -79,7 +94,9 @@ public final class LegacyPasswordVerifier: Sendable {
     /// The largest answer read; a verdict with a profile is far smaller.
     static let answerLimit = 16 * 1024
 
-    public let endpoint: Endpoint
+    /// Its secrets may be replaced by a reload (`replaceSecrets`); each call reads it once.
+    private let endpointHolder: Reloadable<Endpoint>
+    public var endpoint: Endpoint { endpointHolder.current }
     let wallClock: @Sendable () -> Date
     let onCall: @Sendable (Call) -> Void
     private let transport: AppleClientTransport
@@ -91,10 +108,18 @@ public final class LegacyPasswordVerifier: Sendable {
         wallClock: @escaping @Sendable () -> Date = { Date() },
         onCall: @escaping @Sendable (Call) -> Void = { _ in }
     ) {
-        self.endpoint = endpoint
+        self.endpointHolder = Reloadable(endpoint)
         self.wallClock = wallClock
         self.onCall = onCall
         transport = AppleClientTransport(connectTimeout: endpoint.timeout)
+    }
+
+    /// Signs later calls with `secrets` (a reload of `UPGRADE_LEGACY_VERIFY_SECRET_FILE`); a call
+    /// under way keeps the secrets it started with.
+    public func replaceSecrets(_ secrets: WebhookSecrets) {
+        var endpoint = endpointHolder.current
+        endpoint.secrets = secrets
+        endpointHolder.replace(with: endpoint)
     }
 
     /// Whether a call ended in an outage within the last `outageMemory`: a username the legacy system
@@ -139,6 +164,7 @@ public final class LegacyPasswordVerifier: Sendable {
             )
         }
         defer { inFlight.subtract(1, ordering: .releasing) }
+        let endpoint = self.endpoint
         let id = "msg_" + SecureRandom.token(byteCount: 18)
         let now = wallClock()
         let body = Self.body(username: username, password: password, at: now)
@@ -149,7 +175,7 @@ public final class LegacyPasswordVerifier: Sendable {
                 id: id,
                 timestamp: Int64(now.timeIntervalSince1970),
                 body: body,
-                secret: endpoint.secret
+                secrets: endpoint.secrets
             ),
             body: body
         )

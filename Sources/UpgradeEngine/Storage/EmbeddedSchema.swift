@@ -572,6 +572,20 @@ enum EmbeddedSchema {
                     WHERE status = 'linked' AND refresh_token_ciphertext IS NOT NULL AND check_due_at IS NULL;
                 """
         ),
+        SchemaMigration(
+            version: 23,
+            name: "admin_token_uses",
+            sql: """
+                -- The same table as Schema/sqlite/0023_admin_token_uses.sql: when each admin token (by name and
+                -- creation time) was last used, written by each server at most about once a minute per token.
+                CREATE TABLE admin_token_uses (
+                    name TEXT COLLATE "C" NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    last_used_at BIGINT NOT NULL,
+                    PRIMARY KEY (name, created_at)
+                );
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -1152,6 +1166,22 @@ enum EmbeddedSchema {
                     WHERE status = 'linked' AND refresh_token_ciphertext IS NOT NULL AND check_due_at IS NOT NULL;
                 CREATE INDEX apple_links_check_unscheduled ON apple_links (account_id)
                     WHERE status = 'linked' AND refresh_token_ciphertext IS NOT NULL AND check_due_at IS NULL;
+                """
+        ),
+        SchemaMigration(
+            version: 23,
+            name: "admin_token_uses",
+            sql: """
+                -- When each admin token was last used, shared by every server on the database, for
+                -- `upgrade-cli admin tokens list`. A token is named by its name and creation time (a token removed
+                -- and added again under its name is another token). Each server writes a token's row at most about
+                -- once a minute (`AdminTokenUsage`), so this is not a write per request.
+                CREATE TABLE admin_token_uses (
+                    name TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    last_used_at INTEGER NOT NULL,
+                    PRIMARY KEY (name, created_at)
+                );
                 """
         ),
     ]

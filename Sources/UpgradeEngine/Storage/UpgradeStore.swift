@@ -4,7 +4,7 @@
 /// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
 /// `NotificationStore`, `AuditStore`, `JobLeaseStore`, `ClientThrottleStore`, `UpgradeTicketStore`,
 /// `PasswordChangeStore`, `AppleRevocationStore`, `AccountImportStore`, `WebhookOutboxStore`, `HashParameterStore`,
-/// `SealedValueStore`, `AppleLinkCheckStore`). Nothing above these protocols knows SQL or a
+/// `SealedValueStore`, `AppleLinkCheckStore`, `AdminTokenUseStore`). Nothing above these protocols knows SQL or a
 /// backend's codes.
 ///
 /// What every backend guarantees:
@@ -69,7 +69,8 @@ public protocol UpgradeStore: Sendable {
 public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
     JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, PasswordChangeStore, AppleRevocationStore,
-    AccountImportStore, WebhookOutboxStore, HashParameterStore, SealedValueStore, AppleLinkCheckStore
+    AccountImportStore, WebhookOutboxStore, HashParameterStore, SealedValueStore, AppleLinkCheckStore,
+    AdminTokenUseStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.

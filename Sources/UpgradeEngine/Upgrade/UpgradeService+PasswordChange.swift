@@ -27,7 +27,7 @@ extension UpgradeService {
         try Self.require(newPassword, "newPassword", maxBytes: Self.maxPasswordBytes)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
         var machine = PasswordChangeStateMachine.start(now: now, policy: configuration.policy)
-        if let violation = configuration.passwordRules.violation(of: newPassword) {
+        if let violation = passwordRules.current.violation(of: newPassword) {
             try refuseNewPassword(violation, machine: &machine, now: now)
         }
         if ticket == nil, ConstantTime.equals(newPassword, password) {

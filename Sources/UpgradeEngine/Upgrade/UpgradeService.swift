@@ -15,6 +15,9 @@ public final class UpgradeService: Sendable {
     let failureFloors = FailureFloorTracker()
     /// Failed credential checks per client, counted in the credential check's own transactions.
     public let clientThrottle: ClientThrottle?
+    /// `configuration.passwordRules` until a reload replaces them (`replacePasswordRules`); a
+    /// password change reads them once.
+    let passwordRules: Reloadable<PasswordRules>
 
     public init(
         store: any UpgradeStore,
@@ -31,7 +34,14 @@ public final class UpgradeService: Sendable {
         self.apple = apple
         self.configuration = configuration
         self.clientThrottle = configuration.clientThrottle.map { ClientThrottle(policy: $0, store: store) }
+        self.passwordRules = Reloadable(configuration.passwordRules)
     }
+
+    /// What a changed password must meet from the next password change on (a reload).
+    public func replacePasswordRules(_ rules: PasswordRules) { passwordRules.replace(with: rules) }
+
+    /// What a changed password must meet now.
+    public var currentPasswordRules: PasswordRules { passwordRules.current }
 
     // MARK: Input limits (checked before any work; a violation changes nothing)
 

@@ -21,14 +21,19 @@ public final class WebhookSender: Sendable {
     /// Where and how events are sent.
     public struct Endpoint: Sendable {
         public var url: String
-        public var secret: WebhookSecret
+        /// Newest first; every delivery is signed with each (`WebhookSecrets`).
+        public var secrets: WebhookSecrets
         /// The whole exchange, connection included; past it the attempt counts as failed.
         public var timeout: Duration
 
-        public init(url: String, secret: WebhookSecret, timeout: Duration = .seconds(10)) {
+        public init(url: String, secrets: WebhookSecrets, timeout: Duration = .seconds(10)) {
             self.url = url
-            self.secret = secret
+            self.secrets = secrets
             self.timeout = timeout
+        }
+
+        public init(url: String, secret: WebhookSecret, timeout: Duration = .seconds(10)) {
+            self.init(url: url, secrets: WebhookSecrets(secret), timeout: timeout)
         }
     }
 
@@ -54,7 +59,8 @@ public final class WebhookSender: Sendable {
     }
 
     let store: any UpgradeStore
-    let endpoint: Endpoint?
+    /// Its secrets may be replaced by a reload (`replaceSecrets`); each batch reads it once.
+    private let endpointHolder: Reloadable<Endpoint>?
     public let policy: Policy
     let onEvent: @Sendable (Event) -> Void
     /// Unix seconds for `webhook-timestamp`: the real time of the attempt, whatever `now` says,
@@ -71,10 +77,22 @@ public final class WebhookSender: Sendable {
         onEvent: @escaping @Sendable (Event) -> Void = { _ in }
     ) {
         self.store = store
-        self.endpoint = endpoint
+        self.endpointHolder = endpoint.map { Reloadable($0) }
         self.policy = policy
         self.wallClock = wallClock
         self.onEvent = onEvent
+    }
+
+    /// Where events go now; nil when webhooks are off.
+    public var endpoint: Endpoint? { endpointHolder?.current }
+
+    /// Signs from the next batch on with `secrets` (a reload of `UPGRADE_WEBHOOK_SECRET_FILE`); a
+    /// batch under way keeps the secrets it started with. Nothing happens when webhooks are off.
+    public func replaceSecrets(_ secrets: WebhookSecrets) {
+        guard let endpointHolder else { return }
+        var endpoint = endpointHolder.current
+        endpoint.secrets = secrets
+        endpointHolder.replace(with: endpoint)
     }
 
     /// One batch: claims the rows due by `clock()` (at most `policy.batchSize`, one per account)
@@ -133,12 +151,12 @@ public final class WebhookSender: Sendable {
     }
 
     /// The headers of one delivery of `row` at `timestamp`, as `Name: value` lines.
-    static func headers(id: String, timestamp: Int64, body: [UInt8], secret: WebhookSecret) -> [String] {
+    static func headers(id: String, timestamp: Int64, body: [UInt8], secrets: WebhookSecrets) -> [String] {
         [
             "Content-Type: application/json",
             "webhook-id: \(id)",
             "webhook-timestamp: \(timestamp)",
-            "webhook-signature: \(secret.signature(id: id, timestamp: timestamp, body: body))",
+            "webhook-signature: \(secrets.signature(id: id, timestamp: timestamp, body: body))",
         ]
     }
 
@@ -153,7 +171,7 @@ public final class WebhookSender: Sendable {
         let request = AppleClientTransport.Request(
             method: "POST",
             url: endpoint.url,
-            headers: Self.headers(id: row.id, timestamp: wallClock(), body: body, secret: endpoint.secret),
+            headers: Self.headers(id: row.id, timestamp: wallClock(), body: body, secrets: endpoint.secrets),
             body: body
         )
         let reason: String

@@ -8,6 +8,9 @@ While the file RECORD.down exists it answers 503 to everything (an outage), coun
 in RECORD.refused. A delivery whose signature does not verify is answered 400 and recorded with
 "bad": true. It exits by itself after LIFETIME seconds, so a test that dies cannot leave it behind.
 
+SECRET is the one secret the receiver holds, or @PATH: a file holding it, read again for each
+delivery, so a test can switch the receiver's secret during a rotation.
+
 usage: receiver.py SECRET RECORD [LIFETIME] [DELAY_MS]
 """
 import json
@@ -22,7 +25,6 @@ from standardwebhooks import Webhook
 secret, record = sys.argv[1], sys.argv[2]
 lifetime = float(sys.argv[3]) if len(sys.argv) > 3 else 120
 delay = float(sys.argv[4]) / 1000 if len(sys.argv) > 4 else 0
-webhook = Webhook(secret)
 lock = threading.Lock()
 
 
@@ -44,8 +46,9 @@ class Handler(BaseHTTPRequestHandler):
         if delay:
             time.sleep(delay)
         headers = {k.lower(): v for k, v in self.headers.items()}
+        held = open(secret[1:]).read().strip() if secret.startswith("@") else secret
         try:
-            payload = webhook.verify(body, headers)
+            payload = Webhook(held).verify(body, headers)
         except Exception as error:  # any refusal: the test fails on a "bad" line
             append(record, json.dumps({"bad": True, "id": headers.get("webhook-id"), "why": str(error)}))
             return self.answer(400)
