@@ -102,11 +102,11 @@ static void forward_signal(int signo) {
     errno = saved;
 }
 
-int csystem_forward_signal_to_shutdown_fd(int signo) {
-    if (csystem_shutdown_signal_fd() < 0) return -1;
+// Installs `handler` for `signo` and unblocks the signal in the calling thread.
+static int install_forwarder(int signo, void (*handler)(int)) {
     struct sigaction action;
     memset(&action, 0, sizeof(action));
-    action.sa_handler = forward_signal;
+    action.sa_handler = handler;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
     if (sigaction(signo, &action, NULL) != 0) return -1;
@@ -121,6 +121,11 @@ int csystem_forward_signal_to_shutdown_fd(int signo) {
         return -1;
     }
     return 0;
+}
+
+int csystem_forward_signal_to_shutdown_fd(int signo) {
+    if (csystem_shutdown_signal_fd() < 0) return -1;
+    return install_forwarder(signo, forward_signal);
 }
 
 int csystem_restore_default_signal(int signo) {
@@ -157,19 +162,5 @@ static void forward_reload_signal(int signo) {
 
 int csystem_forward_signal_to_reload_fd(int signo) {
     if (csystem_reload_signal_fd() < 0) return -1;
-    struct sigaction action;
-    memset(&action, 0, sizeof(action));
-    action.sa_handler = forward_reload_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    if (sigaction(signo, &action, NULL) != 0) return -1;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, signo);
-    int result = pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-    if (result != 0) {
-        errno = result;
-        return -1;
-    }
-    return 0;
+    return install_forwarder(signo, forward_reload_signal);
 }
