@@ -193,7 +193,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case upgradeTicketsHash, passwordChangesID
     case appleRevocationsID
     case accountProfilesAccount, importRunsID
-    case webhookOutboxID, usernameSkeletonSourceID, hashParameterSetsID
+    case webhookOutboxID, usernameSkeletonSourceID, hashParameterSetsID, adminTokenUsesToken
 
     var testDescription: String { rawValue }
 
@@ -225,6 +225,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .webhookOutboxID: .webhookOutboxID
         case .usernameSkeletonSourceID: .usernameSkeletonSourceID
         case .hashParameterSetsID: .hashParameterSetsID
+        case .adminTokenUsesToken: .adminTokenUsesToken
         }
     }
 
@@ -357,6 +358,14 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             let record = HashParameterSetRecord(id: 1, kind: "hmac", sealed: Array("s3cret".utf8), createdAt: Seed.now)
             try tx.insertHashParameterSet(record)
             try tx.insertHashParameterSet(record)
+        case .adminTokenUsesToken:
+            // The store upserts a token's row; a second plain INSERT is what the key refuses.
+            try tx.recordAdminTokenUse(name: "s3cret-token", createdAt: 1, at: Seed.now)
+            try Seed.raw(
+                tx,
+                "INSERT INTO admin_token_uses (name, created_at, last_used_at) VALUES (?, 1, 1)",
+                [.text("s3cret-token")]
+            )
         }
     }
 }

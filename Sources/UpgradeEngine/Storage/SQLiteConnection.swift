@@ -203,6 +203,7 @@ final class SQLiteConnection {
         "webhook_outbox.id": .webhookOutboxID,
         "username_skeleton_source.id": .usernameSkeletonSourceID,
         "hash_parameter_sets.id": .hashParameterSetsID,
+        "admin_token_uses.name, admin_token_uses.created_at": .adminTokenUsesToken,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

@@ -57,6 +57,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case webhookOutboxID = "webhook_outbox.id"
             case usernameSkeletonSourceID = "username_skeleton_source.id"
             case hashParameterSetsID = "hash_parameter_sets.id"
+            case adminTokenUsesToken = "admin_token_uses.(name, created_at)"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -109,6 +110,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let usernameSkeletonSourceID = Constraint(name: .usernameSkeletonSourceID)
         /// A parameter set id taken already (two imports adding a set at once).
         public static let hashParameterSetsID = Constraint(name: .hashParameterSetsID)
+        /// A second last-use row for one admin token (its name and creation time).
+        public static let adminTokenUsesToken = Constraint(name: .adminTokenUsesToken)
     }
 
     public let code: Code

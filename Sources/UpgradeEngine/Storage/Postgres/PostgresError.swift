@@ -145,6 +145,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "apple_revocations": .appleRevocationsID,
         "account_profiles": .accountProfilesAccount, "import_runs": .importRunsID,
         "webhook_outbox": .webhookOutboxID, "username_skeleton_source": .usernameSkeletonSourceID,
-        "hash_parameter_sets": .hashParameterSetsID,
+        "hash_parameter_sets": .hashParameterSetsID, "admin_token_uses": .adminTokenUsesToken,
     ]
 }
