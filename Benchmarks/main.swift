@@ -44,6 +44,12 @@ if CommandLine.arguments.dropFirst().first == "upgrade-cpu" {
     exit(0)
 }
 
+// `Benchmarks upgrade-history [PAST] [ROUNDS] [--db postgres://...]`: CPU per upgrade for an
+// account with PAST past upgrades against a fresh account, on SQLite and on PostgreSQL.
+if CommandLine.arguments.dropFirst().first == "upgrade-history" {
+    exit(upgradeHistoryCommand(Array(CommandLine.arguments.dropFirst(2))))
+}
+
 // `Benchmarks webhooks [COUNT] [ACCOUNTS]`: webhook deliveries per second to a loopback receiver.
 if CommandLine.arguments.dropFirst().first == "webhooks" {
     let numbers = CommandLine.arguments.dropFirst(2).map { Int($0) }

@@ -27,10 +27,7 @@ extension SQLTransaction {
 
     func openPasswordChanges(accountID: String, limit: Int) throws(StorageError) -> [PasswordChangeRecord] {
         try rows(
-            """
-            SELECT \(PasswordChangeRecord.columns) FROM password_changes
-            WHERE account_id = $1 AND status IN ('started', 'stepUpRequired') ORDER BY created_at, id LIMIT $2
-            """,
+            PasswordChangeSQL.selectOpenChanges,
             [.text(accountID), .integer(Int64(limit))]
         ).map(PasswordChangeRecord.init(row:))
     }
@@ -39,4 +36,13 @@ extension SQLTransaction {
     func deleteAccountlessPasswordChanges(usernameKey: String) throws(StorageError) {
         try send("DELETE FROM password_changes WHERE account_id IS NULL AND username_key = $1", [.text(usernameKey)])
     }
+}
+
+enum PasswordChangeSQL {
+    /// Reads the partial index `password_changes_account_open` (migration 24) in its order: only the
+    /// account's open changes, however many ended ones it has. The status list is the index's.
+    static let selectOpenChanges = """
+        SELECT \(PasswordChangeRecord.columns) FROM password_changes
+        WHERE account_id = $1 AND status IN ('started', 'stepUpRequired') ORDER BY created_at, id LIMIT $2
+        """
 }

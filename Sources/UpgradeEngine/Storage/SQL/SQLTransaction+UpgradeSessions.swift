@@ -52,8 +52,9 @@ extension SQLTransaction {
     }
 
     /// Sets only the columns a transition changes; `account_id`, `username_key`,
-    /// `service_identifier` and `created_at` are fixed by the insert. On SQLite, naming `account_id`,
-    /// the one indexed column, even unchanged would rewrite its `upgrade_sessions_account` entry.
+    /// `service_identifier` and `created_at` are fixed by the insert. On SQLite, naming `account_id`
+    /// even unchanged would rewrite its `upgrade_sessions_account` entry; `status` decides whether the
+    /// row is in the partial indexes of open and converting sessions, so a flow that ends leaves them.
     func updateUpgradeSession(_ session: UpgradeSessionRecord, expectedVersion: Int64) throws(StorageError) {
         try versionedUpdate(
             """
@@ -72,12 +73,14 @@ extension SQLTransaction {
     }
 }
 
-private enum UpgradeSessionSQL {
+enum UpgradeSessionSQL {
     static let sessionColumns =
         "id, account_id, username_key, service_identifier, status, machine, state_hash, nonce_hash, linked_sub, created_at, expires_at, updated_at, version"
     static let insertSession =
         "INSERT INTO upgrade_sessions (\(sessionColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
     static let selectSessionByID = "SELECT \(sessionColumns) FROM upgrade_sessions WHERE id = $1"
+    /// Reads the partial index `upgrade_sessions_account_open` (migration 24) in its order: only the
+    /// account's open sessions, however many ended ones it has. The status list is the index's.
     static let selectOpenSessions = """
         SELECT \(sessionColumns) FROM upgrade_sessions
         WHERE account_id = $1 AND status IN ('started', 'stepUpRequired', 'awaitingAppleCredential', 'converting')
