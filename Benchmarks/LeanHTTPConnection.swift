@@ -14,17 +14,31 @@ final class LeanHTTPConnection: @unchecked Sendable {
         let description: String
     }
 
-    private let fd: Int32
+    private var fd: Int32
+    private let port: UInt16
     private let authority: String
     private var buffer: [UInt8] = []
+    /// When the last answer was read (uptime nanoseconds).
+    private var lastUsed: UInt64
+
+    /// The server closes a connection idle for its keep-alive timeout (`keepAliveTimeout`); a driver
+    /// thread that waited longer (another phase, a slow run) opens a new one first, as a client
+    /// that pools connections does, instead of failing on the closed one.
+    private static let idleReconnect: UInt64 = 2_000_000_000
 
     /// `base` is `http://127.0.0.1:PORT`.
     init(base: String) throws {
         guard base.hasPrefix("http://127.0.0.1:"), let port = UInt16(base.dropFirst("http://127.0.0.1:".count)) else {
             throw Failure(description: "not a loopback base URL: \(base)")
         }
+        self.port = port
         authority = "127.0.0.1:\(port)"
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = try Self.connect(port: port)
+        lastUsed = DispatchTime.now().uptimeNanoseconds
+    }
+
+    private static func connect(port: UInt16) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -37,14 +51,15 @@ final class LeanHTTPConnection: @unchecked Sendable {
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard connected == 0 else {
             let number = errno
             Glibc.close(fd)
-            throw Failure(description: "connect to \(authority): errno \(number)")
+            throw Failure(description: "connect to 127.0.0.1:\(port): errno \(number)")
         }
+        return fd
     }
 
     deinit { Glibc.close(fd) }
@@ -82,6 +97,12 @@ final class LeanHTTPConnection: @unchecked Sendable {
     }
 
     private func send(_ request: [UInt8], _ path: String) throws {
+        if DispatchTime.now().uptimeNanoseconds - lastUsed > Self.idleReconnect {
+            let fresh = try Self.connect(port: port)
+            Glibc.close(fd)
+            fd = fresh
+            buffer.removeAll()
+        }
         var sent = 0
         while sent < request.count {
             let count = request.withUnsafeBytes {
@@ -113,6 +134,7 @@ final class LeanHTTPConnection: @unchecked Sendable {
         while buffer.count < headEnd! + length { try fill(path) }
         let body = Array(buffer[headEnd!..<(headEnd! + length)])
         buffer.removeFirst(headEnd! + length)
+        lastUsed = DispatchTime.now().uptimeNanoseconds
         return (status, body)
     }
 

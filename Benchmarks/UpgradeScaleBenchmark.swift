@@ -8,7 +8,7 @@ import UpgradeEngine
 /// server, or half on each. Each round measures both, in alternating order, `count` upgrades each.
 func runUpgradeScaleBenchmark(count: Int, clients: Int, rounds: Int) throws {
     guard let store = try benchmarkPostgresStore() else {
-        throw BenchmarkError("upgrade-scale needs UPGRADE_DB=postgres://...: the two servers share one database")
+        throw BenchmarkError("needs UPGRADE_DB=postgres://...: the two servers share one database")
     }
     let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         .deletingLastPathComponent()
@@ -24,8 +24,8 @@ func runUpgradeScaleBenchmark(count: Int, clients: Int, rounds: Int) throws {
 
     let warmUps = 10
     let total = 2 * warmUps + rounds * 2 * count
-    let hash = try PasswordHasher(parameters: .init(memoryKiB: 256, iterations: 1, parallelism: 1))
-        .hash(password: "bench-password")
+    // The server's own parameters: any other hash would be rehashed, and written, at its first check.
+    let hash = try PasswordHasher().hash(password: "bench-password")
     for start in stride(from: 0, to: total, by: 1000) {
         try store.write { tx in
             for index in start..<min(total, start + 1000) {

@@ -14,8 +14,12 @@ seconds="${1:-10}"
 rounds="${2:-1}"
 command -v wrk >/dev/null || { echo "http-load: wrk is not installed" >&2; exit 2; }
 
-swift build -c release --product http-load-server >/dev/null
-binary="$(swift build -c release --show-bin-path)/http-load-server"
+# HTTP_LOAD_SERVER names a server already built (Benchmarks/smoke.sh passes the debug one).
+binary="${HTTP_LOAD_SERVER:-}"
+if [ -z "$binary" ]; then
+    swift build -c release --product http-load-server >/dev/null
+    binary="$(swift build -c release --show-bin-path)/http-load-server"
+fi
 workdir="$(mktemp -d)"
 server_pid=""
 cleanup() {
