@@ -131,11 +131,11 @@ struct FailoverTests {
                 Task.detached { await Self.convert(accounts, base: base, instance: instance, emulator, log) }
             )
         }
+        let (changeNames, changeBase) = (changes.keys.sorted(), bases[0])
+        let (deletionNames, deletionBase) = (deletions.keys.sorted(), bases[1])
+        workers.append(Task.detached { await Self.changePasswords(changeNames, base: changeBase, log) })
         workers.append(
-            Task.detached { await Self.changePasswords(changes.keys.sorted(), base: bases[0], log) }
-        )
-        workers.append(
-            Task.detached { await Self.deleteAccounts(deletions.keys.sorted(), base: bases[1], token: support, log) }
+            Task.detached { await Self.deleteAccounts(deletionNames, base: deletionBase, token: support, log) }
         )
         defer { log.stop() }
         #expect(try await log.waitUntil(Self.acknowledgedPerPhase, since: .start), "no conversions before the kill")
