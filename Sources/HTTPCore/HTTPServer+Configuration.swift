@@ -27,8 +27,15 @@ extension HTTPServer {
         public var threadsPerEventLoop: Int = 1
         /// Threads that run `HTTPHandler.handle`; handlers may block, so twice the cores by default.
         public var workerCount: Int = max(2, HTTPServer.Configuration.coreCount * 2)
-        /// Requests waiting for a worker; one more is answered 503 with `Retry-After: 1`.
-        public var workerQueueCapacity: Int = 64
+        /// How long the oldest request waiting for a worker may have waited: while it has waited
+        /// longer, a new request is answered `503 server-busy` with `Retry-After: 1` instead of
+        /// queued (docs/architecture.md §11.6). Shedding by delay, not by count: a burst waits as long
+        /// as it is drained within this bound, however many requests it holds.
+        public var maxQueueDelay: Duration = .milliseconds(500)
+        /// A memory cap on requests waiting for a worker; one more is answered 503 like a delay past
+        /// `maxQueueDelay`. Nil (the default): `maxConnections × maxPipelinedRequests`, as many as
+        /// the open connections can have pending, so only the delay refuses.
+        public var workerQueueCapacity: Int? = nil
         /// Open connections across all loops; a connection beyond it gets a 503 and is closed.
         public var maxConnections: Int = 1024
         /// Open connections from one client, so that one client cannot fill `maxConnections` and take
@@ -78,6 +85,13 @@ extension HTTPServer {
 
         public init() {}
 
+        /// `workerQueueCapacity`, or the most requests the connections can have pending.
+        var effectiveWorkerQueueCapacity: Int {
+            if let workerQueueCapacity { return workerQueueCapacity }
+            let (product, overflow) = maxConnections.multipliedReportingOverflow(by: maxPipelinedRequests)
+            return overflow ? Int.max : product
+        }
+
         static var coreCount: Int {
             max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         }
@@ -94,7 +108,7 @@ extension HTTPServer {
             if eventLoopCount < 1 { return "eventLoopCount must be at least 1" }
             if !(1...16).contains(threadsPerEventLoop) { return "threadsPerEventLoop must be 1...16" }
             if workerCount < 1 { return "workerCount must be at least 1" }
-            if workerQueueCapacity < 1 { return "workerQueueCapacity must be at least 1" }
+            if let capacity = workerQueueCapacity, capacity < 1 { return "workerQueueCapacity must be at least 1" }
             if maxConnections < 1 { return "maxConnections must be at least 1" }
             if maxConnectionsPerClient < 1 { return "maxConnectionsPerClient must be at least 1" }
             if maxPipelinedRequests < 1 { return "maxPipelinedRequests must be at least 1" }
@@ -105,7 +119,7 @@ extension HTTPServer {
                 ("keepAliveTimeout", keepAliveTimeout),
                 ("writeTimeout", writeTimeout), ("lingerTimeout", lingerTimeout),
                 ("shutdownTimeout", shutdownTimeout), ("timerResolution", timerResolution),
-                ("acceptRetryDelay", acceptRetryDelay),
+                ("acceptRetryDelay", acceptRetryDelay), ("maxQueueDelay", maxQueueDelay),
             ]
             for (name, value) in durations where value <= .zero {
                 return "\(name) must be positive"

@@ -8,7 +8,8 @@ extension HTTPServer {
         /// Refused at `maxConnectionsPerClient`.
         public var connectionsRefusedPerClient = 0
         public var requestsReceived = 0
-        /// Answered 503 because the worker queue was full.
+        /// Answered 503 because the oldest request waiting for a worker had waited longer than
+        /// `maxQueueDelay`, or the queue was at `workerQueueCapacity`.
         public var requestsRefusedBusy = 0
         /// Handled by the event loop thread that read them, with no worker woken
         /// (see `Configuration.threadsPerEventLoop`).
@@ -23,6 +24,12 @@ extension HTTPServer {
         public var bytesRead = 0
         /// Requests waiting for a worker at the time of reading.
         public var queuedRequests = 0
+        /// How long the oldest of them has waited at the time of reading (zero when none waits).
+        public var oldestQueuedWait: Duration = .zero
+        /// Requests a worker took from the queue, the sum of their waits in it, and the longest wait.
+        public var requestsDequeued = 0
+        public var queueWaitTotal: Duration = .zero
+        public var queueWaitMaximum: Duration = .zero
 
         public init() {}
     }

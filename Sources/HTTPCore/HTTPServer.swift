@@ -155,6 +155,10 @@ public final class HTTPServer: Sendable {
         }
         statistics.connectionsOpen = running.loops.first?.context.openConnections.load(ordering: .relaxed) ?? 0
         statistics.queuedRequests = running.pool.queuedCount
+        statistics.oldestQueuedWait = .nanoseconds(Int64(clamping: running.pool.oldestQueuedWait))
+        statistics.requestsDequeued = running.pool.dequeued.load(ordering: .relaxed)
+        statistics.queueWaitTotal = .nanoseconds(running.pool.queueWaitTotal.load(ordering: .relaxed))
+        statistics.queueWaitMaximum = .nanoseconds(running.pool.queueWaitMaximum.load(ordering: .relaxed))
         return statistics
     }
 
@@ -170,7 +174,8 @@ public final class HTTPServer: Sendable {
 
         let pool = WorkerPool(
             handler: handler,
-            queueCapacity: configuration.workerQueueCapacity,
+            queueCapacity: configuration.effectiveWorkerQueueCapacity,
+            maxQueueDelay: configuration.maxQueueDelay,
             onEvent: configuration.onEvent
         )
         let randomBase = UInt64.random(in: .min ... .max)

@@ -1,11 +1,17 @@
 import CSystem
 import Glibc
+import Synchronization
 
-/// A fixed set of threads running `HTTPHandler.handle`, fed by a bounded FIFO queue.
+/// A fixed set of threads running `HTTPHandler.handle`, fed by a FIFO queue that sheds by delay.
 ///
-/// Event loops never wait here: `submit` either queues a job at once or reports the queue full, and
-/// the loop answers 503. A worker delivers its result to the job's loop (`EventLoop.complete`):
-/// itself while the loop sleeps, else through the loop's mailbox; responses leave in request order.
+/// Event loops never wait here: `submit` either queues a job at once or refuses it, and the loop
+/// answers 503. It refuses by delay, not by count (docs/architecture.md §11.6): a job is queued
+/// unless the oldest queued job has waited longer than `maxQueueDelay`, a standing queue that the
+/// workers are not draining in time. The count cap (`capacity`) only bounds memory; by default it
+/// is `maxConnections × maxPipelinedRequests`, more jobs than the connections can have pending, so
+/// it is never what refuses. The ring grows on demand, so a quiet server does not allocate it whole.
+/// A worker delivers its result to the job's loop (`EventLoop.complete`): itself while the loop
+/// sleeps, else through the loop's mailbox; responses leave in request order.
 ///
 /// Idle workers park on a futex word of their own and are woken last-in, first-out: under light load
 /// the same worker takes request after request, so its stack, its caches and the database connection
@@ -29,6 +35,8 @@ final class WorkerPool: @unchecked Sendable {
         let loop: EventLoop
         let connectionID: UInt64
         let sequence: UInt64
+        /// When it was queued (`MonotonicClock`), set by `submit`.
+        var queuedAt: UInt64 = 0
     }
 
     private let handler: any HTTPHandler
@@ -39,15 +47,30 @@ final class WorkerPool: @unchecked Sendable {
     private var queue: [Job?]
     private var head = 0
     private var count = 0
+    /// The most jobs `queue` may grow to.
+    private let capacity: Int
+    /// Nanoseconds the oldest queued job may have waited for a new one to be queued.
+    private let maxQueueDelay: UInt64
+    /// Jobs taken by workers, the sum and the maximum of their waits (ns), for `HTTPServer.statistics`.
+    let dequeued = Atomic<Int>(0)
+    let queueWaitTotal = Atomic<Int>(0)
+    let queueWaitMaximum = Atomic<Int>(0)
     /// Sleeping workers, the most recently idle last.
     private var idle: [Int] = []
     private var stopping = false
     private var threads: [SystemThread] = []
 
-    init(handler: any HTTPHandler, queueCapacity: Int, onEvent: @escaping @Sendable (HTTPServerEvent) -> Void) {
+    init(
+        handler: any HTTPHandler,
+        queueCapacity: Int,
+        maxQueueDelay: Duration,
+        onEvent: @escaping @Sendable (HTTPServerEvent) -> Void
+    ) {
         self.handler = handler
         self.onEvent = onEvent
-        self.queue = Array(repeating: nil, count: queueCapacity)
+        self.capacity = queueCapacity
+        self.maxQueueDelay = maxQueueDelay.nanoseconds
+        self.queue = Array(repeating: nil, count: min(queueCapacity, 64))
     }
 
     deinit {
@@ -64,16 +87,42 @@ final class WorkerPool: @unchecked Sendable {
         }
     }
 
-    /// Queues a job, or returns false when the queue is full or the pool is stopping. Does not wake a
-    /// worker: the caller calls `wakeWorkers(upTo:)` once after a batch of submissions, which saves a
-    /// futex wake and a contended lock per request under load.
+    /// Queues a job, or returns false when the oldest queued job has waited longer than
+    /// `maxQueueDelay`, the queue is at `capacity` or the pool is stopping. Does not wake a worker:
+    /// the caller calls `wakeWorkers(upTo:)` once after a batch of submissions, which saves a futex
+    /// wake and a contended lock per request under load.
     func submit(_ job: Job) -> Bool {
+        var job = job
+        job.queuedAt = MonotonicClock.now()
         mutex.lock()
         defer { mutex.unlock() }
-        guard !stopping, count < queue.count else { return false }
+        guard !stopping, count < capacity else { return false }
+        if count > 0, let oldest = queue[head], job.queuedAt > oldest.queuedAt,
+            job.queuedAt - oldest.queuedAt > maxQueueDelay
+        {
+            return false
+        }
+        if count == queue.count { grow() }
         queue[(head + count) % queue.count] = job
         count += 1
         return true
+    }
+
+    /// Doubles the ring (up to `capacity`), its jobs moved to the front in order. Under `mutex`.
+    private func grow() {
+        var larger = [Job?](repeating: nil, count: min(capacity, max(1, queue.count * 2)))
+        for offset in 0..<count { larger[offset] = queue[(head + offset) % queue.count] }
+        queue = larger
+        head = 0
+    }
+
+    /// How long the oldest queued job has waited (ns), 0 when none waits.
+    var oldestQueuedWait: UInt64 {
+        let now = MonotonicClock.now()
+        mutex.lock()
+        defer { mutex.unlock() }
+        guard count > 0, let oldest = queue[head], now > oldest.queuedAt else { return 0 }
+        return now - oldest.queuedAt
     }
 
     /// Wakes idle workers for `submitted` newly queued jobs, the most recently idle first. Busy
@@ -117,7 +166,23 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     private func runWorker(_ worker: Int) {
-        while let job = nextJob(worker) { perform(job) }
+        while let job = nextJob(worker) {
+            let now = MonotonicClock.now()
+            let wait = Int(clamping: now > job.queuedAt ? now - job.queuedAt : 0)
+            dequeued.wrappingAdd(1, ordering: .relaxed)
+            queueWaitTotal.wrappingAdd(wait, ordering: .relaxed)
+            var maximum = queueWaitMaximum.load(ordering: .relaxed)
+            while wait > maximum {
+                let (exchanged, current) = queueWaitMaximum.compareExchange(
+                    expected: maximum,
+                    desired: wait,
+                    ordering: .relaxed
+                )
+                if exchanged { break }
+                maximum = current
+            }
+            perform(job)
+        }
     }
 
     /// Runs `job` and delivers its result to its loop.

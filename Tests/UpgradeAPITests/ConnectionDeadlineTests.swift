@@ -10,7 +10,7 @@ struct ConnectionDeadlineTests {
     let context = ServerContext(
         configuration: HTTPServer.Configuration(),
         handler: TestHandler(),
-        pool: WorkerPool(handler: TestHandler(), queueCapacity: 1, onEvent: { _ in }),
+        pool: WorkerPool(handler: TestHandler(), queueCapacity: 1, maxQueueDelay: .seconds(1), onEvent: { _ in }),
         requestIDBase: 0
     )
     let accepted: UInt64 = 1_000_000_000_000

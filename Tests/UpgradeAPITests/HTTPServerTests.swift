@@ -244,7 +244,7 @@ struct HTTPServerTests {
         #expect(try client.readUntilClosed().isEmpty)
     }
 
-    @Test("when every worker is busy and the queue is full, the next request gets 503 with Retry-After")
+    @Test("when every worker is busy and the queue is at its memory cap, the next request gets 503 with Retry-After")
     func fullQueue() throws {
         let handler = TestHandler()
         let server = try oneLoopServer(handler, threadsPerEventLoop: 1)
@@ -271,6 +271,69 @@ struct HTTPServerTests {
         #expect(try refused.readResponse().status == 200)
         #expect(server.server.statistics.requestsRefusedBusy == 1)
         #expect(server.server.statistics.requestsHandledByLoopThreads == 0)
+    }
+
+    @Test("with one blocked worker, requests beyond the old count limit of 64 wait and are served, not refused")
+    func queueBeyondCount() throws {
+        let handler = TestHandler()
+        let server = try TestServer(handler: handler) {
+            $0.eventLoopCount = 1
+            $0.workerCount = 1
+            $0.maxQueueDelay = .seconds(60)
+            $0.maxConnectionsPerClient = 1024
+        }
+        defer { #expect(server.stop()) }
+        let running = try blockedClient(server)
+        #expect(handler.gate.waitUntilEntered(), "the only worker took the first request")
+        var queued: [TestClient] = []
+        for _ in 0..<99 { queued.append(try blockedClient(server)) }
+        #expect(waitForQueue(server, depth: 99))
+        #expect(server.server.statistics.requestsRefusedBusy == 0)
+
+        handler.gate.open(100)
+        for client in [running] + queued {
+            #expect(try client.readResponse().text == "released")
+        }
+        let statistics = server.server.statistics
+        #expect(statistics.requestsRefusedBusy == 0)
+        #expect(statistics.requestsDequeued == 100)
+        #expect(statistics.queuedRequests == 0)
+    }
+
+    @Test("a request is refused 503 server-busy once the oldest queued request has waited past maxQueueDelay")
+    func shedByDelay() throws {
+        let handler = TestHandler()
+        let server = try TestServer(handler: handler) {
+            $0.eventLoopCount = 1
+            $0.workerCount = 1
+            $0.maxQueueDelay = .milliseconds(50)
+        }
+        defer { #expect(server.stop()) }
+        let running = try blockedClient(server)
+        #expect(handler.gate.waitUntilEntered(), "the only worker took the first request")
+        let queued = try blockedClient(server)
+        #expect(waitForQueue(server, depth: 1))
+        // Waits until the queued request is past the bound, however long that takes: a new request
+        // is read after that, so it finds the oldest one older than the bound.
+        #expect(waitForOldestWait(server, longerThan: .milliseconds(50)))
+
+        let refused = try blockedClient(server)
+        let busy = try refused.readResponse()
+        #expect(busy.status == 503)
+        #expect(busy.header("Retry-After") == "1")
+        #expect(busy.problemSlug == "server-busy")
+        #expect(server.server.statistics.queuedRequests == 1, "the waiting request keeps its place")
+
+        handler.gate.open(2)
+        #expect(try running.readResponse().text == "released")
+        #expect(try queued.readResponse().text == "released")
+        // The queue drained: a new request is queued and served again.
+        try refused.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try refused.readResponse().text == "hello")
+        let statistics = server.server.statistics
+        #expect(statistics.requestsRefusedBusy == 1)
+        #expect(statistics.queueWaitMaximum > .milliseconds(50))
+        #expect(statistics.queueWaitTotal >= statistics.queueWaitMaximum)
     }
 
     @Test("a loop thread runs the request it read while another thread of its loop stays on watch")
@@ -332,6 +395,15 @@ struct HTTPServerTests {
     private func waitForQueue(_ server: TestServer, depth: Int) -> Bool {
         for _ in 0..<500 {
             if server.server.statistics.queuedRequests >= depth { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// Polls until the oldest queued request has waited longer than `bound` (at most 5 s).
+    private func waitForOldestWait(_ server: TestServer, longerThan bound: Duration) -> Bool {
+        for _ in 0..<500 {
+            if server.server.statistics.oldestQueuedWait > bound { return true }
             usleep(10_000)
         }
         return false

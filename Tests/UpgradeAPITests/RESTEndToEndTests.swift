@@ -354,5 +354,7 @@ struct RESTEndToEndTests {
         )
         #expect(metrics.contains("http_request_duration_seconds_bucket"))
         #expect(metrics.contains("http_worker_queue_depth"))
+        #expect(metrics.contains("\nhttp_worker_queue_oldest_wait_seconds "))
+        #expect(metrics.contains("\nhttp_worker_queue_wait_seconds_count "))
     }
 }

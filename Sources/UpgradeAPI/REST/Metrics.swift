@@ -133,6 +133,12 @@ public final class Metrics: Sendable {
         }
     }
 
+    /// A duration in seconds, for a Prometheus sample.
+    private static func seconds(_ duration: Duration) -> Double {
+        let (whole, attoseconds) = duration.components
+        return Double(whole) + Double(attoseconds) / 1e18
+    }
+
     /// The exposition text, with gauges sampled at scrape time: the server's `statistics` and the
     /// engine's `backlog` (nil when the database did not answer: its gauges are left out rather than
     /// failing the scrape).
@@ -223,6 +229,14 @@ public final class Metrics: Sendable {
         }
         if let statistics {
             gauge("http_worker_queue_depth", "Requests waiting for a worker thread.", statistics.queuedRequests)
+            let oldest = "How long the oldest request waiting for a worker thread has waited (0: none waits)."
+            let wait = "Time requests waited for a worker thread, and how many a worker took."
+            out += "# HELP http_worker_queue_oldest_wait_seconds \(oldest)\n"
+            out += "# TYPE http_worker_queue_oldest_wait_seconds gauge\n"
+            out += "http_worker_queue_oldest_wait_seconds \(Self.seconds(statistics.oldestQueuedWait))\n"
+            out += "# HELP http_worker_queue_wait_seconds \(wait)\n# TYPE http_worker_queue_wait_seconds summary\n"
+            out += "http_worker_queue_wait_seconds_sum \(Self.seconds(statistics.queueWaitTotal))\n"
+            out += "http_worker_queue_wait_seconds_count \(statistics.requestsDequeued)\n"
             gauge("http_connections_open", "Open client connections.", statistics.connectionsOpen)
         }
         guard let backlog else { return out }
