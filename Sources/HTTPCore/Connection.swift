@@ -56,6 +56,8 @@ final class Connection {
     var requestStartedAt: UInt64?
     /// When the connection last became idle between requests.
     var idleSince: UInt64
+    /// Queued in the loop's `deferredWrites` for the end of the current dispatch batch.
+    var writeDeferred = false
     /// When a write first found the socket buffer full, until the output drains.
     var writeBlockedSince: UInt64?
     /// The descriptor is closed (and may already belong to someone else): never touch `fd` again.

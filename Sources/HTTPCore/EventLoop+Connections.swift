@@ -78,8 +78,29 @@ extension EventLoop {
             // Requests already buffered get no new readable event, so when answering them freed room
             // under the limit, parse again rather than wait for bytes the client may never send.
         } while stoppedAtLimit && connection.pending.count < limit
+        if deferringWrites, case .open = connection.phase, !connection.peerClosedWrite,
+            connection.pending.count < limit, connection.interest == csystem_EPOLLIN
+        {
+            // Written once the whole batch is dispatched (see `EventLoop.run`); the interest stays
+            // what it is, so nothing but the write waits.
+            if !connection.writeDeferred {
+                connection.writeDeferred = true
+                deferredWrites.append(connection)
+            }
+            return
+        }
         guard writeOutput(connection, now: now) else { return }
         updateInterest(connection)
+    }
+
+    /// Writes what the batch just dispatched answered (see `EventLoop.run`).
+    func flushDeferredWrites(now: UInt64) {
+        for connection in deferredWrites {
+            connection.writeDeferred = false
+            guard writeOutput(connection, now: now) else { continue }
+            updateInterest(connection)
+        }
+        deferredWrites.removeAll(keepingCapacity: true)
     }
 
     /// Dispatches buffered requests until the parser needs bytes, fails, or `limit` requests are

@@ -112,6 +112,11 @@ final class EventLoop: @unchecked Sendable {
     /// True while a loop thread dispatches what `epoll_wait` returned and may keep one request for
     /// itself; false for a worker delivering a result (it queues every request it parses).
     private var mayKeepRequest = false
+    /// True while a loop thread dispatches a batch of events: responses are then written after the
+    /// whole batch, not one by one between reads (docs/architecture.md §11.7).
+    var deferringWrites = false
+    /// The connections whose responses wait for the end of the batch.
+    var deferredWrites: [Connection] = []
     /// The request the dispatching loop thread keeps, taken before it releases `ownership`.
     private var keptJob: WorkerPool.Job?
     /// Jobs queued since the workers were last woken (see `WorkerPool.submit`).
@@ -258,9 +263,12 @@ final class EventLoop: @unchecked Sendable {
                 // a connection (a worker delivering, the sibling thread); see `Connection.expiry`.
                 let now = MonotonicClock.now()
                 mayKeepRequest = loopThreadsHandling.load(ordering: .relaxed) < threadCount - 1
+                deferringWrites = true
                 for slot in 0..<Int(count) {
                     dispatch(token: tokens[slot], events: events[slot], now: now)
                 }
+                deferringWrites = false
+                flushDeferredWrites(now: now)
                 mayKeepRequest = false
                 releaseHeld(now: now)
                 if now >= nextSweep {
