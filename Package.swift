@@ -100,8 +100,8 @@ let package = Package(
             dependencies: ["UpgradeEngine", "AppleEmulator"],
             path: "Benchmarks",
             exclude: [
-                "README.md", "http-load.sh", "import-rows.sh", "provision-batch.sh", "readyz-ab.sh", "smoke.sh",
-                "soak.py", "upgrade-cpu-ab.sh",
+                "README.md", "http-load.sh", "import-rows.sh", "latency.lua", "peer-compare.sh", "peers",
+                "provision-batch.sh", "readyz-ab.sh", "smoke.sh", "soak.py", "upgrade-cpu-ab.sh",
             ]
         ),
         .testTarget(name: "UpgradeMachinesTests", dependencies: ["UpgradeMachines"]),

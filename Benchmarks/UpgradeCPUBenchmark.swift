@@ -119,7 +119,14 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
         try setup.apple.post("/emulator/users", ["email": "bench\(index)@example.com"]).json["userId"]?.stringValue
             ?? ""
     }
-    @Sendable func upgrade(_ index: Int, on device: Device) throws {
+    /// Wall time of the upgrade's two requests to the server, in nanoseconds: the start (with the
+    /// password hash) and the Apple credential (no hash; the code exchange with the emulator).
+    struct Latency: Sendable {
+        var start: UInt64
+        var credential: UInt64
+    }
+    @Sendable func upgrade(_ index: Int, on device: Device) throws -> Latency {
+        let clock = DispatchTime.now().uptimeNanoseconds
         let (_, started) = try device.server.post(
             "/v1/upgrades",
             ["username": "u\(runTag)-\(index)", "password": "bench-password", "serviceIdentifier": "bench"]
@@ -129,10 +136,12 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
         else {
             throw BenchmarkError("unexpected start answer: \(started)")
         }
+        let startTime = DispatchTime.now().uptimeNanoseconds - clock
         let authorization = try device.apple.post(
             "/emulator/authorize",
             ["userId": users[index], "clientId": clientID, "nonce": nonce, "state": state]
         ).json
+        let credentialSent = DispatchTime.now().uptimeNanoseconds
         let done = try device.server.post(
             "/v1/upgrades/\(id)/apple-credential",
             [
@@ -141,13 +150,15 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
                 "state": state,
             ]
         ).json
+        let credentialTime = DispatchTime.now().uptimeNanoseconds - credentialSent
         guard done["status"]?.stringValue == "completed" else {
             throw BenchmarkError("upgrade \(index) did not complete: \(done)")
         }
+        return Latency(start: startTime, credential: credentialTime)
     }
     let devices = try (0..<clients).map { _ in try device() }
     // Warm-up: JWKS fetched, client secret made, caches filled.
-    for index in 0..<warmUps { try upgrade(index, on: setup) }
+    for index in 0..<warmUps { _ = try upgrade(index, on: setup) }
     let hashesBefore = try passwordHashMetrics(setup.server)
     let before = try server.cpuSeconds()
     let switchesBefore = server.contextSwitches()
@@ -156,11 +167,14 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     )
     let started = DispatchTime.now().uptimeNanoseconds
     let failures = Mutex<[String]>([])
+    let latencies = Mutex<[Latency]>([])
     DispatchQueue.concurrentPerform(iterations: clients) { client in
         // Client c upgrades accounts warmUps + c, warmUps + c + clients, ...
+        var mine: [Latency] = []
+        defer { latencies.withLock { $0 += mine } }
         for index in stride(from: warmUps + client, to: total, by: clients) {
             do {
-                try upgrade(index, on: devices[client])
+                mine.append(try upgrade(index, on: devices[client]))
             } catch {
                 failures.withLock { $0.append("\(error)") }
                 return
@@ -218,6 +232,28 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
                 ?? ""
         )
     )
+    // Latency as a device sees it, with `clients` devices at once: the start carries the hash, the
+    // credential does not (its time includes the server's code exchange with the emulator).
+    let measured = latencies.withLock { $0 }
+    for (label, values) in [
+        ("start (with the hash)", measured.map(\.start)),
+        ("Apple credential (no hash)", measured.map(\.credential)),
+        ("both requests", measured.map { $0.start + $0.credential }),
+    ] {
+        let sorted = values.sorted()
+        func percentile(_ p: Double) -> Double {
+            Double(sorted[min(sorted.count - 1, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1)]) / 1e6
+        }
+        print(
+            String(
+                format: "  latency %@ p50 %7.2f ms   p99 %7.2f ms   p99.9 %7.2f ms",
+                label.padding(toLength: 28, withPad: " ", startingAt: 0),
+                percentile(50),
+                percentile(99),
+                percentile(99.9)
+            )
+        )
+    }
     let excluded = (perUpgrade - serverHashMilliseconds) / 1000
     print(
         String(
