@@ -804,8 +804,59 @@ struct StoreConformanceTests {
                 PasswordCredentialRecord(accountID: alice.id, hash: "$2b$04$x", format: "bcrypt", updatedAt: Self.now)
             )
         }
-        #expect(try db.store.write { try $0.deletePasswordCredential(accountID: alice.id) })
+        try db.store.write { try $0.deletePasswordCredential(accountID: alice.id) }
         #expect(try db.store.read { try $0.passwordCredential(accountID: alice.id) } == nil)
+        // Nothing left to delete is no failure.
+        try db.store.write { try $0.deletePasswordCredential(accountID: alice.id) }
+    }
+
+    @Test(
+        "an account's snapshot, read in one statement, equals the account, password and profile reads",
+        arguments: Backend.all
+    )
+    func accountSnapshot(_ backend: Backend) throws {
+        let db = try backend.database()
+        let bare = account("bare")
+        let full = account("full")
+        try db.store.write { tx in
+            try tx.insertAccount(bare)
+            try tx.insertAccount(full)
+            try tx.upsertPasswordCredential(
+                PasswordCredentialRecord(accountID: full.id, hash: "h-full", format: "argon2id", updatedAt: 7)
+            )
+            try tx.upsertAccountProfile(
+                AccountProfileRecord(
+                    accountID: full.id,
+                    email: "full@example.com",
+                    displayName: "Füll Example",
+                    importRun: nil,
+                    importLine: nil,
+                    updatedAt: 8,
+                    emailSource: .device,
+                    displayNameSource: .device,
+                    fullName: PersonName(givenName: "Füll", familyName: "Example"),
+                    realUserStatus: .likelyReal
+                )
+            )
+        }
+        for id in [bare.id, full.id] {
+            let (snapshot, expected) = try db.store.read { tx in
+                (
+                    try tx.accountSnapshot(id: id),
+                    try tx.account(id: id).map { account in
+                        AccountSnapshot(
+                            account: account,
+                            credential: try tx.passwordCredential(accountID: id),
+                            profile: try tx.accountProfile(accountID: id)
+                        )
+                    }
+                )
+            }
+            #expect(snapshot != nil && snapshot == expected, "\(id)")
+        }
+        let fullSnapshot = try db.store.read { try $0.accountSnapshot(id: full.id) }
+        #expect(fullSnapshot?.credential?.hash == "h-full" && fullSnapshot?.profile?.realUserStatus == .likelyReal)
+        #expect(try db.store.read { try $0.accountSnapshot(id: "nobody") } == nil)
     }
 
     @Test("many threads writing at once: every increment lands exactly once", arguments: Backend.all)

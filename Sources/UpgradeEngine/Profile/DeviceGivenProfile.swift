@@ -101,7 +101,24 @@ public struct DeviceGivenProfile: Sendable, Equatable {
         in tx: any StoreTransaction,
         now: Int64
     ) throws(StorageError) -> (profile: AccountProfileRecord?, filled: [String]) {
-        let profile = try tx.accountProfile(accountID: accountID)
+        try store(
+            over: try tx.accountProfile(accountID: accountID),
+            accountID: accountID,
+            realUserStatus: realUserStatus,
+            in: tx,
+            now: now
+        )
+    }
+
+    /// `store`, over the profile the same transaction has already read.
+    @discardableResult
+    func store(
+        over profile: AccountProfileRecord?,
+        accountID: String,
+        realUserStatus: AppleRealUserStatus?,
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws(StorageError) -> (profile: AccountProfileRecord?, filled: [String]) {
         guard let filled = filling(profile, accountID: accountID, realUserStatus: realUserStatus, now: now) else {
             return (profile, [])
         }

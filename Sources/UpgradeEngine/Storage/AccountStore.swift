@@ -44,11 +44,14 @@ public protocol AccountStore {
     /// `upsertPasswordCredential` for each in order, in a few statements; no two name one account.
     func upsertPasswordCredentials(_ credentials: [PasswordCredentialRecord]) throws(StorageError)
     func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord?
+    /// The account with its password and its profile, read at once: what claiming and converting an
+    /// upgrade check again inside their writes. Nil when no account has this id.
+    func accountSnapshot(id: String) throws(StorageError) -> AccountSnapshot?
     /// Accounts whose password only the legacy login system can check (`PasswordCredentialRecord.legacyFormat`).
     func legacyPasswordCount() throws(StorageError) -> Int
-    /// Returns whether a row was deleted.
-    @discardableResult
-    func deletePasswordCredential(accountID: String) throws(StorageError) -> Bool
+    /// Deletes the account's password, if it has one. A write that returns nothing: PostgreSQL sends
+    /// it with the transaction's next statement that answers (`UpgradeStore`).
+    func deletePasswordCredential(accountID: String) throws(StorageError)
 
     // Second factor
     func upsertTOTPEnrollment(_ enrollment: TOTPEnrollmentRecord) throws(StorageError)

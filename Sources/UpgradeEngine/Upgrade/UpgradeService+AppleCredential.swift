@@ -119,9 +119,12 @@ extension UpgradeService {
                 machine: &machine,
                 now: now,
                 unless: { tx in
-                    if let refusal = try Self.claimRefusal(of: record, for: claims.subject, in: tx) { return refusal }
-                    claimedCredential = try record.accountID.flatMap { try tx.passwordCredential(accountID: $0) }
-                    return nil
+                    switch try Self.claimRefusal(of: record, for: claims.subject, in: tx) {
+                    case .refused(let refusal): return refusal
+                    case .eligible(let credential):
+                        claimedCredential = credential
+                        return nil
+                    }
                 }
             )
         } catch let failure where failure.kind == .inProgress {
@@ -178,22 +181,29 @@ extension UpgradeService {
         let detail: [String: String]
     }
 
+    /// What the claim's transaction found: a refusal, or the account's password the claim is made
+    /// with (which the conversion requires to be still the account's).
+    enum ClaimCheck {
+        case refused(Refusal)
+        case eligible(PasswordCredentialRecord?)
+    }
+
     /// Inside the claim's transaction: the `sub` must not be linked to another account, and the
-    /// account must still have a password to convert.
+    /// account must still have a password to convert; the account and its password in one read.
     static func claimRefusal(
         of record: UpgradeSessionRecord,
         for sub: String,
         in tx: any StoreTransaction
-    ) throws -> Refusal? {
+    ) throws -> ClaimCheck {
         if let existing = try tx.appleLink(sub: sub), existing.accountID != record.accountID {
-            return Refusal(reason: .subConflict, detail: ["sub": sub])
+            return .refused(Refusal(reason: .subConflict, detail: ["sub": sub]))
         }
-        guard let accountID = record.accountID, let account = try tx.account(id: accountID),
-            account.credentialKind == .password
+        guard let accountID = record.accountID, let snapshot = try tx.accountSnapshot(id: accountID),
+            snapshot.account.credentialKind == .password
         else {
-            return Refusal(reason: .notEligible, detail: [:])
+            return .refused(Refusal(reason: .notEligible, detail: [:]))
         }
-        return nil
+        return .eligible(snapshot.credential)
     }
 
     enum CredentialVerdict {

@@ -64,12 +64,15 @@ extension UpgradeService {
         guard let accountID = record.accountID, let claims = inputs.claims else {
             throw ServiceFailure(.internalError, "the upgrade has no account", cause: "convertAccount without inputs")
         }
-        guard let account = try tx.account(id: accountID), account.credentialKind == .password else {
+        // The account, its password and its profile in one read.
+        guard let snapshot = try tx.accountSnapshot(id: accountID), snapshot.account.credentialKind == .password
+        else {
             throw ServiceFailure(.notEligible, Self.message(for: .notEligible))
         }
+        let account = snapshot.account
         // A credential change that committed after the claim wins: the owner's new password is not
         // deleted by a conversion the old one authorized (docs/architecture.md §4.4).
-        guard let claimed = inputs.claimedCredential, try tx.passwordCredential(accountID: accountID) == claimed else {
+        guard let claimed = inputs.claimedCredential, snapshot.credential == claimed else {
             throw ServiceFailure(.credentialsChanged, Self.message(for: .credentialsChanged))
         }
         let refreshCiphertext = inputs.tokens?.refreshToken.map {
@@ -92,6 +95,7 @@ extension UpgradeService {
         try tx.deletePasswordCredential(accountID: accountID)
         try tx.updateAccountCredentialKind(id: accountID, kind: .appleOnly, expectedVersion: account.version, now: now)
         let (profile, filled) = try inputs.given.store(
+            over: snapshot.profile,
             accountID: accountID,
             realUserStatus: claims.realUserStatus.flatMap(AppleRealUserStatus.init(rawValue:)),
             in: tx,

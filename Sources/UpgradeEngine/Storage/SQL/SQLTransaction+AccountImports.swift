@@ -10,13 +10,15 @@ extension SQLTransaction {
     }
 
     func accountProfile(accountID: String) throws(StorageError) -> AccountProfileRecord? {
-        guard
-            let row = try rows(
-                "SELECT \(AccountImportSQL.profileColumns) FROM account_profiles WHERE account_id = $1",
-                [.text(accountID)]
-            ).first
-        else { return nil }
-        return AccountProfileRecord(
+        try rows(
+            "SELECT \(AccountImportSQL.profileColumns) FROM account_profiles WHERE account_id = $1",
+            [.text(accountID)]
+        ).first.map(Self.profile)
+    }
+
+    /// A profile from its columns in `AccountImportSQL.profileColumns`' order.
+    static func profile(_ row: [SQLValue]) -> AccountProfileRecord {
+        AccountProfileRecord(
             accountID: row[0].string ?? "",
             email: row[1].string,
             displayName: row[2].string,
@@ -77,7 +79,7 @@ extension SQLTransaction {
     }
 }
 
-private enum AccountImportSQL {
+enum AccountImportSQL {
     static let profileColumns =
         "account_id, email, display_name, import_run, import_line, updated_at, email_source, display_name_source, full_name, real_user_status"
     static let runColumns =
