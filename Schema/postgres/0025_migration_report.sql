@@ -1,4 +1,4 @@
--- The migration report (upgrade-cli report, GET /v1/admin/report; docs/architecture.md §12).
+-- The migration report (upgrade-cli report, GET /v1/admin/report; docs/architecture.md §7.7).
 --
 -- How a flow was entered: 'silent' (the extension's call without user interface), 'withUI' (its
 -- call with one), 'ticket' (an in-app flow with a ticket); NULL when the client did not say, and for

@@ -330,6 +330,33 @@ struct MigrationReportTests {
         #expect(MigrationReport(jsonDocument: report.jsonDocument) == report)
     }
 
+    @Test(
+        "a team transfer: records per state and the window's end, as `transfer status` counts them",
+        arguments: Backend.all
+    )
+    func transfer(_ backend: Backend) async throws {
+        let world = try TransferWorld(backend: backend)
+        _ = try (0..<4).map { try world.addLinkedUser("user\($0)") }
+        _ = try await world.prepare()
+        let now = world.clock.value.withLock { $0 }
+        let prepared = try ReportService(store: world.database.store).report(since: nil, until: nil, now: now)
+        #expect(prepared.transfer.byStatus["transferPrepared"] == 4 && prepared.transfer.untouchedLinkedAccounts == 0)
+        #expect(Set(prepared.transfer.byStatus.keys) == Set(TransferStatus.allCases.map(\.rawValue)))
+        #expect(prepared.transfer.windowEndsAt == nil)
+
+        let windowEndsAt = try world.transferApp()
+        _ = try await world.complete(windowEndsAt: windowEndsAt)
+        let later = world.clock.value.withLock { $0 }
+        let completed = try ReportService(store: world.database.store).report(since: nil, until: nil, now: later)
+        let status = try TransferService.status(store: world.database.store, now: later)
+        #expect(
+            completed.transfer.byStatus
+                == Dictionary(uniqueKeysWithValues: status.counts.map { ($0.key.rawValue, $0.value) })
+        )
+        #expect(completed.transfer.byStatus.values.reduce(0, +) == 4)
+        #expect(completed.transfer.windowEndsAt == RFC3339.utc(seconds: windowEndsAt))
+    }
+
     @Test("a window that ends before it starts is a validation failure", arguments: Backend.all)
     func emptyWindow(_ backend: Backend) throws {
         let h = try UpgradeHarness(backend: backend)

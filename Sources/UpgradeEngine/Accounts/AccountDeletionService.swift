@@ -70,7 +70,7 @@ public struct AccountDeletionService: Sendable {
                         event: "account.deleted",
                         detail: [
                             "by": deletedBy, "appleRevocation": queued == nil ? "none" : "queued",
-                            // For the migration report's accounts per day (docs/architecture.md §12).
+                            // For the migration report's accounts per day (docs/architecture.md §7.7).
                             "credentialKind": account.credentialKind.rawValue,
                         ]
                     )

@@ -3,7 +3,7 @@
 /// conversion, or deletion of a password account, was one more then; a later creation of one, one
 /// fewer. Rows that do not say their `credentialKind` (recorded from migration 25 on) count as
 /// `password` when created and as unknown, left out of the derivation, when deleted
-/// (docs/architecture.md §12).
+/// (docs/architecture.md §7.7).
 enum AccountsTally {
     static let created: Set<String> = ["account.created", "account.imported", "account.provisioned"]
 

@@ -1,5 +1,5 @@
 /// Counts one flow's audited transitions into `MigrationReport.Outcomes`: in total, by entry and per
-/// day. Which transition is which step (docs/architecture.md §12):
+/// day. Which transition is which step (docs/architecture.md §7.7):
 /// - `started`: the flow's first transition (from `started`); `credentialAccepted` when it moved on
 ///   rather than ending;
 /// - `stepUpRequired`, `reachedApple`: a move into `stepUpRequired`, `awaitingAppleCredential`;

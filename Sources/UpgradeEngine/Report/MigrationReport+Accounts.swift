@@ -20,7 +20,7 @@ extension MigrationReport {
 
     /// One day's changes to the accounts, from the audit trail. `onPasswordsAtEnd` is derived backwards
     /// from today's count: it adds back the later conversions and deletions of password accounts and
-    /// takes away the later creations of them (docs/architecture.md §12 says which rows count).
+    /// takes away the later creations of them (docs/architecture.md §7.7 says which rows count).
     public struct AccountsDay: Codable, Sendable, Equatable {
         public var day: String
         /// Accounts created, imported or provisioned (`account.created`, `account.imported`,

@@ -6,7 +6,7 @@ extension MigrationReport {
         /// By how the flow was entered: `silent` (the extension's call without user interface),
         /// `withUI` (its call with a user interface), `ticket` (an in-app upgrade or change with a
         /// ticket from `POST /v1/upgrade-tickets`), `unknown` (a client that did not say, and flows
-        /// recorded before the entry was, docs/architecture.md §12). Every key is always present.
+        /// recorded before the entry was, docs/architecture.md §7.7). Every key is always present.
         public var byEntry: [String: Outcomes]
         /// Per day of the window with any step, oldest first.
         public var perDay: [Day]

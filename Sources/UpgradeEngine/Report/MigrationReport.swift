@@ -1,5 +1,5 @@
 /// How the migration is going, as `upgrade-cli report` and `GET /v1/admin/report` show it (one JSON
-/// document, `json`; docs/architecture.md §12). Read in one transaction by `ReportService`: the
+/// document, `json`; docs/architecture.md §7.7). Read in one transaction by `ReportService`: the
 /// accounts and the transfer and outbox backlogs as they are at the end of the read, the upgrades
 /// and password changes from the audit trail, counted by when each step happened inside the window
 /// `[since, until)`. Names are the API's: statuses, `ASExtensionError` names for cancel reasons,

@@ -92,7 +92,9 @@ public struct ReportService: Sendable {
                 median: medians.passwordChange
             ),
             transfer: MigrationReport.Transfer(
-                byStatus: transfer.recordsByStatus,
+                // Every state, 0 included, so the document's shape does not depend on the data.
+                byStatus: Dictionary(uniqueKeysWithValues: TransferStatus.allCases.map { ($0.rawValue, 0) })
+                    .merging(transfer.recordsByStatus, uniquingKeysWith: +),
                 untouchedLinkedAccounts: transfer.untouchedLinkedAccounts,
                 windowEndsAt: transfer.latestWindowEndsAt.map { RFC3339.utc(seconds: $0) }
             ),

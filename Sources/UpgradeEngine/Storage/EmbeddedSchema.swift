@@ -603,7 +603,7 @@ enum EmbeddedSchema {
             version: 25,
             name: "migration_report",
             sql: """
-                -- The migration report (upgrade-cli report, GET /v1/admin/report; docs/architecture.md §12).
+                -- The migration report (upgrade-cli report, GET /v1/admin/report; docs/architecture.md §7.7).
                 --
                 -- How a flow was entered: 'silent' (the extension's call without user interface), 'withUI' (its
                 -- call with one), 'ticket' (an in-app flow with a ticket); NULL when the client did not say, and for
@@ -1242,7 +1242,7 @@ enum EmbeddedSchema {
             version: 25,
             name: "migration_report",
             sql: """
-                -- The migration report (upgrade-cli report, GET /v1/admin/report; docs/architecture.md §12).
+                -- The migration report (upgrade-cli report, GET /v1/admin/report; docs/architecture.md §7.7).
                 --
                 -- How a flow was entered: 'silent' (the extension's call without user interface), 'withUI' (its
                 -- call with one), 'ticket' (an in-app flow with a ticket); NULL when the client did not say, and for

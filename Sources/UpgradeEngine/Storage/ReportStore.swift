@@ -1,5 +1,5 @@
 /// The migration report's reads inside a transaction (`ReportService`): counts grouped in the
-/// database, each answered from an index (migration 25, docs/architecture.md §12), never rows.
+/// database, each answered from an index (migration 25, docs/architecture.md §7.7), never rows.
 public protocol ReportStore {
     /// Accounts per stored `credential_kind`, and the password rows still of format `legacy`.
     func accountCredentialCounts() throws(StorageError) -> AccountCredentialCounts

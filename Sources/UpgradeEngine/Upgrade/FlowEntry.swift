@@ -1,5 +1,5 @@
 /// How an upgrade or password change was entered, as the migration report counts it
-/// (docs/architecture.md §12). The raw value is stored (`entry` column, audit detail `entry`).
+/// (docs/architecture.md §7.7). The raw value is stored (`entry` column, audit detail `entry`).
 public enum FlowEntry: String, Sendable, Hashable, CaseIterable {
     /// The extension's call without user interface
     /// (`convertAccountToSignInWithAppleWithoutUserInteraction`, `changePasswordWithoutUserInteraction`).
