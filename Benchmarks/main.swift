@@ -52,6 +52,12 @@ if CommandLine.arguments.dropFirst().first == "upgrade-history" {
     exit(upgradeHistoryCommand(Array(CommandLine.arguments.dropFirst(2))))
 }
 
+// `Benchmarks report [ACCOUNTS] [--db postgres://...]`: how long the migration report takes over
+// ACCOUNTS accounts' history, on SQLite and on PostgreSQL.
+if CommandLine.arguments.dropFirst().first == "report" {
+    exit(migrationReportCommand(Array(CommandLine.arguments.dropFirst(2))))
+}
+
 // `Benchmarks webhooks [COUNT] [ACCOUNTS]`: webhook deliveries per second to a loopback receiver.
 if CommandLine.arguments.dropFirst().first == "webhooks" {
     let numbers = CommandLine.arguments.dropFirst(2).map { Int($0) }

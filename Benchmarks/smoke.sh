@@ -46,11 +46,13 @@ check "Benchmarks password-costs" "$bin/Benchmarks" password-costs 1
 check "Benchmarks failed-checks" "$bin/Benchmarks" failed-checks 1 --floor 0
 check "Benchmarks legacy-stall" "$bin/Benchmarks" legacy-stall 1 2 1
 check "Benchmarks upgrade-history (SQLite)" "$bin/Benchmarks" upgrade-history 50 20
+check "Benchmarks report (SQLite)" "$bin/Benchmarks" report 300
 if [ -n "$postgres" ]; then
     check "Benchmarks (primitives, PostgreSQL)" env UPGRADE_DB="$postgres" "$bin/Benchmarks"
     check "Benchmarks upgrade-cpu (PostgreSQL)" env UPGRADE_DB="$postgres" "$bin/Benchmarks" upgrade-cpu 5
     check "Benchmarks upgrade-scale (PostgreSQL)" env UPGRADE_DB="$postgres" "$bin/Benchmarks" upgrade-scale 4 2 1
     check "Benchmarks upgrade-history (PostgreSQL)" "$bin/Benchmarks" upgrade-history 50 20 --db "$postgres"
+    check "Benchmarks report (SQLite, PostgreSQL)" "$bin/Benchmarks" report 300 --db "$postgres"
 else
     echo "smoke: skipped the PostgreSQL benchmarks: UPGRADE_TEST_POSTGRES is not set"
 fi

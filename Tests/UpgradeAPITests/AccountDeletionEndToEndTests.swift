@@ -160,7 +160,7 @@ struct AccountDeletionEndToEndTests {
             try server.application.store.read { try $0.auditTrail(accountID: accountID, limit: 100) }.last
         )
         #expect(tombstone.event == "account.deleted")
-        #expect(tombstone.detail == ["by": "support", "appleRevocation": "queued"])
+        #expect(tombstone.detail == ["by": "support", "appleRevocation": "queued", "credentialKind": "appleOnly"])
         #expect(!"\(tombstone)".contains(sub) && !"\(tombstone)".contains("alice"))
         try harness.expectNoSecrets(
             [refreshToken, "pw-alice"],

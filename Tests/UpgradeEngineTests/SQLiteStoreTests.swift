@@ -300,7 +300,8 @@ struct SQLiteStoreTests {
         )
 
         // What was fixed at insert (account, username, creation) is not written again; the ended
-        // session leaves the index of open sessions (migration 24).
+        // session leaves the index of open sessions (migration 24) and, completed, enters that of
+        // completed ones (migration 25).
         session.accountID = nil
         session.usernameKey = "mallory"
         session.createdAt = 0
@@ -308,8 +309,8 @@ struct SQLiteStoreTests {
         session.nonceHash = nil
         session.linkedSub = "001234.abc"
         #expect(
-            try framesWritten(db) { try $0.updateUpgradeSession(session, expectedVersion: 1) } == 2,
-            "and the open-sessions index"
+            try framesWritten(db) { try $0.updateUpgradeSession(session, expectedVersion: 1) } == 3,
+            "and the open- and completed-sessions indexes"
         )
     }
 
