@@ -51,6 +51,9 @@ PAYLOADS = {
     "xss-attr": '"><svg onload=alert(2)><b id="injected">',
     "xss-quote": "'><iframe src=\"javascript:alert(3)\"></iframe>",
 }
+# The scripted upgrades: (account, outcome), an ASExtensionError name for a cancellation.
+SCRIPT = [("carol", "completed"), ("dave", "completed"), ("erin", "userCanceled"), ("frank", "userInteractionRequired"),
+          ("gina", "failed"), ("hank", "credentialIdentityNotFound")]
 children = []
 passed = 0
 
@@ -140,6 +143,28 @@ def json_call(method, url, body):
     return status, json.loads(text or "{}")
 
 
+def report_document(api, environment, token):
+    """The report as `GET /v1/admin/report` answers it, or `upgrade-cli report --json` prints it; None without either."""
+    status, _, text = call("GET", api + "/v1/admin/report", headers={"Authorization": "Bearer " + token})
+    if status == 200:
+        return json.loads(text)
+    printed = cli(["report", "--json"], environment)
+    return json.loads(printed.stdout) if printed.returncode == 0 else None
+
+
+def lookup(document, path):
+    """The number at a `data-field` path (dots between keys and list indexes); 0 where the document leaves it out."""
+    value = document
+    for part in path.split("."):
+        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            return 0
+    return value
+
+
 class Browser:
     """Headless Chromium with screenshots of whole pages at a given width."""
 
@@ -218,7 +243,7 @@ def main():
         assert made.returncode == 0, made.stderr
         tokens[name] = made.stdout.strip()
     check(cli(["db", "migrate"], environment).returncode == 0, "db migrate")
-    users = ["alice", "bob", "carol", "dave", "erin", "frank"]
+    users = ["alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank", "ivan"]
     for user in users:
         assert cli(["accounts", "add", user], environment, stdin=f"pw-{user}").returncode == 0
     rows = "".join(json.dumps({"username": name, "displayName": payload, "email": f"{name}@example.com",
@@ -228,10 +253,10 @@ def main():
 
     server, api, console = start_server(environment)
     apple = f"http://127.0.0.1:{environment['UPGRADE_DEV_EMULATOR_PORT']}"
-    for user, outcome in (("carol", "completed"), ("dave", "completed"), ("erin", "userCanceled"),
-                          ("frank", "userInteractionRequired")):
+    for user, outcome in SCRIPT:
         upgrade(api, apple, user, f"pw-{user}", outcome)
-    check(True, "scripted upgrades: 2 completed, 1 userCanceled, 1 userInteractionRequired")
+    status, _ = json_call("POST", api + "/v1/upgrades", {"username": "ivan", "password": "wrong", "serviceIdentifier": "example.com"})
+    check(status == 401, "scripted upgrades: 2 completed, one cancelled by each ASExtensionError reason, 1 failed (wrong password)")
 
     # Headers every answer carries, the sign-in page's included.
     status, headers, _ = call("GET", console + "/")
@@ -335,6 +360,25 @@ def main():
             By.CSS_SELECTOR, "section[aria-labelledby=imports-heading] tbody tr:first-child td")]
         check(len(cells) == 9 and cells[3] == str(len(PAYLOADS)), "the import run is listed with its counts")
 
+        # The migration report: the numbers the script made, and the same numbers as the API's document.
+        browser.get(console + "/report")
+        check(browser.no_alert() and len(driver.find_elements(By.CSS_SELECTOR, "svg.chart[role=img]")) >= 3,
+              "the report page draws its charts (conversions, accounts remaining, funnels) as SVG")
+        browser.shoot("00-report")
+        shown = {element.get_attribute("data-field"): int(element.text)
+                 for element in driver.find_elements(By.CSS_SELECTOR, "[data-field]")}
+        cancelled = {reason: shown.get(f"upgrades.total.cancelled.{reason}") for _, reason in SCRIPT[2:]}
+        check(shown.get("upgrades.total.completed") == 2 and all(count == 1 for count in cancelled.values())
+              and sum(value for key, value in shown.items() if key.startswith("upgrades.total.failed.")) >= 1,
+              "the report shows 2 completed, 1 cancelled per reason and the failure: " + json.dumps(cancelled))
+        document = report_document(api, environment, tokens["support"])
+        if document is None:
+            print("    (no GET /v1/admin/report or upgrade-cli report in this build: compared with the script only)")
+        else:
+            different = {field: (value, lookup(document, field)) for field, value in shown.items()
+                         if lookup(document, field) != value}
+            check(not different, f"all {len(shown)} numbers on the report page equal the API's report: {different}")
+
         # Clickjacking: a page on another origin framing the console gets nothing.
         framing_port = free_port()
         with open(os.path.join(WORKDIR, "frame.html"), "w") as page:
@@ -401,7 +445,7 @@ def main():
     finally:
         browser.driver.quit()
     shots = sorted(os.listdir(SHOTS))
-    check(len(shots) >= 26, f"{len(shots)} screenshots in .build/console-screenshots")
+    check(len(shots) >= 28, f"{len(shots)} screenshots in .build/console-screenshots")
     print(f"console-browser-test: passed ({passed} checks)")
 
 

@@ -369,4 +369,36 @@ struct ConsoleTests {
         let revocations = try fixture.send("GET", "/revocations", cookies: ["console-session": session])
         #expect(revocations.status == 200 && revocations.text.contains("Pending"))
     }
+
+    @Test("the report page shows the report's numbers and SVG charts, and needs the audit scope")
+    func reportPage() throws {
+        let fixture = try Fixture()
+        try fixture.server.addAccount("alice", password: "pw-alice")
+        try fixture.server.addAccount("bob", password: "pw-bob")
+        let (session, _) = try fixture.signIn(fixture.auditor)
+        let page = try fixture.send("GET", "/report", cookies: ["console-session": session])
+        #expect(page.status == 200)
+        let report = try ReportService(store: fixture.server.application.store).report(
+            since: nil,
+            until: nil,
+            now: fixture.server.clock.now
+        )
+        #expect(page.text.contains("data-field=\"accounts.total\">\(report.accounts.total)<"))
+        #expect(page.text.contains("data-field=\"accounts.password\">\(report.accounts.password)<"))
+        #expect(page.text.components(separatedBy: "<svg class=\"chart\"").count - 1 == 4)
+        #expect(!page.text.contains("<script") && !page.text.contains("style="))
+        let bad = try fixture.send("GET", "/report?since=yesterday", cookies: ["console-session": session])
+        #expect(bad.status == 422)
+
+        let now = Int64(Date().timeIntervalSince1970)
+        let accountsOnly = try AdminTokenFile.add(
+            name: "deleter",
+            scopes: [.accounts],
+            path: fixture.tokensPath,
+            now: now
+        )
+        try Self.reload(fixture)
+        let narrow = try fixture.signIn(accountsOnly)
+        #expect(try fixture.send("GET", "/report", cookies: ["console-session": narrow.session]).status == 403)
+    }
 }

@@ -14,10 +14,11 @@ import UpgradeEngine
 public final class ConsoleHandler: HTTPHandler {
     enum Route: Sendable {
         case stylesheet, home, signIn, signOut
-        case accounts, deleteAccount, jobs, webhooks, replayWebhooks, revocations
+        case accounts, deleteAccount, jobs, webhooks, replayWebhooks, revocations, report
     }
 
     let queries: AdminQueryService
+    let reports: ReportService
     let deletions: AccountDeletionService
     let revocations: AppleRevocationSender?
     let store: any UpgradeStore
@@ -44,6 +45,7 @@ public final class ConsoleHandler: HTTPHandler {
     ) {
         self.store = store
         self.queries = AdminQueryService(store: store)
+        self.reports = ReportService(store: store)
         self.deletions = AccountDeletionService(store: store)
         self.revocations = revocations
         self.admin = AdminAuthenticator(
@@ -66,6 +68,7 @@ public final class ConsoleHandler: HTTPHandler {
         router.add("GET", "/webhooks", .webhooks)
         router.add("POST", "/webhooks/replay", .replayWebhooks)
         router.add("GET", "/revocations", .revocations)
+        router.add("GET", "/report", .report)
         self.router = router
     }
 
@@ -152,6 +155,7 @@ public final class ConsoleHandler: HTTPHandler {
         case .webhooks: return try webhooks(&context)
         case .replayWebhooks: return try replayWebhooks(&context)
         case .revocations: return try revocations(&context)
+        case .report: return try report(&context)
         }
     }
 

@@ -2,11 +2,12 @@ import UpgradeEngine
 
 /// The console's pages in its navigation, each with the scope a token needs to see it.
 enum ConsoleSection: CaseIterable, Sendable {
-    case overview, accounts, jobs, webhooks, revocations
+    case overview, report, accounts, jobs, webhooks, revocations
 
     var path: String {
         switch self {
         case .overview: "/"
+        case .report: "/report"
         case .accounts: "/accounts"
         case .jobs: "/jobs"
         case .webhooks: "/webhooks"
@@ -17,6 +18,7 @@ enum ConsoleSection: CaseIterable, Sendable {
     var title: String {
         switch self {
         case .overview: "Overview"
+        case .report: "Migration report"
         case .accounts: "Accounts"
         case .jobs: "Batch jobs"
         case .webhooks: "Webhooks"
@@ -31,7 +33,7 @@ enum ConsoleSection: CaseIterable, Sendable {
         switch self {
         case .overview: true
         case .accounts: token.allows(.accounts) || token.allows(.audit)
-        case .jobs, .webhooks, .revocations: token.allows(.audit)
+        case .report, .jobs, .webhooks, .revocations: token.allows(.audit)
         }
     }
 }
