@@ -19,7 +19,7 @@ struct ConsoleTests {
         let auditor: String
         let server: DevServer
 
-        init(environment: [String: String] = [:]) throws {
+        init(_ backend: Backend = .sqlite, environment: [String: String] = [:]) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("console-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             tokensPath = directory.appendingPathComponent("tokens").path
@@ -27,6 +27,7 @@ struct ConsoleTests {
             support = try AdminTokenFile.add(name: "support", scopes: [.accounts, .audit], path: tokensPath, now: now)
             auditor = try AdminTokenFile.add(name: "auditor", scopes: [.audit], path: tokensPath, now: now)
             server = try DevServer(
+                backend,
                 environment: [
                     "UPGRADE_CONSOLE_LISTEN": "127.0.0.1:0", "UPGRADE_ADMIN_TOKENS_FILE": tokensPath,
                 ].merging(environment) { _, given in given }
@@ -226,9 +227,12 @@ struct ConsoleTests {
         #expect(try fixture.send("GET", "/jobs", cookies: ["console-session": third.session]).status == 303)
     }
 
-    @Test("a POST without the form token, with a wrong one, or without a session is 403 and deletes nothing")
-    func csrf() throws {
-        let fixture = try Fixture()
+    @Test(
+        "a POST without the form token, with a wrong one, or without a session is 403 and deletes nothing",
+        arguments: Backend.all
+    )
+    func csrf(_ backend: Backend) throws {
+        let fixture = try Fixture(backend)
         try fixture.server.addAccount("victim", password: "pw-victim")
         let (session, csrf) = try fixture.signIn(fixture.support)
         let cookies = ["console-session": session]
@@ -329,9 +333,9 @@ struct ConsoleTests {
         #expect(!page.text.contains("<script") && !page.text.contains("<img"))
     }
 
-    @Test("the background pages list leases, imports, the outbox and pending revocations")
-    func operations() throws {
-        let fixture = try Fixture()
+    @Test("the background pages list leases, imports, the outbox and pending revocations", arguments: Backend.all)
+    func operations(_ backend: Backend) throws {
+        let fixture = try Fixture(backend)
         let store = fixture.server.application.store
         let now = fixture.server.clock.now
         try store.write { tx in
