@@ -58,7 +58,7 @@ enum ConsoleStylesheet {
         .stat { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 12px; }
         .stat dt { color: var(--muted); font-size: 14px; }
         .stat dd { margin: 0; font-size: 1.6rem; font-weight: 700; font-variant-numeric: tabular-nums; }
-        figure.chart-figure { margin: 16px 0; }
+        figure.chart-figure { margin: 16px 0; overflow-x: auto; }
         figure.chart-figure figcaption { font-weight: 600; margin: 0 0 4px; }
         svg.chart { width: 100%; height: auto; max-width: 720px; display: block; }
         svg.chart text { font-size: 12px; fill: var(--muted); }
@@ -75,6 +75,9 @@ enum ConsoleStylesheet {
           dl.facts { grid-template-columns: 1fr; gap: 0; }
           dl.facts dd { margin-bottom: 6px; }
           th, td { padding: 5px 6px; }
+          /* A chart keeps a width its labels can be read at, and scrolls sideways in its figure. */
+          svg.chart { min-width: 560px; }
+          svg.chart text { font-size: 15px; }
         }
         """
 }
