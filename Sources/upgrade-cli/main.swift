@@ -14,6 +14,7 @@ enum CommandRegistry {
             AccountsAddCommand.self,
             AccountsShowCommand.self,
             AuditCommand.self,
+            ReportCommand.self,
             AccountsDeleteCommand.self,
             AccountsImportCommand.self,
             HashParametersAddCommand.self,

@@ -41,7 +41,10 @@ struct AccountCreationServiceTests {
             #expect(events.map(\.event) == ["account.created"])
             #expect(
                 events.first?.detail
-                    == ["passwordFormat": "argon2id", "secondFactor": "totp", "recoveryCodes": "3", "origin": "test"]
+                    == [
+                        "passwordFormat": "argon2id", "secondFactor": "totp", "recoveryCodes": "3", "origin": "test",
+                        "credentialKind": "password",
+                    ]
             )
         }
     }

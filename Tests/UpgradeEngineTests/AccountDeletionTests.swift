@@ -89,7 +89,7 @@ struct AccountDeletionTests {
             #expect(try tx.appleLink(sub: sub) == nil)
             let tombstone = try #require(try tx.auditTrail(accountID: account.id, limit: 50).last)
             #expect(tombstone.event == "account.deleted")
-            #expect(tombstone.detail == ["by": "support", "appleRevocation": "queued"])
+            #expect(tombstone.detail == ["by": "support", "appleRevocation": "queued", "credentialKind": "appleOnly"])
             let row = try #require(try tx.appleRevocation(id: revocationID))
             #expect(row.clientID == UpgradeEmulatorTests.clientID && row.accountID == account.id)
             #expect(!row.tokenCiphertext.isEmpty && row.doneAt == nil)

@@ -253,6 +253,9 @@ public final class Metrics: Sendable {
         gauge("upgrade_apple_link_check_oldest_due_age_seconds", linkHelp, linkAge)
         let legacy = "Accounts whose password only the legacy login system can check (no hash yet)."
         gauge("upgrade_accounts_legacy_password", legacy, backlog.legacyPasswords)
+        let passwords = "Accounts with a password hash the server checks, still to upgrade (legacy ones not included)."
+        gauge("upgrade_accounts_password", passwords, backlog.passwordAccounts)
+        gauge("upgrade_accounts_apple_only", "Accounts that sign in with Apple only.", backlog.appleOnlyAccounts)
         if let clients = backlog.clientsInDebt {
             let help = "Clients whose failed credential checks or wrong admin tokens still count against them."
             gauge("client_throttle_clients", help, clients)

@@ -36,6 +36,22 @@ extension UpgradeAPIHandler {
         return Self.noStoreJSON(AdminJSON.page(page, cursors: auditCursors))
     }
 
+    /// `GET /v1/admin/report?since=&until=` (scope `audit`): the document `upgrade-cli report --json` prints.
+    func migrationReport(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
+        _ = try admin.authorize(request, scope: .audit, now: now)
+        let query = try Self.strictQuery(request.query, allowed: ["since", "until"])
+        let report = try ReportService(store: store).report(
+            since: try query["since"].map { try Self.time($0, "since") },
+            until: try query["until"].map { try Self.time($0, "until") },
+            now: now
+        )
+        return HTTPResponse(
+            status: 200,
+            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: Array(report.jsonDocument.utf8)
+        )
+    }
+
     /// `GET /v1/admin/accounts/{username}`: `username` as the router decoded it.
     func accountOverview(_ request: HTTPRequest, username: String?, now: Int64) throws -> HTTPResponse {
         _ = try admin.authorize(request, scope: .accounts, now: now)

@@ -7,7 +7,7 @@ extension UpgradeAPIHandler {
     func startPasswordChange(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
         let body = try JSONBody(
             request,
-            allowed: ["username", "password", "ticket", "newPassword", "serviceIdentifier"]
+            allowed: ["username", "password", "ticket", "newPassword", "serviceIdentifier", "entry"]
         )
         // As for an upgrade: a ticket comes with an empty (or no) password; without one the password is required.
         let ticket = try body.string("ticket")
@@ -18,6 +18,7 @@ extension UpgradeAPIHandler {
             ticket: ticket,
             newPassword: try body.requiredString("newPassword"),
             serviceIdentifier: try body.requiredString("serviceIdentifier"),
+            entry: try Self.entry(body),
             clientKey: request.clientKey,
             now: now
         )

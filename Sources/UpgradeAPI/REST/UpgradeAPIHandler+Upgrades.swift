@@ -5,7 +5,7 @@ import UpgradeEngine
 extension UpgradeAPIHandler {
     /// `POST /v1/upgrades`.
     func startUpgrade(_ request: HTTPRequest, now: Int64) throws -> HTTPResponse {
-        let body = try JSONBody(request, allowed: ["username", "password", "ticket", "serviceIdentifier"])
+        let body = try JSONBody(request, allowed: ["username", "password", "ticket", "serviceIdentifier", "entry"])
         // An in-app upgrade sends a ticket and an empty (or no) password; without a ticket the
         // password is required.
         let ticket = try body.string("ticket")
@@ -16,11 +16,22 @@ extension UpgradeAPIHandler {
                 password: password,
                 ticket: ticket,
                 serviceIdentifier: try body.requiredString("serviceIdentifier"),
+                entry: try Self.entry(body),
                 clientKey: request.clientKey,
                 now: now
             )
         }
         return Self.render(answer, status: 201)
+    }
+
+    /// The optional `entry` of a flow's first request: which of the extension's calls sent it, for
+    /// the migration report. A ticket implies the entry `ticket`, so only the two calls are named.
+    static func entry(_ body: JSONBody) throws -> FlowEntry? {
+        guard let text = try body.string("entry") else { return nil }
+        guard let entry = FlowEntry(rawValue: text), entry != .ticket else {
+            throw APIProblem.validation("field 'entry' must be 'silent' or 'withUI'")
+        }
+        return entry
     }
 
     /// `POST /v1/upgrade-tickets` (scope `tickets`).

@@ -9,7 +9,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case startUpgrade, getUpgrade, stepUp, appleCredential, cancel, issueTicket
         case startPasswordChange, stepUpPasswordChange, cancelPasswordChange
         case signInNonce, signIn, credentialState, notification
-        case searchAudit, accountOverview
+        case searchAudit, accountOverview, migrationReport
         case deleteAccount, provisionAccount, provisionBatch
         case health, ready, metrics
     }
@@ -97,6 +97,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         router.add("GET", "/v1/apple/credential-state", .credentialState)
         router.add("POST", "/v1/apple/notifications", .notification)
         router.add("GET", "/v1/admin/audit", .searchAudit)
+        router.add("GET", "/v1/admin/report", .migrationReport)
         router.add("GET", "/v1/admin/accounts/{username}", .accountOverview)
         router.add("DELETE", "/v1/admin/accounts/{username}", .deleteAccount)
         router.add("PUT", "/v1/admin/accounts/{username}", .provisionAccount)
@@ -205,6 +206,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case .credentialState: return try credentialState(request)
         case .notification: return try notification(request, now: now)
         case .searchAudit: return try searchAudit(request, now: now)
+        case .migrationReport: return try migrationReport(request, now: now)
         case .accountOverview: return try accountOverview(request, username: parameters["username"], now: now)
         case .deleteAccount: return try deleteAccount(request, username: parameters["username"], now: now)
         case .provisionAccount: return try provisionAccount(request, username: parameters["username"], now: now)

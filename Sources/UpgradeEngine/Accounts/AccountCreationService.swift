@@ -80,6 +80,8 @@ public struct AccountCreationService: Sendable {
         )
         var detail = credentials.auditDetail
         detail["origin"] = request.origin
+        // For the migration report's accounts per day (docs/architecture.md §12).
+        detail["credentialKind"] = account.credentialKind.rawValue
         let profile = request.profile.flatMap { profile -> AccountProfileRecord? in
             guard profile.email != nil || profile.displayName != nil else { return nil }
             // The legacy system is the team's own record of its users: what it gives counts as imported.

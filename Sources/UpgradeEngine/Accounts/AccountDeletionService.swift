@@ -68,7 +68,11 @@ public struct AccountDeletionService: Sendable {
                         accountID: account.id,
                         upgradeID: nil,
                         event: "account.deleted",
-                        detail: ["by": deletedBy, "appleRevocation": queued == nil ? "none" : "queued"]
+                        detail: [
+                            "by": deletedBy, "appleRevocation": queued == nil ? "none" : "queued",
+                            // For the migration report's accounts per day (docs/architecture.md §12).
+                            "credentialKind": account.credentialKind.rawValue,
+                        ]
                     )
                 )
                 // The account id only, as in the audit row: the backend knows whom it named.

@@ -25,6 +25,10 @@ public struct AdminQueryService: Sendable {
         public var clientsInDebt: Int?
         /// Accounts whose password the legacy login system has not yet vouched for.
         public var legacyPasswords = 0
+        /// Accounts with a password hash the server checks (legacy passwords not included).
+        public var passwordAccounts = 0
+        /// Accounts that sign in with Apple only.
+        public var appleOnlyAccounts = 0
         /// The earliest due time of an Apple link check that is due and not done (nil: none).
         public var oldestDueAppleLinkCheck: Int64? = nil
     }
@@ -33,11 +37,15 @@ public struct AdminQueryService: Sendable {
     public func backlog(clients: Bool, now: Int64) throws(ServiceFailure) -> Backlog {
         do {
             return try store.read { tx in
-                Backlog(
+                // The migration report's account counts (`ReportService`), from the same indexes.
+                let accounts = try tx.accountCredentialCounts()
+                return Backlog(
                     pendingAppleRevocations: try tx.pendingAppleRevocationCount(),
                     webhooks: try tx.webhookOutboxCounts(),
                     clientsInDebt: clients ? try tx.clientsInDebt(now: now * 1000) : nil,
-                    legacyPasswords: try tx.legacyPasswordCount(),
+                    legacyPasswords: accounts.legacyPasswords,
+                    passwordAccounts: max(0, (accounts.byKind["password"] ?? 0) - accounts.legacyPasswords),
+                    appleOnlyAccounts: accounts.byKind["appleOnly"] ?? 0,
                     oldestDueAppleLinkCheck: try tx.oldestDueAppleLinkCheck(now: now)
                 )
             }

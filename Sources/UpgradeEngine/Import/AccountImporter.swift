@@ -445,6 +445,8 @@ public final class AccountImporter: Sendable {
         writes.takenUsernames[account.username] = line
         writes.takenSkeletons[row.username.skeleton] = line
         var detail = auditDetail(line: line)
+        // For the migration report's accounts per day (docs/architecture.md §12).
+        detail["credentialKind"] = kind.rawValue
         writeCredentials(row, accountID: account.id, replacing: false, detail: &detail, into: &writes, now: now)
         if let sub = row.appleSub, let team = options.appleTeamID, let client = options.appleClientID {
             writes.appleLinks.append(

@@ -31,6 +31,9 @@ public struct PasswordChangeRecord: Sendable, Equatable {
     public var expiresAt: Int64
     public var updatedAt: Int64
     public var version: Int64
+    /// How the change was entered (`FlowEntry` raw value); nil when the client did not say, and for
+    /// changes begun before migration 25. Fixed by the insert.
+    public var entry: String?
 
     public init(
         id: String,
@@ -43,7 +46,8 @@ public struct PasswordChangeRecord: Sendable, Equatable {
         createdAt: Int64,
         expiresAt: Int64,
         updatedAt: Int64,
-        version: Int64 = 1
+        version: Int64 = 1,
+        entry: String? = nil
     ) {
         self.id = id
         self.accountID = accountID
@@ -56,10 +60,11 @@ public struct PasswordChangeRecord: Sendable, Equatable {
         self.expiresAt = expiresAt
         self.updatedAt = updatedAt
         self.version = version
+        self.entry = entry
     }
 
     static let columns =
-        "id, account_id, username_key, service_identifier, status, machine, new_password_hash, created_at, expires_at, updated_at, version"
+        "id, account_id, username_key, service_identifier, status, machine, new_password_hash, created_at, expires_at, updated_at, version, entry"
 
     init(row: [SQLValue]) {
         self.init(
@@ -73,7 +78,8 @@ public struct PasswordChangeRecord: Sendable, Equatable {
             createdAt: row[7].int ?? 0,
             expiresAt: row[8].int ?? 0,
             updatedAt: row[9].int ?? 0,
-            version: row[10].int ?? 0
+            version: row[10].int ?? 0,
+            entry: row[11].string
         )
     }
 
@@ -81,7 +87,7 @@ public struct PasswordChangeRecord: Sendable, Equatable {
         [
             .text(id), SQLValue(accountID), .text(usernameKey), .text(serviceIdentifier), .text(status),
             .text(machine), SQLValue(newPasswordHash), .integer(createdAt), .integer(expiresAt), .integer(updatedAt),
-            .integer(version),
+            .integer(version), SQLValue(entry),
         ]
     }
 

@@ -14,6 +14,9 @@ public struct UpgradeSessionRecord: Sendable, Equatable {
     public var expiresAt: Int64
     public var updatedAt: Int64
     public var version: Int64
+    /// How the upgrade was entered (`FlowEntry` raw value); nil when the client did not say, and for
+    /// upgrades begun before migration 25. Fixed by the insert.
+    public var entry: String?
 
     public init(
         id: String,
@@ -28,7 +31,8 @@ public struct UpgradeSessionRecord: Sendable, Equatable {
         createdAt: Int64,
         expiresAt: Int64,
         updatedAt: Int64,
-        version: Int64 = 1
+        version: Int64 = 1,
+        entry: String? = nil
     ) {
         self.id = id
         self.accountID = accountID
@@ -43,5 +47,6 @@ public struct UpgradeSessionRecord: Sendable, Equatable {
         self.expiresAt = expiresAt
         self.updatedAt = updatedAt
         self.version = version
+        self.entry = entry
     }
 }

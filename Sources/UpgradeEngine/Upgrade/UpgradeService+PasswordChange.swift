@@ -19,6 +19,7 @@ extension UpgradeService {
         ticket: String? = nil,
         newPassword: String,
         serviceIdentifier: String,
+        entry: FlowEntry? = nil,
         clientKey: String? = nil,
         now: Int64
     ) throws(ServiceFailure) -> PasswordChangeAnswer {
@@ -85,7 +86,8 @@ extension UpgradeService {
                     newPasswordHash: machine.status.isTerminal ? nil : newHash,
                     createdAt: now,
                     expiresAt: machine.deadline ?? now,
-                    updatedAt: now
+                    updatedAt: now,
+                    entry: FlowEntry.of(declared: entry, ticket: ticket)?.rawValue
                 )
                 switch event {
                 case .passwordEvaluated(.accepted), .ticketAccepted:
@@ -376,6 +378,7 @@ extension UpgradeService {
     ) -> AuditEvent {
         var detail = detail
         detail["passwordChange"] = change.id
+        if let entry = change.entry { detail["entry"] = entry }
         if let problem = transition.problem { detail["problem"] = problem.rawValue }
         return AuditEvent(
             at: now,

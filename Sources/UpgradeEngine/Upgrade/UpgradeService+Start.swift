@@ -14,6 +14,7 @@ extension UpgradeService {
         password: String,
         ticket: String? = nil,
         serviceIdentifier: String,
+        entry: FlowEntry? = nil,
         clientKey: String? = nil,
         now: Int64
     ) throws(ServiceFailure) -> UpgradeAnswer {
@@ -64,7 +65,8 @@ extension UpgradeService {
                     linkedSub: nil,
                     createdAt: now,
                     expiresAt: machine.deadline ?? now,
-                    updatedAt: now
+                    updatedAt: now,
+                    entry: FlowEntry.of(declared: entry, ticket: ticket)?.rawValue
                 )
                 switch event {
                 case .passwordEvaluated(.accepted), .ticketAccepted:

@@ -168,6 +168,9 @@ public final class UpgradeService: Sendable {
     ) -> AuditEvent {
         var detail = detail
         if let problem = transition.problem { detail["problem"] = problem.rawValue }
+        // Every row of the flow says how it was entered, so the report counts outcomes by entry
+        // from the trail alone (docs/architecture.md §12).
+        if let entry = record.entry { detail["entry"] = entry }
         return AuditEvent(
             at: now,
             accountID: record.accountID,

@@ -2,7 +2,7 @@
 extension SQLTransaction {
     func insertPasswordChange(_ change: PasswordChangeRecord) throws(StorageError) {
         try send(
-            "INSERT INTO password_changes (\(PasswordChangeRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "INSERT INTO password_changes (\(PasswordChangeRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             change.insertValues
         )
     }

@@ -9,7 +9,7 @@ extension SQLTransaction {
                 .text(session.status), .text(session.machine), SQLValue(session.stateHash), SQLValue(session.nonceHash),
                 SQLValue(session.linkedSub), .integer(session.createdAt), .integer(session.expiresAt),
                 .integer(session.updatedAt),
-                .integer(session.version),
+                .integer(session.version), SQLValue(session.entry),
             ]
         )
     }
@@ -47,7 +47,8 @@ extension SQLTransaction {
             createdAt: row[9].int ?? 0,
             expiresAt: row[10].int ?? 0,
             updatedAt: row[11].int ?? 0,
-            version: row[12].int ?? 0
+            version: row[12].int ?? 0,
+            entry: row[13].string
         )
     }
 
@@ -75,9 +76,9 @@ extension SQLTransaction {
 
 enum UpgradeSessionSQL {
     static let sessionColumns =
-        "id, account_id, username_key, service_identifier, status, machine, state_hash, nonce_hash, linked_sub, created_at, expires_at, updated_at, version"
+        "id, account_id, username_key, service_identifier, status, machine, state_hash, nonce_hash, linked_sub, created_at, expires_at, updated_at, version, entry"
     static let insertSession =
-        "INSERT INTO upgrade_sessions (\(sessionColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        "INSERT INTO upgrade_sessions (\(sessionColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
     static let selectSessionByID = "SELECT \(sessionColumns) FROM upgrade_sessions WHERE id = $1"
     /// Reads the partial index `upgrade_sessions_account_open` (migration 24) in its order: only the
     /// account's open sessions, however many ended ones it has. The status list is the index's.
