@@ -33,6 +33,7 @@ from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -182,8 +183,32 @@ class Browser:
     def get(self, url):
         self.driver.get(url)
 
+    def check_accessible(self, name):
+        """Landmarks, one h1, a label for every field, and the skip link first in the tab order."""
+        problems = self.driver.execute_script("""
+            const problems = [];
+            if (document.querySelectorAll('main#main').length !== 1) problems.push('main landmark');
+            if (document.querySelectorAll('h1').length !== 1) problems.push('one h1');
+            document.querySelectorAll('nav').forEach(nav => { if (!nav.getAttribute('aria-label')) problems.push('nav label'); });
+            document.querySelectorAll('input:not([type=hidden])').forEach(input => {
+                if (!input.id || !document.querySelector('label[for="' + input.id + '"]')) problems.push('label for ' + input.name);
+            });
+            document.querySelectorAll('table').forEach(table => {
+                if (!table.querySelector('caption') || !table.querySelector('th[scope=col]')) problems.push('table caption/headers');
+            });
+            document.querySelectorAll('svg.chart').forEach(svg => {
+                if (svg.getAttribute('role') !== 'img' || !svg.querySelector('title')) problems.push('chart title');
+            });
+            return problems;""")
+        self.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+        first = self.driver.switch_to.active_element
+        if first.get_attribute("class") != "skip":
+            problems.append("skip link not first")
+        check(not problems, f"{name}: landmarks, one heading 1, labelled fields and tables, skip link first: {problems}")
+
     def shoot(self, name):
         """The whole page at 1280 and at 390 CSS pixels wide (a phone, with touch and mobile viewport)."""
+        self.check_accessible(name)
         for label, width, mobile in (("desktop", 1280, False), ("phone", 390, True)):
             metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": mobile}
             self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
