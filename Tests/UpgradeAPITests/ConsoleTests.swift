@@ -405,4 +405,46 @@ struct ConsoleTests {
         let narrow = try fixture.signIn(accountsOnly)
         #expect(try fixture.send("GET", "/report", cookies: ["console-session": narrow.session]).status == 403)
     }
+
+    @Test("UPGRADE_CONSOLE_LISTEN: off by default, a numeric ADDRESS:PORT of its own, one clear line otherwise")
+    func settings() throws {
+        let base = ["UPGRADE_DB": "sqlite:unused.db", "UPGRADE_LISTEN": "127.0.0.1:8080"]
+        func load(_ extra: [String: String]) throws -> ServerSettings {
+            try ServerSettings.load(base.merging(extra) { $1 }, development: true)
+        }
+        func problems(_ extra: [String: String]) -> [String] {
+            do {
+                _ = try load(extra)
+                return []
+            } catch {
+                return (error as? ServerSettingsError)?.problems ?? ["\(error)"]
+            }
+        }
+        #expect(try load([:]).consoleListen == nil)
+        let console = try load(["UPGRADE_CONSOLE_LISTEN": "10.0.0.5:8082"]).consoleListen
+        #expect(console?.host == "10.0.0.5" && console?.port == 8082)
+        for bad in ["8082", "localhost:8082", "127.0.0.1:65536", "127.0.0.1:"] {
+            let found = problems(["UPGRADE_CONSOLE_LISTEN": bad])
+            #expect(found.count == 1 && found[0].hasPrefix("UPGRADE_CONSOLE_LISTEN: expected a numeric ADDRESS:PORT"))
+        }
+        for taken in [
+            ["UPGRADE_CONSOLE_LISTEN": "127.0.0.1:8080"],
+            ["UPGRADE_CONSOLE_LISTEN": "127.0.0.1:8081", "UPGRADE_HEALTH_LISTEN": "127.0.0.1:8081"],
+        ] {
+            let found = problems(taken)
+            #expect(found.count == 1 && found[0].hasPrefix("UPGRADE_CONSOLE_LISTEN: must differ from UPGRADE_LISTEN"))
+        }
+    }
+
+    @Test("a console listener whose address is taken stops the other listeners again and names UPGRADE_CONSOLE_LISTEN")
+    func consoleListenerAddressInUse() throws {
+        let taken = try DevServer()
+        let port = taken.application.server.port
+        do {
+            _ = try DevServer(environment: ["UPGRADE_CONSOLE_LISTEN": "127.0.0.1:\(port)"])
+            Issue.record("started with a taken console address")
+        } catch let failure as UpgradeApplication.StartFailure {
+            #expect(failure.variable == "UPGRADE_CONSOLE_LISTEN")
+        }
+    }
 }
