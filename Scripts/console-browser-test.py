@@ -207,8 +207,8 @@ class Browser:
         check(not problems, f"{name}: landmarks, one heading 1, labelled fields and tables, skip link first: {problems}")
 
     def shoot(self, name):
-        """The whole page at 1280 and at 390 CSS pixels wide (a phone, with touch and mobile viewport)."""
-        self.check_accessible(name)
+        """The whole page at 1280 and at 390 CSS pixels wide (a phone, with touch and mobile viewport),
+        then its accessibility checked (which moves the focus, so after the pictures)."""
         for label, width, mobile in (("desktop", 1280, False), ("phone", 390, True)):
             metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": mobile}
             self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
@@ -217,6 +217,7 @@ class Browser:
             self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
             self.driver.save_screenshot(os.path.join(SHOTS, f"{name}-{label}.png"))
         self.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        self.check_accessible(name)
 
     def text(self):
         return self.driver.find_element(By.TAG_NAME, "body").text

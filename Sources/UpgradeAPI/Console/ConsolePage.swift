@@ -81,7 +81,7 @@ enum ConsolePage {
             \(csrfField(csrf))
             <label for="token">Admin token</label>
             <input type="password" id="token" name="token" autocomplete="off" required aria-describedby="token-hint">
-            <p class="hint" id="token-hint">A token from <code>upgrade-cli admin-tokens create</code>. Its scopes decide what you see: <code>accounts</code> to look accounts up and delete them, <code>audit</code> for audit trails and the background work. The session ends after \(ConsoleSessions.lifetime / 60) minutes, on sign-out, or when the token leaves the token file.</p>
+            <p class="hint" id="token-hint">A token from <code>upgrade-cli admin tokens add</code>. Its scopes decide what you see: <code>accounts</code> to look accounts up and delete them, <code>audit</code> for audit trails and the background work. The session ends after \(ConsoleSessions.lifetime / 60) minutes, on sign-out, or when the token leaves the token file.</p>
             <button type="submit">Sign in</button>
             </form>
             </section>
