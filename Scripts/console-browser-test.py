@@ -404,6 +404,12 @@ def main():
             different = {field: (value, lookup(document, field)) for field, value in shown.items()
                          if lookup(document, field) != value}
             check(not different, f"all {len(shown)} numbers on the report page equal the API's report: {different}")
+            printed = cli(["report", "--json"], environment)
+            if printed.returncode == 0:
+                document = json.loads(printed.stdout)
+                different = {field: (value, lookup(document, field)) for field, value in shown.items()
+                             if lookup(document, field) != value}
+                check(not different, f"and `upgrade-cli report --json`'s: {different}")
 
         # Clickjacking: a page on another origin framing the console gets nothing.
         framing_port = free_port()
