@@ -14,7 +14,7 @@ struct ServeCommand: CLICommand {
     static let path = ["serve"]
     static let summary = "run the REST API (--dev: embedded defaults, in-process Apple emulator, demo account)"
     static let usage =
-        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID | --key-id-file FILE] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--admin-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--max-connections-per-client N] [--health-listen ADDR:PORT] [--conversion-timeout SECONDS] [--admin-tokens-file FILE] [--password-rules RULES | --password-rules-file FILE] [--failure-floor-ms MS] [--webhook-url URL --webhook-secret-file FILE] [--legacy-verify-url URL --legacy-verify-secret-file FILE] [--legacy-verify-timeout SECONDS] [--legacy-create on|off] [--apple-link-check-seconds SECONDS|off]"
+        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID | --key-id-file FILE] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--admin-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--max-connections-per-client N] [--health-listen ADDR:PORT] [--console-listen ADDR:PORT] [--conversion-timeout SECONDS] [--admin-tokens-file FILE] [--password-rules RULES | --password-rules-file FILE] [--failure-floor-ms MS] [--webhook-url URL --webhook-secret-file FILE] [--legacy-verify-url URL --legacy-verify-secret-file FILE] [--legacy-verify-timeout SECONDS] [--legacy-create on|off] [--apple-link-check-seconds SECONDS|off]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let development = arguments.flag("--dev")
@@ -49,6 +49,9 @@ struct ServeCommand: CLICommand {
         Console.err("listening on http://\(settings.host):\(application.server.port) (database \(settings.database))")
         if let health = application.healthServer, let listen = settings.healthListen {
             Console.err("health checks on http://\(listen.host):\(health.port)/healthz and /readyz")
+        }
+        if let console = application.consoleServer, let listen = settings.consoleListen {
+            Console.err("support console on http://\(listen.host):\(console.port)/")
         }
         application.server.wait()
         application.stop()

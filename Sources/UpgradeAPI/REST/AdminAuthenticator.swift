@@ -41,10 +41,35 @@ struct AdminAuthenticator: Sendable {
                 challenge: "Bearer realm=\"\(Self.realm)\", error=\"invalid_request\""
             )
         }
+        let token = try authenticate(presented, client: request.client, now: now)
+        guard token.allows(scope) else {
+            var headers = HTTPHeaders()
+            headers.replaceOrAppend(
+                name: "WWW-Authenticate",
+                value: "Bearer realm=\"\(Self.realm)\", error=\"insufficient_scope\", scope=\"\(scope.rawValue)\""
+            )
+            var problem = APIProblem(
+                status: 403,
+                slug: "insufficient-scope",
+                detail: "this admin token lacks the '\(scope.rawValue)' scope",
+                headers: headers
+            )
+            problem.cause = "token \(token.name)"
+            throw problem
+        }
+        // A failed write of the last use must not refuse an admin who was let in.
+        _ = try? usage?.record(token, now: now)
+        return token
+    }
+
+    /// The token `presented` is, whatever its scopes; a wrong or expired one is refused and counted
+    /// against `client` as `authorize` does; its use is not recorded. The support console's sign-in calls this with the
+    /// token typed into its form, so a wrong token there costs what it costs on the REST routes.
+    func authenticate(_ presented: String, client: HTTPClientAddress?, now: Int64) throws -> AdminToken {
         let current = tokens.current
         let verdict = current?.verdict(presented, now: now) ?? .unknown
         guard case .valid(let token) = verdict else {
-            if let throttle, let clientKey = request.client.map({ $0.throttleKey.description }) {
+            if let throttle, let clientKey = client.map({ $0.throttleKey.description }) {
                 if let wait = try throttle.retryAfter(clientKey: clientKey, now: now) {
                     throw ServiceFailure(
                         .rateLimited,
@@ -64,23 +89,6 @@ struct AdminAuthenticator: Sendable {
             }
             throw problem
         }
-        guard token.allows(scope) else {
-            var headers = HTTPHeaders()
-            headers.replaceOrAppend(
-                name: "WWW-Authenticate",
-                value: "Bearer realm=\"\(Self.realm)\", error=\"insufficient_scope\", scope=\"\(scope.rawValue)\""
-            )
-            var problem = APIProblem(
-                status: 403,
-                slug: "insufficient-scope",
-                detail: "this admin token lacks the '\(scope.rawValue)' scope",
-                headers: headers
-            )
-            problem.cause = "token \(token.name)"
-            throw problem
-        }
-        // A failed write of the last use must not refuse an admin who was let in.
-        _ = try? usage?.record(token, now: now)
         return token
     }
 

@@ -34,6 +34,8 @@ public struct ServerSettings: Sendable {
     public var maxConnectionsPerClient: Int
     /// A separate listener for `/healthz` and `/readyz` only (`UPGRADE_HEALTH_LISTEN`); nil for none.
     public var healthListen: (host: String, port: Int)?
+    /// The support console's listener (`UPGRADE_CONSOLE_LISTEN`); nil: no console.
+    public var consoleListen: (host: String, port: Int)? = nil
     /// `--dev` only: the emulator's loopback port (0 picks a free one).
     public var emulatorPort: Int
     /// How long a claimed conversion may take before other calls treat it as interrupted
@@ -77,7 +79,7 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_CLIENT_THROTTLE", "--client-throttle"), ("UPGRADE_ADMIN_THROTTLE", "--admin-throttle"),
         ("UPGRADE_TRUSTED_PROXIES", "--trusted-proxies"),
         ("UPGRADE_MAX_CONNECTIONS_PER_CLIENT", "--max-connections-per-client"),
-        ("UPGRADE_HEALTH_LISTEN", "--health-listen"),
+        ("UPGRADE_HEALTH_LISTEN", "--health-listen"), ("UPGRADE_CONSOLE_LISTEN", "--console-listen"),
         ("UPGRADE_CONVERSION_TIMEOUT", "--conversion-timeout"),
         ("UPGRADE_ADMIN_TOKENS_FILE", "--admin-tokens-file"),
         ("UPGRADE_PASSWORD_RULES", "--password-rules"), ("UPGRADE_PASSWORD_RULES_FILE", "--password-rules-file"),
@@ -259,6 +261,24 @@ public struct ServerSettings: Sendable {
             }
         }
 
+        var consoleListen: (host: String, port: Int)?
+        if let text = value("UPGRADE_CONSOLE_LISTEN") {
+            if let (consoleHost, consolePort) = parseListen(text), HTTPClientAddress(consoleHost) != nil {
+                let taken = [(host, port)] + (healthListen.map { [($0.host, $0.port)] } ?? [])
+                if consolePort != 0, taken.contains(where: { $0.0 == consoleHost && $0.1 == consolePort }) {
+                    problems.append(
+                        "UPGRADE_CONSOLE_LISTEN: must differ from UPGRADE_LISTEN and UPGRADE_HEALTH_LISTEN; it is a listener of its own"
+                    )
+                } else {
+                    consoleListen = (consoleHost, consolePort)
+                }
+            } else {
+                problems.append(
+                    "UPGRADE_CONSOLE_LISTEN: expected a numeric ADDRESS:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8082"
+                )
+            }
+        }
+
         var emulatorPort = 8081
         if let text = value("UPGRADE_DEV_EMULATOR_PORT") {
             if !development {
@@ -393,6 +413,7 @@ public struct ServerSettings: Sendable {
         settings.legacyVerify = legacyVerify
         settings.legacyCreate = legacyCreate
         settings.appleLinkCheckSeconds = appleLinkCheckSeconds
+        settings.consoleListen = consoleListen
         return settings
     }
 

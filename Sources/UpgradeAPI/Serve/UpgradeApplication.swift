@@ -14,6 +14,8 @@ public final class UpgradeApplication: Sendable {
     public let server: HTTPServer
     /// The `UPGRADE_HEALTH_LISTEN` listener (`/healthz` and `/readyz` only), if configured.
     public let healthServer: HTTPServer?
+    /// The support console's listener (`UPGRADE_CONSOLE_LISTEN`), if configured.
+    public let consoleServer: HTTPServer?
     public let development: (any DevelopmentApple)?
     public let metrics: Metrics
     /// Sends the queue of Apple revocations left by account deletions.
@@ -290,6 +292,44 @@ public final class UpgradeApplication: Sendable {
                 handler: HealthCheckHandler(api: handler)
             )
         }
+        if let listen = settings.consoleListen {
+            let console = ConsoleHandler(
+                store: store,
+                adminTokens: adminTokens,
+                adminThrottle: settings.adminThrottle,
+                trustedProxies: settings.trustedProxies,
+                secureCookies: !ServerSettings.isLoopback(listen.host),
+                revocations: revocations,
+                clock: clock,
+                log: log
+            )
+            consoleServer = HTTPServer(
+                configuration: Self.consoleConfiguration(settings, listen, log: log),
+                handler: console
+            )
+        } else {
+            consoleServer = nil
+        }
+    }
+
+    /// The console's own small server: a few members of staff, so few threads; its own connection
+    /// table, so traffic on the API listener does not reach it.
+    static func consoleConfiguration(
+        _ settings: ServerSettings,
+        _ listen: (host: String, port: Int),
+        log: RequestLog
+    ) -> HTTPServer.Configuration {
+        var configuration = HTTPServer.Configuration()
+        configuration.host = listen.host
+        configuration.port = listen.port
+        configuration.eventLoopCount = 1
+        configuration.workerCount = 4
+        configuration.workerQueueCapacity = 64
+        configuration.maxConnections = 256
+        configuration.maxConnectionsPerClient = min(32, settings.maxConnectionsPerClient)
+        configuration.connectionLimitExemptPeers = settings.trustedProxies
+        configuration.onEvent = { event in log.log("info", "console-server", [("event", .string(event.description))]) }
+        return configuration
     }
 
     /// The Apple link check (docs/architecture.md, "The Apple link check"): one pass a second, each
@@ -364,26 +404,43 @@ public final class UpgradeApplication: Sendable {
         return configuration
     }
 
-    /// Starts the API server, then the health listener if there is one; if that cannot start, the
-    /// API server is stopped again. The error names the setting whose address failed.
+    /// Starts the API server, then the health and console listeners if there are; if one cannot
+    /// start, those already started are stopped again. The error names the setting whose address failed.
     public func start() throws(StartFailure) {
         do {
             try server.start()
         } catch {
             throw StartFailure(variable: "UPGRADE_LISTEN", host: settings.host, port: settings.port, error: error)
         }
-        guard let healthServer, let listen = settings.healthListen else {
-            revocationWorker.start()
-            linkCheckWorker?.start()
-            if settings.webhookURL != nil { webhookWorker.start() }
-            return
+        if let healthServer, let listen = settings.healthListen {
+            do {
+                try healthServer.start()
+            } catch {
+                server.shutdown()
+                server.wait()
+                throw StartFailure(
+                    variable: "UPGRADE_HEALTH_LISTEN",
+                    host: listen.host,
+                    port: listen.port,
+                    error: error
+                )
+            }
         }
-        do {
-            try healthServer.start()
-        } catch {
-            server.shutdown()
-            server.wait()
-            throw StartFailure(variable: "UPGRADE_HEALTH_LISTEN", host: listen.host, port: listen.port, error: error)
+        if let consoleServer, let listen = settings.consoleListen {
+            do {
+                try consoleServer.start()
+            } catch {
+                server.shutdown()
+                server.wait()
+                healthServer?.shutdown()
+                healthServer?.wait()
+                throw StartFailure(
+                    variable: "UPGRADE_CONSOLE_LISTEN",
+                    host: listen.host,
+                    port: listen.port,
+                    error: error
+                )
+            }
         }
         revocationWorker.start()
         linkCheckWorker?.start()
@@ -401,7 +458,7 @@ public final class UpgradeApplication: Sendable {
     }
 
     /// Stops the API server (finishing in-flight requests), the revocation and webhook workers
-    /// (finishing their passes), then the health listener and the development emulator.
+    /// (finishing their passes), then the health and console listeners and the development emulator.
     public func stop() {
         server.shutdown()
         server.wait()
@@ -410,6 +467,8 @@ public final class UpgradeApplication: Sendable {
         webhookWorker.stop()
         healthServer?.shutdown()
         healthServer?.wait()
+        consoleServer?.shutdown()
+        consoleServer?.wait()
         development?.stop()
     }
 }

@@ -14,6 +14,8 @@ public protocol AccountImportStore {
     /// Stores every field of the run (the id names it), replacing any earlier state.
     func upsertImportRun(_ run: ImportRunRecord) throws(StorageError)
     func importRun(id: String) throws(StorageError) -> ImportRunRecord?
+    /// The `limit` most recently started runs, newest first: what the support console lists.
+    func importRuns(limit: Int) throws(StorageError) -> [ImportRunRecord]
 }
 
 /// An account's contact details: what an import brought, or what the device forwarded from Apple's

@@ -35,6 +35,8 @@ public protocol AppleRevocationStore {
     ) throws(StorageError) -> Bool
     /// Rows not done yet, due or not.
     func pendingAppleRevocationCount() throws(StorageError) -> Int
+    /// Up to `limit` rows not done yet, soonest due first: what the support console lists.
+    func pendingAppleRevocations(limit: Int) throws(StorageError) -> [AppleRevocationRecord]
 }
 
 /// A row of `apple_revocations`. No personal data: the deleted account's id (the sealed token's

@@ -10,4 +10,6 @@ public protocol JobLeaseStore {
     /// Deletes the lease if `token` still holds `job`; false if it did not.
     func releaseJobLease(job: String, token: String) throws(StorageError) -> Bool
     func jobLease(job: String) throws(StorageError) -> JobLeaseRecord?
+    /// Every lease row, live or expired, by job name: what the support console lists.
+    func jobLeases() throws(StorageError) -> [JobLeaseRecord]
 }

@@ -60,11 +60,19 @@ extension SQLTransaction {
     }
 
     func importRun(id: String) throws(StorageError) -> ImportRunRecord? {
-        guard
-            let row = try rows("SELECT \(AccountImportSQL.runColumns) FROM import_runs WHERE id = $1", [.text(id)])
-                .first
-        else { return nil }
-        return ImportRunRecord(
+        try rows("SELECT \(AccountImportSQL.runColumns) FROM import_runs WHERE id = $1", [.text(id)]).first
+            .map(Self.importRunRecord)
+    }
+
+    func importRuns(limit: Int) throws(StorageError) -> [ImportRunRecord] {
+        try rows(
+            "SELECT \(AccountImportSQL.runColumns) FROM import_runs ORDER BY started_at DESC, id DESC LIMIT $1",
+            [.integer(Int64(max(0, limit)))]
+        ).map(Self.importRunRecord)
+    }
+
+    private static func importRunRecord(_ row: [SQLValue]) -> ImportRunRecord {
+        ImportRunRecord(
             id: row[0].string ?? "",
             source: row[1].string ?? "",
             lastLine: row[2].int ?? 0,

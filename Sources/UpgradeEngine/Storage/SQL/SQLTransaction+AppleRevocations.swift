@@ -78,6 +78,14 @@ extension SQLTransaction {
     func pendingAppleRevocationCount() throws(StorageError) -> Int {
         Int(try scalarInt("SELECT COUNT(*) FROM apple_revocations WHERE done_at IS NULL") ?? 0)
     }
+
+    func pendingAppleRevocations(limit: Int) throws(StorageError) -> [AppleRevocationRecord] {
+        // `apple_revocations_due` holds exactly these rows, in this order.
+        try rows(
+            "SELECT \(AppleRevocationRecord.columns) FROM apple_revocations WHERE done_at IS NULL ORDER BY next_attempt_at, id LIMIT $1",
+            [.integer(Int64(max(0, limit)))]
+        ).map(AppleRevocationRecord.init(row:))
+    }
 }
 
 private enum AppleRevocationSQL {

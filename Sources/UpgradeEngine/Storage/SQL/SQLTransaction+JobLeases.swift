@@ -32,10 +32,16 @@ extension SQLTransaction {
     }
 
     func jobLease(job: String) throws(StorageError) -> JobLeaseRecord? {
-        guard
-            let row = try rows("SELECT \(JobLeaseSQL.leaseColumns) FROM job_leases WHERE job = $1", [.text(job)]).first
-        else { return nil }
-        return JobLeaseRecord(
+        try rows("SELECT \(JobLeaseSQL.leaseColumns) FROM job_leases WHERE job = $1", [.text(job)]).first
+            .map(Self.jobLeaseRecord)
+    }
+
+    func jobLeases() throws(StorageError) -> [JobLeaseRecord] {
+        try rows("SELECT \(JobLeaseSQL.leaseColumns) FROM job_leases ORDER BY job", []).map(Self.jobLeaseRecord)
+    }
+
+    private static func jobLeaseRecord(_ row: [SQLValue]) -> JobLeaseRecord {
+        JobLeaseRecord(
             job: row[0].string ?? "",
             holder: row[1].string ?? "",
             token: row[2].string ?? "",

@@ -1,0 +1,450 @@
+import Foundation
+import Testing
+import UpgradeEngine
+import UpgradeTestSupport
+
+@testable import UpgradeAPI
+
+/// The support console over HTTP, on its own listener of a real `serve --dev`: its headers, sign-in
+/// with an admin token, the session cookie and its end, the form token on every POST, and the
+/// token's scopes. Each refusal is checked to change nothing.
+@Suite("Support console")
+struct ConsoleTests {
+    /// A dev server with a console listener and a token file holding `support` (accounts, audit)
+    /// and `auditor` (audit only).
+    final class Fixture {
+        let directory: URL
+        let tokensPath: String
+        let support: String
+        let auditor: String
+        let server: DevServer
+
+        init(_ backend: Backend = .sqlite, environment: [String: String] = [:]) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("console-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            tokensPath = directory.appendingPathComponent("tokens").path
+            let now = Int64(Date().timeIntervalSince1970)
+            support = try AdminTokenFile.add(name: "support", scopes: [.accounts, .audit], path: tokensPath, now: now)
+            auditor = try AdminTokenFile.add(name: "auditor", scopes: [.audit], path: tokensPath, now: now)
+            server = try DevServer(
+                backend,
+                environment: [
+                    "UPGRADE_CONSOLE_LISTEN": "127.0.0.1:0", "UPGRADE_ADMIN_TOKENS_FILE": tokensPath,
+                ].merging(environment) { _, given in given }
+            )
+        }
+
+        deinit { try? FileManager.default.removeItem(at: directory) }
+
+        var port: Int { server.application.consoleServer!.port }
+
+        /// One request on a connection of its own.
+        func send(
+            _ method: String,
+            _ path: String,
+            cookies: [String: String] = [:],
+            form: [(String, String)]? = nil
+        ) throws -> TestClient.Response {
+            let client = try TestClient(port: port)
+            var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            if !cookies.isEmpty {
+                head += "Cookie: " + cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") + "\r\n"
+            }
+            var body = ""
+            if let form {
+                body = form.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
+                head += "Content-Type: application/x-www-form-urlencoded\r\n"
+            }
+            try client.send(head + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+            return try client.readResponse()
+        }
+
+        static func encode(_ text: String) -> String {
+            text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        }
+
+        /// The value `name` is set to by the response's `Set-Cookie` fields.
+        static func cookie(_ name: String, in response: TestClient.Response) -> String? {
+            for field in response.headers where field.name.lowercased() == "set-cookie" {
+                let pair = field.value.split(separator: ";")[0].split(
+                    separator: "=",
+                    maxSplits: 1,
+                    omittingEmptySubsequences: false
+                )
+                if pair.count == 2, pair[0] == name { return String(pair[1]) }
+            }
+            return nil
+        }
+
+        /// The form token on a page.
+        static func csrf(in page: TestClient.Response) -> String? {
+            guard let range = page.text.range(of: "name=\"csrf\" value=\"") else { return nil }
+            return String(page.text[range.upperBound...].prefix { $0 != "\"" })
+        }
+
+        /// Signs in with `token`: the session cookie and the session's form token.
+        func signIn(_ token: String) throws -> (session: String, csrf: String) {
+            let form = try send("GET", "/")
+            let signInToken = try #require(Self.cookie("console-sign-in", in: form))
+            let answer = try send(
+                "POST",
+                "/sign-in",
+                cookies: ["console-sign-in": signInToken],
+                form: [("token", token), ("csrf", signInToken)]
+            )
+            #expect(answer.status == 303)
+            let session = try #require(Self.cookie("console-session", in: answer))
+            let home = try send("GET", "/", cookies: ["console-session": session])
+            return (session, try #require(Self.csrf(in: home)))
+        }
+
+        func accountExists(_ username: String) throws -> Bool {
+            try server.application.store.read { tx in try tx.account(username: try Username(username)) } != nil
+        }
+    }
+
+    static func reload(_ fixture: Fixture) throws {
+        guard case .applied = fixture.server.application.reload() else {
+            throw TestClient.Failure(description: "reload refused")
+        }
+    }
+
+    static let policy =
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+    @Test("every answer, refusals included, carries the policy without script, no framing, no sniffing, no caching")
+    func headers() throws {
+        let fixture = try Fixture()
+        let answers = [
+            try fixture.send("GET", "/"), try fixture.send("GET", "/console.css"), try fixture.send("GET", "/nowhere"),
+            try fixture.send("POST", "/sign-in", form: [("token", fixture.support)]), try fixture.send("GET", "/jobs"),
+            try fixture.send("DELETE", "/"),
+        ]
+        #expect(answers.map(\.status) == [200, 200, 404, 403, 303, 405])
+        for answer in answers {
+            #expect(answer.header("Content-Security-Policy") == Self.policy)
+            #expect(answer.header("X-Frame-Options") == "DENY")
+            #expect(answer.header("X-Content-Type-Options") == "nosniff")
+            #expect(answer.header("Referrer-Policy") == "no-referrer")
+            #expect(answer.header("Cache-Control") == "no-store")
+        }
+        #expect(answers[1].header("Content-Type") == "text/css; charset=utf-8")
+        #expect(!answers[0].text.contains("<script") && !answers[0].text.contains("style="))
+    }
+
+    @Test("sign-in sets an HttpOnly, SameSite=Strict session cookie for 15 minutes, without Secure on loopback")
+    func sessionCookie() throws {
+        let fixture = try Fixture()
+        let form = try fixture.send("GET", "/")
+        let signInToken = try #require(Fixture.cookie("console-sign-in", in: form))
+        let answer = try fixture.send(
+            "POST",
+            "/sign-in",
+            cookies: ["console-sign-in": signInToken],
+            form: [("token", fixture.support), ("csrf", signInToken)]
+        )
+        #expect(answer.status == 303 && answer.header("Location") == "/")
+        let field = try #require(
+            answer.headers.first { $0.name.lowercased() == "set-cookie" && $0.value.hasPrefix("console-session=") }
+        )
+        #expect(field.value.hasSuffix("; Max-Age=900; Path=/; HttpOnly; SameSite=Strict"))
+        // The id is never logged.
+        let id = try #require(Fixture.cookie("console-session", in: answer))
+        let logs = fixture.server.logs.lines.withLock { $0 }
+        #expect(!logs.contains { $0.contains(id) || $0.contains(fixture.support) })
+        #expect(logs.contains { $0.contains("console sign-in") && $0.contains("support") })
+    }
+
+    @Test("off loopback the cookies are Secure and __Host- prefixed")
+    func secureCookies() throws {
+        let database = try ServerDatabase(.sqlite)
+        let store = try DatabaseLocation.parse(database.url).open()
+        _ = try store.migrate(now: 0)
+        let handler = ConsoleHandler(store: store, adminTokens: Reloadable(nil), secureCookies: true)
+        let answer = try handler.handle(
+            HTTPRequest(head: HTTPRequestHead(method: "GET", target: "/", version: .http1_1, headers: ["Host": "x"]))
+        )
+        let cookie = try #require(answer.headers.values(for: "Set-Cookie").first)
+        #expect(cookie.hasPrefix("__Host-console-sign-in="))
+        #expect(cookie.hasSuffix("; Path=/; HttpOnly; SameSite=Strict; Secure"))
+    }
+
+    @Test("a wrong token is refused as on the REST admin API and counted against the client like it")
+    func wrongToken() async throws {
+        let fixture = try Fixture(environment: ["UPGRADE_ADMIN_THROTTLE": "2/600"])
+        var statuses: [Int] = []
+        for _ in 0..<3 {
+            let form = try fixture.send("GET", "/")
+            let signInToken = try #require(Fixture.cookie("console-sign-in", in: form))
+            let answer = try fixture.send(
+                "POST",
+                "/sign-in",
+                cookies: ["console-sign-in": signInToken],
+                form: [("token", "siwa_admin_wrong"), ("csrf", signInToken)]
+            )
+            statuses.append(answer.status)
+            #expect(Fixture.cookie("console-session", in: answer) == nil)
+            if answer.status == 401 { #expect(answer.text.contains("the admin token is not valid")) }
+        }
+        #expect(statuses == [401, 401, 429])
+        // The REST API counts the same: this client is over its limit there too.
+        let rest = try await fixture.server.send(
+            "GET",
+            "/v1/admin/audit",
+            body: nil,
+            contentType: nil,
+            headers: ["Authorization": "Bearer siwa_admin_wrong"]
+        )
+        #expect(rest.status == 429)
+        // A valid token is never throttled.
+        _ = try fixture.signIn(fixture.support)
+    }
+
+    @Test("sign-out, the lifetime and removing the token from the file each end a session")
+    func sessionEnds() throws {
+        let fixture = try Fixture()
+        let first = try fixture.signIn(fixture.support)
+        #expect(try fixture.send("GET", "/jobs", cookies: ["console-session": first.session]).status == 200)
+        let out = try fixture.send(
+            "POST",
+            "/sign-out",
+            cookies: ["console-session": first.session],
+            form: [("csrf", first.csrf)]
+        )
+        #expect(out.status == 303 && Fixture.cookie("console-session", in: out) == "")
+        let after = try fixture.send("GET", "/jobs", cookies: ["console-session": first.session])
+        #expect(after.status == 303 && after.header("Location") == "/")
+
+        let second = try fixture.signIn(fixture.support)
+        fixture.server.clock.advance(ConsoleSessions.lifetime)
+        #expect(try fixture.send("GET", "/jobs", cookies: ["console-session": second.session]).status == 303)
+
+        let third = try fixture.signIn(fixture.support)
+        try AdminTokenFile.remove(name: "support", path: fixture.tokensPath)
+        // Until the reload the running server still lists the token.
+        #expect(try fixture.send("GET", "/jobs", cookies: ["console-session": third.session]).status == 200)
+        try Self.reload(fixture)
+        #expect(try fixture.send("GET", "/jobs", cookies: ["console-session": third.session]).status == 303)
+    }
+
+    @Test(
+        "a POST without the form token, with a wrong one, or without a session is 403 and deletes nothing",
+        arguments: Backend.all
+    )
+    func csrf(_ backend: Backend) throws {
+        let fixture = try Fixture(backend)
+        try fixture.server.addAccount("victim", password: "pw-victim")
+        let (session, csrf) = try fixture.signIn(fixture.support)
+        let cookies = ["console-session": session]
+        let attempts: [([String: String], [(String, String)])] = [
+            (cookies, [("username", "victim"), ("confirm", "victim")]),
+            (cookies, [("username", "victim"), ("confirm", "victim"), ("csrf", "x" + csrf.dropFirst())]),
+            (cookies, [("username", "victim"), ("confirm", "victim"), ("csrf", "")]),
+            ([:], [("username", "victim"), ("confirm", "victim"), ("csrf", csrf)]),
+        ]
+        for (cookies, form) in attempts {
+            #expect(try fixture.send("POST", "/accounts/delete", cookies: cookies, form: form).status == 403)
+            #expect(try fixture.accountExists("victim"))
+        }
+        // A confirmation that is not the username deletes nothing either.
+        let mistyped = try fixture.send(
+            "POST",
+            "/accounts/delete",
+            cookies: cookies,
+            form: [("username", "victim"), ("confirm", "victi"), ("csrf", csrf)]
+        )
+        #expect(try mistyped.status == 422 && fixture.accountExists("victim"))
+        let deleted = try fixture.send(
+            "POST",
+            "/accounts/delete",
+            cookies: cookies,
+            form: [("username", "victim"), ("confirm", "victim"), ("csrf", csrf)]
+        )
+        #expect(deleted.status == 200 && deleted.text.contains("The account victim was deleted."))
+        #expect(try !fixture.accountExists("victim"))
+        let audit = try fixture.server.application.store.read { tx in try tx.auditEvents(AuditSearch(limit: 50)) }
+        #expect(audit.contains { $0.event == "account.deleted" && $0.detail["by"] == "support" })
+    }
+
+    @Test(
+        "the token's scopes: without accounts no delete button and 403 when posting; without audit no background work"
+    )
+    func scopes() throws {
+        let fixture = try Fixture()
+        try fixture.server.addAccount("alice", password: "pw-alice")
+        let (session, csrf) = try fixture.signIn(fixture.auditor)
+        let page = try fixture.send("GET", "/accounts?username=alice", cookies: ["console-session": session])
+        #expect(page.status == 200 && page.text.contains("Audit trail of"))
+        #expect(!page.text.contains("/accounts/delete") && !page.text.contains("Account id"))
+        let posted = try fixture.send(
+            "POST",
+            "/accounts/delete",
+            cookies: ["console-session": session],
+            form: [("username", "alice"), ("confirm", "alice"), ("csrf", csrf)]
+        )
+        #expect(try posted.status == 403 && fixture.accountExists("alice"))
+        let replay = try fixture.send(
+            "POST",
+            "/webhooks/replay",
+            cookies: ["console-session": session],
+            form: [("since", "0"), ("csrf", csrf)]
+        )
+        #expect(replay.status == 403)
+
+        let now = Int64(Date().timeIntervalSince1970)
+        let ticketsOnly = try AdminTokenFile.add(
+            name: "tickets",
+            scopes: [.tickets],
+            path: fixture.tokensPath,
+            now: now
+        )
+        try Self.reload(fixture)
+        let narrow = try fixture.signIn(ticketsOnly)
+        for path in ["/jobs", "/webhooks", "/revocations", "/accounts?username=alice"] {
+            #expect(try fixture.send("GET", path, cookies: ["console-session": narrow.session]).status == 403)
+        }
+        let home = try fixture.send("GET", "/", cookies: ["console-session": narrow.session])
+        #expect(!home.text.contains("href=\"/jobs\""))
+    }
+
+    @Test("a display name holding markup is shown as text on the account page")
+    func escaping() throws {
+        let fixture = try Fixture()
+        try fixture.server.addAccount("mallory", password: "pw-mallory")
+        let payload = "<script>alert(1)</script>\"><img src=x onerror=alert(2)>"
+        try fixture.server.application.store.write { tx in
+            let account = try #require(try tx.account(username: try Username("mallory")))
+            try tx.upsertAccountProfile(
+                AccountProfileRecord(
+                    accountID: account.id,
+                    email: nil,
+                    displayName: payload,
+                    importRun: nil,
+                    importLine: nil,
+                    updatedAt: 0,
+                    displayNameSource: .import
+                )
+            )
+        }
+        let (session, _) = try fixture.signIn(fixture.support)
+        let page = try fixture.send("GET", "/accounts?username=mallory", cookies: ["console-session": session])
+        #expect(page.status == 200)
+        #expect(page.text.contains(HTML.escape(payload)))
+        #expect(!page.text.contains("<script") && !page.text.contains("<img"))
+    }
+
+    @Test("the background pages list leases, imports, the outbox and pending revocations", arguments: Backend.all)
+    func operations(_ backend: Backend) throws {
+        let fixture = try Fixture(backend)
+        let store = fixture.server.application.store
+        let now = fixture.server.clock.now
+        try store.write { tx in
+            _ = try tx.acquireJobLease(
+                JobLeaseRecord(
+                    job: "transfer complete",
+                    holder: "batch-1 pid 7 run ab",
+                    token: "lease-secret",
+                    acquiredAt: now,
+                    heartbeatAt: now,
+                    expiresAt: now + 30
+                ),
+                now: now
+            )
+            try tx.upsertImportRun(
+                ImportRunRecord(
+                    id: "imp_1",
+                    source: "users.csv (csv)",
+                    lastLine: 9,
+                    created: 8,
+                    startedAt: now,
+                    updatedAt: now
+                )
+            )
+        }
+        let (session, _) = try fixture.signIn(fixture.support)
+        let jobs = try fixture.send("GET", "/jobs", cookies: ["console-session": session])
+        #expect(
+            jobs.text.contains("transfer complete") && jobs.text.contains("running")
+                && jobs.text.contains("users.csv (csv)")
+        )
+        #expect(!jobs.text.contains("lease-secret"))
+        let webhooks = try fixture.send("GET", "/webhooks", cookies: ["console-session": session])
+        #expect(webhooks.status == 200 && webhooks.text.contains("action=\"/webhooks/replay\""))
+        let revocations = try fixture.send("GET", "/revocations", cookies: ["console-session": session])
+        #expect(revocations.status == 200 && revocations.text.contains("Pending"))
+    }
+
+    @Test("the report page shows the report's numbers and SVG charts, and needs the audit scope")
+    func reportPage() throws {
+        let fixture = try Fixture()
+        try fixture.server.addAccount("alice", password: "pw-alice")
+        try fixture.server.addAccount("bob", password: "pw-bob")
+        let (session, _) = try fixture.signIn(fixture.auditor)
+        let page = try fixture.send("GET", "/report", cookies: ["console-session": session])
+        #expect(page.status == 200)
+        let report = try ReportService(store: fixture.server.application.store).report(
+            since: nil,
+            until: nil,
+            now: fixture.server.clock.now
+        )
+        #expect(page.text.contains("data-field=\"accounts.total\">\(report.accounts.total)<"))
+        #expect(page.text.contains("data-field=\"accounts.password\">\(report.accounts.password)<"))
+        #expect(page.text.components(separatedBy: "<svg class=\"chart\"").count - 1 == 4)
+        #expect(!page.text.contains("<script") && !page.text.contains("style="))
+        let bad = try fixture.send("GET", "/report?since=yesterday", cookies: ["console-session": session])
+        #expect(bad.status == 422)
+
+        let now = Int64(Date().timeIntervalSince1970)
+        let accountsOnly = try AdminTokenFile.add(
+            name: "deleter",
+            scopes: [.accounts],
+            path: fixture.tokensPath,
+            now: now
+        )
+        try Self.reload(fixture)
+        let narrow = try fixture.signIn(accountsOnly)
+        #expect(try fixture.send("GET", "/report", cookies: ["console-session": narrow.session]).status == 403)
+    }
+
+    @Test("UPGRADE_CONSOLE_LISTEN: off by default, a numeric ADDRESS:PORT of its own, one clear line otherwise")
+    func settings() throws {
+        let base = ["UPGRADE_DB": "sqlite:unused.db", "UPGRADE_LISTEN": "127.0.0.1:8080"]
+        func load(_ extra: [String: String]) throws -> ServerSettings {
+            try ServerSettings.load(base.merging(extra) { $1 }, development: true)
+        }
+        func problems(_ extra: [String: String]) -> [String] {
+            do {
+                _ = try load(extra)
+                return []
+            } catch {
+                return (error as? ServerSettingsError)?.problems ?? ["\(error)"]
+            }
+        }
+        #expect(try load([:]).consoleListen == nil)
+        let console = try load(["UPGRADE_CONSOLE_LISTEN": "10.0.0.5:8082"]).consoleListen
+        #expect(console?.host == "10.0.0.5" && console?.port == 8082)
+        for bad in ["8082", "localhost:8082", "127.0.0.1:65536", "127.0.0.1:"] {
+            let found = problems(["UPGRADE_CONSOLE_LISTEN": bad])
+            #expect(found.count == 1 && found[0].hasPrefix("UPGRADE_CONSOLE_LISTEN: expected a numeric ADDRESS:PORT"))
+        }
+        for taken in [
+            ["UPGRADE_CONSOLE_LISTEN": "127.0.0.1:8080"],
+            ["UPGRADE_CONSOLE_LISTEN": "127.0.0.1:8081", "UPGRADE_HEALTH_LISTEN": "127.0.0.1:8081"],
+        ] {
+            let found = problems(taken)
+            #expect(found.count == 1 && found[0].hasPrefix("UPGRADE_CONSOLE_LISTEN: must differ from UPGRADE_LISTEN"))
+        }
+    }
+
+    @Test("a console listener whose address is taken stops the other listeners again and names UPGRADE_CONSOLE_LISTEN")
+    func consoleListenerAddressInUse() throws {
+        let taken = try DevServer()
+        let port = taken.application.server.port
+        do {
+            _ = try DevServer(environment: ["UPGRADE_CONSOLE_LISTEN": "127.0.0.1:\(port)"])
+            Issue.record("started with a taken console address")
+        } catch let failure as UpgradeApplication.StartFailure {
+            #expect(failure.variable == "UPGRADE_CONSOLE_LISTEN")
+        }
+    }
+}
