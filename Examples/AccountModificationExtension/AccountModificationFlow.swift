@@ -82,7 +82,8 @@ final class AccountModificationFlow {
                 username: user,
                 password: password,
                 ticket: ticket,
-                serviceIdentifier: serviceIdentifier
+                serviceIdentifier: serviceIdentifier,
+                entry: .silent
             )
             openUpgradeID = step.upgradeID
             switch step {
@@ -106,7 +107,8 @@ final class AccountModificationFlow {
                 username: user,
                 password: password,
                 ticket: ticket,
-                serviceIdentifier: serviceIdentifier
+                serviceIdentifier: serviceIdentifier,
+                entry: .withUI
             )
             openUpgradeID = step.upgradeID
             switch step {
@@ -134,7 +136,8 @@ final class AccountModificationFlow {
                 password: password,
                 ticket: ticket,
                 newPassword: newPassword,
-                serviceIdentifier: serviceIdentifier
+                serviceIdentifier: serviceIdentifier,
+                entry: .silent
             ) {
             case .completed:
                 finish(.passwordChanged(user: user, newPassword: newPassword))
@@ -163,7 +166,8 @@ final class AccountModificationFlow {
                 password: password,
                 ticket: ticket,
                 newPassword: newPassword,
-                serviceIdentifier: serviceIdentifier
+                serviceIdentifier: serviceIdentifier,
+                entry: .withUI
             ) {
             case .completed:
                 finish(.passwordChanged(user: user, newPassword: newPassword))

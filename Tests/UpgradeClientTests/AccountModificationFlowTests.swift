@@ -92,6 +92,8 @@ struct AccountModificationFlowTests {
         #expect(fixture.system.screens.isEmpty, "no UI on this path")
         #expect(fixture.upgrades.calls == ["startUpgrade", "submitAppleCredential"])
         #expect(try fixture.credentialKind("plain") == .appleOnly)
+        // The migration report tells the silent path from the one with UI by this field.
+        #expect(try #require(fixture.transport.sent("/v1/upgrades").first?.json)["entry"] as? String == "silent")
         let sent = try #require(fixture.transport.sent("/apple-credential").first?.json)
         #expect(sent["fullName"] as? [String: String] == ["givenName": "Demo", "familyName": "User"])
         #expect((sent["email"] as? String)?.contains("@") == true)
@@ -142,6 +144,7 @@ struct AccountModificationFlowTests {
         await fixture.settled()
         #expect(fixture.system.outcomes == [.upgraded])
         #expect(try fixture.credentialKind(Self.demo) == .appleOnly)
+        #expect(try #require(fixture.transport.sent("/v1/upgrades").first?.json)["entry"] as? String == "withUI")
     }
 
     @Test("the step-up UI offers a recovery code")

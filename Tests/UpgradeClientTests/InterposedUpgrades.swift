@@ -41,12 +41,29 @@ final class InterposedUpgrades: UpgradeServing {
         ticket: String?,
         serviceIdentifier: String
     ) async throws -> UpgradeStep {
+        try await startUpgrade(
+            username: username,
+            password: password,
+            ticket: ticket,
+            serviceIdentifier: serviceIdentifier,
+            entry: nil
+        )
+    }
+
+    func startUpgrade(
+        username: String,
+        password: String,
+        ticket: String?,
+        serviceIdentifier: String,
+        entry: UpgradeEntry?
+    ) async throws -> UpgradeStep {
         note("startUpgrade")
         let step = try await real.startUpgrade(
             username: username,
             password: password,
             ticket: ticket,
-            serviceIdentifier: serviceIdentifier
+            serviceIdentifier: serviceIdentifier,
+            entry: entry
         )
         started.withLock { $0 = step.upgradeID }
         return step
@@ -107,13 +124,32 @@ final class InterposedUpgrades: UpgradeServing {
         newPassword: String,
         serviceIdentifier: String
     ) async throws -> PasswordChangeStep {
+        try await changePassword(
+            username: username,
+            password: password,
+            ticket: ticket,
+            newPassword: newPassword,
+            serviceIdentifier: serviceIdentifier,
+            entry: nil
+        )
+    }
+
+    func changePassword(
+        username: String,
+        password: String,
+        ticket: String?,
+        newPassword: String,
+        serviceIdentifier: String,
+        entry: UpgradeEntry?
+    ) async throws -> PasswordChangeStep {
         note("changePassword")
         return try await real.changePassword(
             username: username,
             password: password,
             ticket: ticket,
             newPassword: newPassword,
-            serviceIdentifier: serviceIdentifier
+            serviceIdentifier: serviceIdentifier,
+            entry: entry
         )
     }
 

@@ -39,7 +39,24 @@ public struct UpgradeClient: UpgradeServing {
         ticket: String?,
         serviceIdentifier: String
     ) async throws -> UpgradeStep {
+        try await startUpgrade(
+            username: username,
+            password: password,
+            ticket: ticket,
+            serviceIdentifier: serviceIdentifier,
+            entry: nil
+        )
+    }
+
+    public func startUpgrade(
+        username: String,
+        password: String,
+        ticket: String?,
+        serviceIdentifier: String,
+        entry: UpgradeEntry?
+    ) async throws -> UpgradeStep {
         var body: [String: String] = ["username": username, "serviceIdentifier": serviceIdentifier]
+        if let entry { body["entry"] = entry.rawValue }
         try Self.authorize(&body, password: password, ticket: ticket)
         return try Self.upgradeStep(try await send(.post, ["v1", "upgrades"], body, repeatable: false))
     }
@@ -100,9 +117,28 @@ public struct UpgradeClient: UpgradeServing {
         newPassword: String,
         serviceIdentifier: String
     ) async throws -> PasswordChangeStep {
+        try await changePassword(
+            username: username,
+            password: password,
+            ticket: ticket,
+            newPassword: newPassword,
+            serviceIdentifier: serviceIdentifier,
+            entry: nil
+        )
+    }
+
+    public func changePassword(
+        username: String,
+        password: String,
+        ticket: String?,
+        newPassword: String,
+        serviceIdentifier: String,
+        entry: UpgradeEntry?
+    ) async throws -> PasswordChangeStep {
         var body: [String: String] = [
             "username": username, "newPassword": newPassword, "serviceIdentifier": serviceIdentifier,
         ]
+        if let entry { body["entry"] = entry.rawValue }
         try Self.authorize(&body, password: password, ticket: ticket)
         return try Self.passwordChangeStep(try await send(.post, ["v1", "password-changes"], body))
     }

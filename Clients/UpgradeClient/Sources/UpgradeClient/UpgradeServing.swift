@@ -17,6 +17,17 @@ public protocol UpgradeServing: Sendable {
         serviceIdentifier: String
     ) async throws -> UpgradeStep
 
+    /// `startUpgrade` saying which of the extension's calls began it (`entry`, for the server's
+    /// migration report). The default implementation drops `entry` and calls the method above, so
+    /// a test double need implement only that one.
+    func startUpgrade(
+        username: String,
+        password: String,
+        ticket: String?,
+        serviceIdentifier: String,
+        entry: UpgradeEntry?
+    ) async throws -> UpgradeStep
+
     /// `POST /v1/upgrades/{id}/step-up` with a TOTP code. Sent once: a repeated code would count twice.
     func stepUp(upgradeID: String, code: String) async throws -> UpgradeStep
 
@@ -59,6 +70,17 @@ public protocol UpgradeServing: Sendable {
         serviceIdentifier: String
     ) async throws -> PasswordChangeStep
 
+    /// `changePassword` saying which of the extension's calls began it (`entry`); the default
+    /// implementation drops `entry` and calls the method above.
+    func changePassword(
+        username: String,
+        password: String,
+        ticket: String?,
+        newPassword: String,
+        serviceIdentifier: String,
+        entry: UpgradeEntry?
+    ) async throws -> PasswordChangeStep
+
     /// `POST /v1/password-changes/{id}/step-up` with a TOTP code. Sent once.
     func stepUpPasswordChange(id: String, code: String) async throws -> PasswordChangeStep
 
@@ -74,6 +96,38 @@ public protocol UpgradeServing: Sendable {
 }
 
 extension UpgradeServing {
+    public func startUpgrade(
+        username: String,
+        password: String,
+        ticket: String?,
+        serviceIdentifier: String,
+        entry: UpgradeEntry?
+    ) async throws -> UpgradeStep {
+        try await startUpgrade(
+            username: username,
+            password: password,
+            ticket: ticket,
+            serviceIdentifier: serviceIdentifier
+        )
+    }
+
+    public func changePassword(
+        username: String,
+        password: String,
+        ticket: String?,
+        newPassword: String,
+        serviceIdentifier: String,
+        entry: UpgradeEntry?
+    ) async throws -> PasswordChangeStep {
+        try await changePassword(
+            username: username,
+            password: password,
+            ticket: ticket,
+            newPassword: newPassword,
+            serviceIdentifier: serviceIdentifier
+        )
+    }
+
     /// A password upgrade (no ticket).
     public func startUpgrade(username: String, password: String, serviceIdentifier: String) async throws -> UpgradeStep
     {
