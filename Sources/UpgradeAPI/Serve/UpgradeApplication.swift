@@ -288,7 +288,7 @@ public final class UpgradeApplication: Sendable {
         statistics.server = server
         healthServer = settings.healthListen.map { listen in
             HTTPServer(
-                configuration: Self.healthConfiguration(settings, listen, log: log),
+                configuration: Self.sideConfiguration(.health, settings, listen, log: log),
                 handler: HealthCheckHandler(api: handler)
             )
         }
@@ -304,32 +304,12 @@ public final class UpgradeApplication: Sendable {
                 log: log
             )
             consoleServer = HTTPServer(
-                configuration: Self.consoleConfiguration(settings, listen, log: log),
+                configuration: Self.sideConfiguration(.console, settings, listen, log: log),
                 handler: console
             )
         } else {
             consoleServer = nil
         }
-    }
-
-    /// The console's own small server: a few members of staff, so few threads; its own connection
-    /// table, so traffic on the API listener does not reach it.
-    static func consoleConfiguration(
-        _ settings: ServerSettings,
-        _ listen: (host: String, port: Int),
-        log: RequestLog
-    ) -> HTTPServer.Configuration {
-        var configuration = HTTPServer.Configuration()
-        configuration.host = listen.host
-        configuration.port = listen.port
-        configuration.eventLoopCount = 1
-        configuration.workerCount = 4
-        configuration.workerQueueCapacity = 64
-        configuration.maxConnections = 256
-        configuration.maxConnectionsPerClient = min(32, settings.maxConnectionsPerClient)
-        configuration.connectionLimitExemptPeers = settings.trustedProxies
-        configuration.onEvent = { event in log.log("info", "console-server", [("event", .string(event.description))]) }
-        return configuration
     }
 
     /// The Apple link check (docs/architecture.md, "The Apple link check"): one pass a second, each
@@ -383,10 +363,30 @@ public final class UpgradeApplication: Sendable {
         )
     }
 
-    /// A small server of its own: a probe needs a connection or two, and the health listener keeps
-    /// its own table, so a flood on the API listener does not reach it. It takes no shutdown signals;
-    /// `stop()` ends it after the API server.
-    static func healthConfiguration(
+    /// A small server of its own for a side listener (the health probes, the support console): its
+    /// own connection table and few threads, so a flood on the API listener does not reach it. It
+    /// takes no shutdown signals; `stop()` ends it after the API server.
+    struct SideListener {
+        let name: String
+        let workers: Int
+        let queue: Int
+        let connections: Int
+        let perClient: Int
+
+        /// A probe needs a connection or two.
+        static let health = SideListener(name: "health-server", workers: 2, queue: 16, connections: 64, perClient: 8)
+        /// A few members of staff.
+        static let console = SideListener(
+            name: "console-server",
+            workers: 4,
+            queue: 64,
+            connections: 256,
+            perClient: 32
+        )
+    }
+
+    static func sideConfiguration(
+        _ side: SideListener,
         _ settings: ServerSettings,
         _ listen: (host: String, port: Int),
         log: RequestLog
@@ -395,12 +395,12 @@ public final class UpgradeApplication: Sendable {
         configuration.host = listen.host
         configuration.port = listen.port
         configuration.eventLoopCount = 1
-        configuration.workerCount = 2
-        configuration.workerQueueCapacity = 16
-        configuration.maxConnections = 64
-        configuration.maxConnectionsPerClient = min(8, settings.maxConnectionsPerClient)
+        configuration.workerCount = side.workers
+        configuration.workerQueueCapacity = side.queue
+        configuration.maxConnections = side.connections
+        configuration.maxConnectionsPerClient = min(side.perClient, settings.maxConnectionsPerClient)
         configuration.connectionLimitExemptPeers = settings.trustedProxies
-        configuration.onEvent = { event in log.log("info", "health-server", [("event", .string(event.description))]) }
+        configuration.onEvent = { event in log.log("info", side.name, [("event", .string(event.description))]) }
         return configuration
     }
 
