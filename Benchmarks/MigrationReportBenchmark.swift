@@ -4,21 +4,14 @@ import UpgradeEngine
 /// `Benchmarks report [ACCOUNTS] [--db postgres://...]` (PostgreSQL from `--db` or `UPGRADE_DB`,
 /// SQLite always); returns the exit code: 2 for bad arguments, 1 for a failed run.
 func migrationReportCommand(_ arguments: [String]) -> Int32 {
-    var options = arguments
-    var database = ProcessInfo.processInfo.environment["UPGRADE_DB"]
-    if let flag = options.firstIndex(of: "--db") {
-        guard flag + 1 < options.count else {
-            print("report: --db needs a postgres://... URL")
-            return 2
-        }
-        database = options[flag + 1]
-        options.removeSubrange(flag...(flag + 1))
-    }
-    let numbers = options.compactMap { Int($0) }.filter { $0 > 0 }
-    guard numbers.count == options.count, numbers.count <= 1 else {
-        print("usage: Benchmarks report [ACCOUNTS > 0] [--db postgres://...]")
-        return 2
-    }
+    guard
+        let (numbers, database) = bothBackendsArguments(
+            arguments,
+            command: "report",
+            maxNumbers: 1,
+            usage: "Benchmarks report [ACCOUNTS > 0] [--db postgres://...]"
+        )
+    else { return 2 }
     do {
         try runMigrationReportBenchmark(accounts: numbers.first ?? 1_000_000, database: database)
         return 0
@@ -34,23 +27,9 @@ func migrationReportCommand(_ arguments: [String]) -> Int32 {
 /// converted or a ticket) and one upgrade row an account. Reported: the whole history,
 /// and the last day, each the best of three reads.
 func runMigrationReportBenchmark(accounts: Int, database: String?) throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-report-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let sqlite = try SQLiteStore(path: directory.appendingPathComponent("report.db").path)
-    _ = try sqlite.migrate(now: Int64(Date().timeIntervalSince1970))
-    try ReportRun(store: sqlite, backend: "SQLite", accounts: accounts).run()
-
-    guard let database else {
-        print("PostgreSQL: skipped (give --db postgres://... or set UPGRADE_DB)")
-        return
+    try onBothBackends("report", database: database) { store, backend in
+        try ReportRun(store: store, backend: backend, accounts: accounts).run()
     }
-    guard case .postgres(let configuration) = try DatabaseLocation.parse(database) else {
-        throw BenchmarkError("--db must name a PostgreSQL database (postgres://...)")
-    }
-    let postgres = try PostgresStore(configuration: configuration)
-    _ = try postgres.migrate(now: Int64(Date().timeIntervalSince1970))
-    try ReportRun(store: postgres, backend: "PostgreSQL", accounts: accounts).run()
 }
 
 private struct ReportRun {

@@ -4,21 +4,14 @@ import UpgradeEngine
 /// `Benchmarks upgrade-history [PAST] [ROUNDS] [--db postgres://...]` (PostgreSQL from `--db` or
 /// `UPGRADE_DB`, SQLite always); returns the exit code: 2 for bad arguments, 1 for a failed run.
 func upgradeHistoryCommand(_ arguments: [String]) -> Int32 {
-    var options = arguments
-    var database = ProcessInfo.processInfo.environment["UPGRADE_DB"]
-    if let flag = options.firstIndex(of: "--db") {
-        guard flag + 1 < options.count else {
-            print("upgrade-history: --db needs a postgres://... URL")
-            return 2
-        }
-        database = options[flag + 1]
-        options.removeSubrange(flag...(flag + 1))
-    }
-    let numbers = options.compactMap { Int($0) }.filter { $0 > 0 }
-    guard numbers.count == options.count, numbers.count <= 2 else {
-        print("usage: Benchmarks upgrade-history [PAST > 0] [ROUNDS > 0] [--db postgres://...]")
-        return 2
-    }
+    guard
+        let (numbers, database) = bothBackendsArguments(
+            arguments,
+            command: "upgrade-history",
+            maxNumbers: 2,
+            usage: "Benchmarks upgrade-history [PAST > 0] [ROUNDS > 0] [--db postgres://...]"
+        )
+    else { return 2 }
     do {
         try runUpgradeHistoryBenchmark(
             past: numbers.first ?? 10_000,
@@ -41,38 +34,22 @@ func upgradeHistoryCommand(_ arguments: [String]) -> Int32 {
 /// upgrades), then the user's cancel. The accounts' hashes are cheap, so the reads are not hidden
 /// behind the hash. Rounds alternate between the two accounts in blocks.
 func runUpgradeHistoryBenchmark(past: Int, rounds: Int, database: String?) throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-history-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let sqlite = try SQLiteStore(path: directory.appendingPathComponent("history.db").path)
-    _ = try sqlite.migrate(now: Int64(Date().timeIntervalSince1970))
-    try HistoryRun(store: sqlite, backend: "SQLite", past: past, rounds: rounds, databasePIDs: { [] }).run()
-
-    guard let database else {
-        print("PostgreSQL: skipped (give --db postgres://... or set UPGRADE_DB)")
-        return
+    try onBothBackends("history", database: database) { store, backend in
+        var databasePIDs: () -> [Int32] = { [] }
+        if backend == "PostgreSQL" {
+            // The database's own CPU counts too: the reads run in its backends. Found through the
+            // cluster's postmaster.pid when UPGRADE_DEV_POSTGRES_DIR names a `Scripts/dev-postgres` cluster.
+            let postmaster = ProcessInfo.processInfo.environment["UPGRADE_DEV_POSTGRES_DIR"].flatMap { dir in
+                (try? String(contentsOfFile: dir + "/data/postmaster.pid", encoding: .utf8))?
+                    .split(separator: "\n").first.flatMap { Int32($0) }
+            }
+            if postmaster == nil {
+                print("PostgreSQL: the database's CPU is not counted (set UPGRADE_DEV_POSTGRES_DIR to count it)")
+            }
+            databasePIDs = { postmaster.map(childProcesses(of:)) ?? [] }
+        }
+        try HistoryRun(store: store, backend: backend, past: past, rounds: rounds, databasePIDs: databasePIDs).run()
     }
-    guard case .postgres(let configuration) = try DatabaseLocation.parse(database) else {
-        throw BenchmarkError("--db must name a PostgreSQL database (postgres://...)")
-    }
-    let postgres = try PostgresStore(configuration: configuration)
-    _ = try postgres.migrate(now: Int64(Date().timeIntervalSince1970))
-    // The database's own CPU counts too: the reads run in its backends. Found through the cluster's
-    // postmaster.pid when UPGRADE_DEV_POSTGRES_DIR names a `Scripts/dev-postgres` cluster.
-    let postmaster = ProcessInfo.processInfo.environment["UPGRADE_DEV_POSTGRES_DIR"].flatMap { dir in
-        (try? String(contentsOfFile: dir + "/data/postmaster.pid", encoding: .utf8))?
-            .split(separator: "\n").first.flatMap { Int32($0) }
-    }
-    if postmaster == nil {
-        print("PostgreSQL: the database's CPU is not counted (set UPGRADE_DEV_POSTGRES_DIR to count it)")
-    }
-    try HistoryRun(
-        store: postgres,
-        backend: "PostgreSQL",
-        past: past,
-        rounds: rounds,
-        databasePIDs: { postmaster.map(childProcesses(of:)) ?? [] }
-    ).run()
 }
 
 private struct HistoryRun {

@@ -234,49 +234,8 @@ failOnError("primitives") {
     }
     report("state machine transitions (4 per upgrade)", machineRate * 4)
 
-    /// Sessions waiting for Apple's credential, inserted directly, so the timed part is one committed
-    /// transition each: load, apply, versioned update and audit row in one transaction.
-    let sessionCount = quick ? 500 : 20_000
-    var sessionIDs: [String] = []
-    try store.write { tx in
-        for index in 0..<sessionCount {
-            var machine = UpgradeStateMachine.start(now: now, policy: policy)
-            _ = try machine.apply(.passwordEvaluated(.accepted(secondFactor: false)), now: now)
-            let id = "bench-\(index)"
-            sessionIDs.append(id)
-            try tx.insertUpgradeSession(
-                UpgradeSessionRecord(
-                    id: id,
-                    accountID: nil,
-                    usernameKey: "u\(index)",
-                    serviceIdentifier: "s",
-                    status: machine.status.rawValue,
-                    machine: UpgradeService.encode(machine),
-                    stateHash: nil,
-                    nonceHash: nil,
-                    linkedSub: nil,
-                    createdAt: now,
-                    expiresAt: now + 300,
-                    updatedAt: now
-                )
-            )
-        }
-    }
-    let service = UpgradeService(
-        store: store,
-        secrets: SecretBox.developmentOnly(),
-        identityTokens: IdentityTokenVerifier(
-            keys: try JWKSet(keys: [("k", try RSAPrivateKey(generatingBits: 2048).publicKey)]),
-            policy: try IdentityTokenPolicy(allowedAudiences: ["com.example.app"])
-        ),
-        apple: AppleIDEmulatorUnavailable(),
-        configuration: UpgradeServiceConfiguration(appleTeamID: "TEAMA12345")
-    )
-    var nextSession = 0
-    let sqliteTransitionRate = measure(batch: 16) {
-        _ = try? service.cancel(id: sessionIDs[nextSession % sessionCount], reason: .userCanceled, now: now + 1)
-        nextSession += 1
-    }
+    // One committed transition each (`transitionRate`, the same measurement as on PostgreSQL).
+    let sqliteTransitionRate = try transitionRate(store, sessions: quick ? 5000 : 20_000, now: now)
     report(
         "committed upgrade transitions (cancel: load+apply+commit)",
         sqliteTransitionRate,
