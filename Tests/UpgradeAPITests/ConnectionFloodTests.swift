@@ -78,18 +78,9 @@ struct ConnectionFloodTests {
 
     @Test("UPGRADE_MAX_CONNECTIONS_PER_CLIENT and UPGRADE_HEALTH_LISTEN: defaults, and one clear line for a bad value")
     func settings() throws {
-        let base = ["UPGRADE_DB": "sqlite:unused.db", "UPGRADE_LISTEN": "127.0.0.1:8080"]
-        func load(_ extra: [String: String]) throws -> ServerSettings {
-            try ServerSettings.load(base.merging(extra) { $1 }, development: true)
-        }
-        func problems(_ extra: [String: String]) -> [String] {
-            do {
-                _ = try load(extra)
-                return []
-            } catch {
-                return (error as? ServerSettingsError)?.problems ?? ["\(error)"]
-            }
-        }
+        let probe = SettingsProbe()
+        let load = probe.load
+        let problems = probe.problems
         let defaults = try load([:])
         #expect(defaults.maxConnectionsPerClient == HTTPServer.Configuration().maxConnectionsPerClient)
         #expect(defaults.healthListen == nil)

@@ -415,18 +415,9 @@ struct ConsoleTests {
 
     @Test("UPGRADE_CONSOLE_LISTEN: off by default, a numeric ADDRESS:PORT of its own, one clear line otherwise")
     func settings() throws {
-        let base = ["UPGRADE_DB": "sqlite:unused.db", "UPGRADE_LISTEN": "127.0.0.1:8080"]
-        func load(_ extra: [String: String]) throws -> ServerSettings {
-            try ServerSettings.load(base.merging(extra) { $1 }, development: true)
-        }
-        func problems(_ extra: [String: String]) -> [String] {
-            do {
-                _ = try load(extra)
-                return []
-            } catch {
-                return (error as? ServerSettingsError)?.problems ?? ["\(error)"]
-            }
-        }
+        let probe = SettingsProbe()
+        let load = probe.load
+        let problems = probe.problems
         #expect(try load([:]).consoleListen == nil)
         let console = try load(["UPGRADE_CONSOLE_LISTEN": "10.0.0.5:8082"]).consoleListen
         #expect(console?.host == "10.0.0.5" && console?.port == 8082)
