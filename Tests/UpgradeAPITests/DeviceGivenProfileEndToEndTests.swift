@@ -74,15 +74,16 @@ struct DeviceGivenProfileEndToEndTests {
             return answer.json
         }
 
-        /// The `data` of the `account.converted` event the receiver verified for `accountID`.
-        func convertedEvent(_ accountID: String) async throws -> [String: Any] {
+        /// The `data` of the event of `type` (`account.converted` unless told) the receiver verified
+        /// for `accountID`.
+        func deliveredEvent(_ accountID: String, type: String = "account.converted") async throws -> [String: Any] {
             func find() -> [String: Any]? {
                 let lines = FileManager.default.contents(atPath: receiver.record).map {
                     String(decoding: $0, as: UTF8.self).split(separator: "\n")
                 }
                 for line in lines ?? [] {
                     guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                        record["type"] as? String == "account.converted", record["accountId"] as? String == accountID,
+                        record["type"] as? String == type, record["accountId"] as? String == accountID,
                         let body = record["body"] as? String,
                         let event = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
                     else { continue }
@@ -130,7 +131,7 @@ struct DeviceGivenProfileEndToEndTests {
         )
         #expect(overview["realUserStatus"] as? String == "likelyReal")
 
-        let data = try await harness.convertedEvent(try harness.accountID("ada"))
+        let data = try await harness.deliveredEvent(try harness.accountID("ada"))
         #expect(data["displayName"] as? String == "Ada Lovelace")
         #expect(data["displayNameSource"] as? String == "device")
         #expect(data["email"] as? String == "ada.relay@privaterelay.appleid.com")
@@ -196,7 +197,7 @@ struct DeviceGivenProfileEndToEndTests {
         #expect(overview["emailSource"] as? String == "device")
         #expect(overview["fullName"] as? [String: String] == ["givenName": "Device", "familyName": "Name"])
         #expect(overview["realUserStatus"] as? String == "unknown")
-        let data = try await harness.convertedEvent(try harness.accountID("imp"))
+        let data = try await harness.deliveredEvent(try harness.accountID("imp"))
         #expect(data["displayName"] as? String == "Imported Name" && data["displayNameSource"] as? String == "import")
     }
 
@@ -370,6 +371,22 @@ struct DeviceGivenProfileEndToEndTests {
         #expect(profile.displayName == "Sam Signin" && profile.displayNameSource == .device)
         #expect(profile.email == "sam.contact@example.com" && profile.emailSource == .device)
 
+        // The backend, told of the conversion with no name or email, learns them: a signed
+        // account.profile-filled naming the fields filled, with the profile in account.converted's shape.
+        let samID = try harness.accountID("sam")
+        let filled = try await harness.deliveredEvent(samID, type: "account.profile-filled")
+        #expect(filled["accountId"] as? String == samID && filled["sub"] as? String == signedIn["sub"])
+        #expect(filled["fields"] as? [String] == ["email", "displayName", "fullName"])
+        #expect(filled["displayName"] as? String == "Sam Signin" && filled["displayNameSource"] as? String == "device")
+        #expect(filled["email"] as? String == "sam.contact@example.com" && filled["emailSource"] as? String == "device")
+        #expect(filled["fullName"] as? [String: String] == ["givenName": "Sam", "familyName": "Signin"])
+        #expect(filled["realUserStatus"] as? String == "unsupported")
+        let converted = try await harness.deliveredEvent(samID)
+        #expect(converted["email"] is NSNull && converted["displayName"] is NSNull)
+        #expect(
+            Set(filled.keys).subtracting(["fields"]) == Set(converted.keys).subtracting(["username", "upgradeId"])
+        )
+
         // A later sign-in forwarding something else changes nothing.
         let again = try await server.post(
             "/v1/apple/sign-in",
@@ -379,12 +396,49 @@ struct DeviceGivenProfileEndToEndTests {
             ]
         )
         #expect(again.status == 200)
+        let bare = try await server.post("/v1/apple/sign-in", ["identityToken": try await token()])
+        #expect(bare.status == 200)
         #expect(try harness.profile("sam") == profile)
-        let trail = try harness.store.read { try $0.auditTrail(accountID: harness.accountID("sam"), limit: 50) }
+        let trail = try harness.store.read { try $0.auditTrail(accountID: samID, limit: 50) }
         #expect(
             trail.filter { $0.event == "account.profileFilled" }.map(\.detail) == [
                 ["fields": "email,displayName,fullName", "source": "sign-in"]
             ]
         )
+
+        // account.deleted comes after every earlier event of the account, so once it arrives the
+        // receiver has them all: one account.profile-filled, none for the sign-ins that filled nothing.
+        let deleted = try await server.send(
+            "DELETE",
+            "/v1/admin/accounts/sam",
+            body: nil,
+            contentType: nil,
+            headers: ["Authorization": "Bearer \(harness.supportToken)"]
+        )
+        #expect(deleted.status == 200)
+        let receiver = harness.receiver
+        #expect(
+            await WebhookReceiver.eventually {
+                receiver.deliveries().verified.contains { $0.type == "account.deleted" && $0.accountID == samID }
+            }
+        )
+        let delivered = receiver.deliveries()
+        #expect(delivered.bad == 0)
+        let samEvents = delivered.verified.filter { $0.accountID == samID }
+        #expect(samEvents.map(\.type) == ["account.converted", "account.profile-filled", "account.deleted"])
+        // The stored event keeps its members; those that name the person are now null.
+        let stored = try #require(
+            try harness.store.read { try $0.webhookEvent(id: samEvents[1].id) }?.payload
+        )
+        let data = try #require(
+            (try JSONSerialization.jsonObject(with: Data(stored.utf8)) as? [String: Any])?["data"] as? [String: Any]
+        )
+        #expect(Set(data.keys) == Set(filled.keys))
+        for key in ["sub", "email", "displayName", "fullName"] { #expect(data[key] is NSNull, "\(key)") }
+        #expect(
+            data["accountId"] as? String == samID
+                && data["fields"] as? [String] == ["email", "displayName", "fullName"]
+        )
+        #expect(!stored.contains("Signin") && !stored.contains("sam.contact"))
     }
 }

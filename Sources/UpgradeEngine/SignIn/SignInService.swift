@@ -117,9 +117,7 @@ public final class SignInService: Sendable {
     }
 
     /// Stores what the device forwarded, and the token's `real_user_status`, where the account's
-    /// profile has none, in one write transaction with an audit row naming the fields filled (not
-    /// their values). Only while the account's link is still the token's `sub`: an account deleted or
-    /// relinked since it was found gets nothing.
+    /// profile has none, in one write transaction (`fillProfile`).
     private func keep(
         _ given: DeviceGivenProfile,
         claims: AppleIdentityClaims,
@@ -130,17 +128,13 @@ public final class SignInService: Sendable {
         guard !given.isEmpty || status != nil else { return }
         do {
             try store.write { tx in
-                guard try tx.appleLink(accountID: accountID)?.sub == claims.subject else { return }
-                let (_, filled) = try given.store(accountID: accountID, realUserStatus: status, in: tx, now: now)
-                guard !filled.isEmpty else { return }
-                try tx.appendAudit(
-                    AuditEvent(
-                        at: now,
-                        accountID: accountID,
-                        upgradeID: nil,
-                        event: "account.profileFilled",
-                        detail: ["fields": filled.joined(separator: ","), "source": "sign-in"]
-                    )
+                try Self.fillProfile(
+                    given,
+                    realUserStatus: status,
+                    sub: claims.subject,
+                    accountID: accountID,
+                    in: tx,
+                    now: now
                 )
             }
         } catch {
@@ -153,6 +147,43 @@ public final class SignInService: Sendable {
                 cause: UpgradeService.cause(of: error)
             )
         }
+    }
+
+    /// Inside a write transaction: fills the profile of `accountID` (`DeviceGivenProfile.store`) and,
+    /// when a field was filled, writes an audit row naming the fields (not their values) and the
+    /// `account.profile-filled` event with the profile as it now stands, so a backend told of the
+    /// conversion learns what the server learned since. Only while the account's link is still
+    /// `sub`: an account deleted or relinked since it was found gets nothing.
+    static func fillProfile(
+        _ given: DeviceGivenProfile,
+        realUserStatus: AppleRealUserStatus?,
+        sub: String,
+        accountID: String,
+        in tx: any StoreTransaction,
+        now: Int64
+    ) throws(StorageError) {
+        guard try tx.appleLink(accountID: accountID)?.sub == sub else { return }
+        let (profile, filled) = try given.store(accountID: accountID, realUserStatus: realUserStatus, in: tx, now: now)
+        guard !filled.isEmpty else { return }
+        try tx.appendAudit(
+            AuditEvent(
+                at: now,
+                accountID: accountID,
+                upgradeID: nil,
+                event: "account.profileFilled",
+                detail: ["fields": filled.joined(separator: ","), "source": "sign-in"]
+            )
+        )
+        try WebhookOutbox.enqueue(
+            .accountProfileFilled,
+            accountID: accountID,
+            data: [
+                ("accountId", .string(accountID)), ("sub", .string(sub)),
+                ("fields", .array(filled.map(JSONValue.string))),
+            ] + UpgradeService.profileData(profile),
+            in: tx,
+            now: now
+        )
     }
 
     /// The token's signature and claims, and its nonce as one of ours (not yet spent).

@@ -11,7 +11,7 @@ public enum PersonalData {
     ]
 
     /// Keys of webhook `data` members that name a person: `keys`, and `fullName` (an object of the
-    /// name's parts, `account.converted`), which the audit trail never holds.
+    /// name's parts, `account.converted`, `account.profile-filled`), which the audit trail never holds.
     public static let payloadKeys: Set<String> = keys.union(["fullName"])
 
     /// What replaces a redacted value in an audit detail (webhook payloads carry `null` instead).

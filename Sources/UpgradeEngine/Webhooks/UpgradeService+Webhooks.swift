@@ -25,10 +25,11 @@ extension UpgradeService {
 }
 
 extension UpgradeService {
-    /// The account's profile as `account.converted` carries it (Schema/webhooks.md): contact email
-    /// and display name with where each came from, the name's parts the device forwarded, and the
-    /// token's `real_user_status`; `null` for what the account has not. `email`, `displayName` and
-    /// `fullName` name the person, so a deletion nulls them (`PersonalData.payloadKeys`).
+    /// The account's profile as `account.converted` and `account.profile-filled` carry it, one shape
+    /// for both (Schema/webhooks.md): contact email and display name with where each came from, the
+    /// name's parts the device forwarded, and the token's `real_user_status`; `null` for what the
+    /// account has not. `email`, `displayName` and `fullName` name the person, so a deletion nulls
+    /// them (`PersonalData.payloadKeys`).
     static func profileData(_ profile: AccountProfileRecord?) -> [(String, JSONValue)] {
         [
             ("displayName", profile?.displayName.map(JSONValue.string) ?? .null),

@@ -5,6 +5,7 @@ import Synchronization
 /// Raw values never change: the backend dispatches on them.
 public enum WebhookEventType: String, Sendable, CaseIterable {
     case accountConverted = "account.converted"
+    case accountProfileFilled = "account.profile-filled"
     case upgradeFailed = "upgrade.failed"
     case passwordChanged = "password.changed"
     case accountDeleted = "account.deleted"
