@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The support console in a real browser: headless Chromium driven by Selenium, against a real
 `upgrade-cli serve --dev` on loopback (SQLite, the development Apple emulator) with its console
-listener. Signs in, looks accounts up, deletes one, and probes the console as an attacker would:
+listener. Signs in, looks accounts up, deletes one, compares every number of the report page (by
+default the last 30 days, then a range chosen in its date fields, then all time) with the API's and
+the CLI's report of the window the page names, and probes the console as an attacker would:
 a wrong token, POSTs without and with a wrong form token, a token without the `accounts` scope
 posting a deletion anyway, display names holding HTML and script, a page framing the console, a
 session cookie replayed after sign-out and a session whose token left the token file. Every probe
