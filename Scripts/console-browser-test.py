@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The support console in a real browser: headless Chromium driven by Selenium, against a real
 `upgrade-cli serve --dev` on loopback (SQLite, the development Apple emulator) with its console
-listener. Signs in, looks accounts up, deletes one, and probes the console as an attacker would:
+listener. Signs in, looks accounts up, deletes one, compares every number of the report page (by
+default the last 30 days, then a range chosen in its date fields, then all time) with the API's and
+the CLI's report of the window the page names, and probes the console as an attacker would:
 a wrong token, POSTs without and with a wrong form token, a token without the `accounts` scope
 posting a deletion anyway, display names holding HTML and script, a page framing the console, a
 session cookie replayed after sign-out and a session whose token left the token file. Every probe
@@ -12,6 +14,7 @@ must be inert. Saves a screenshot of every page at desktop (1280) and phone (390
 
 Needs Debian's chromium and chromium-driver and selenium from PyPI (Scripts/setup installs them).
 """
+import datetime
 import http.cookiejar
 import http.server
 import json
@@ -144,12 +147,15 @@ def json_call(method, url, body):
     return status, json.loads(text or "{}")
 
 
-def report_document(api, environment, token):
-    """The report as `GET /v1/admin/report` answers it, or `upgrade-cli report --json` prints it; None without either."""
-    status, _, text = call("GET", api + "/v1/admin/report", headers={"Authorization": "Bearer " + token})
+def report_document(api, environment, token, since=None, until=None):
+    """The report of [since, until) as `GET /v1/admin/report` answers it, or `upgrade-cli report --json` prints it; None
+    without either. Left out, `since` is the first event and `until` now, as on the API and the CLI."""
+    window = {name: value for name, value in (("since", since), ("until", until)) if value is not None}
+    query = "?" + urllib.parse.urlencode(window) if window else ""
+    status, _, text = call("GET", api + "/v1/admin/report" + query, headers={"Authorization": "Bearer " + token})
     if status == 200:
         return json.loads(text)
-    printed = cli(["report", "--json"], environment)
+    printed = cli(["report", "--json"] + [f"--{name}={value}" for name, value in window.items()], environment)
     return json.loads(printed.stdout) if printed.returncode == 0 else None
 
 
@@ -164,6 +170,39 @@ def lookup(document, path):
         else:
             return 0
     return value
+
+
+def report_window(driver):
+    """The window the report page names: its since (None for the first event) and until, RFC 3339."""
+    times = {element.get_attribute("id"): element.get_attribute("datetime")
+             for element in driver.find_elements(By.CSS_SELECTOR, "#window-since, #window-until")}
+    return times.get("window-since"), times.get("window-until")
+
+
+def report_numbers(driver):
+    """Every number on the report page by its `data-field` path."""
+    return {element.get_attribute("data-field"): int(element.text)
+            for element in driver.find_elements(By.CSS_SELECTOR, "[data-field]")}
+
+
+def compare_report(api, environment, token, shown, since, until, name):
+    """The page's numbers against `GET /v1/admin/report` and `upgrade-cli report --json` for the same window."""
+    document = report_document(api, environment, token, since, until)
+    if document is None:
+        print("    (no GET /v1/admin/report or upgrade-cli report in this build: compared with the script only)")
+        return
+    check(document.get("since") == since and document.get("until") == until,
+          f"{name}: the API's report covers the page's window, {since} to {until}")
+    different = {field: (value, lookup(document, field)) for field, value in shown.items()
+                 if lookup(document, field) != value}
+    check(not different, f"{name}: all {len(shown)} numbers on the report page equal the API's report: {different}")
+    window = [f"--{option}={value}" for option, value in (("since", since), ("until", until)) if value is not None]
+    printed = cli(["report", "--json"] + window, environment)
+    check(printed.returncode == 0, f"{name}: upgrade-cli report --json {' '.join(window)} {printed.stderr.strip()}".rstrip())
+    document = json.loads(printed.stdout)
+    different = {field: (value, lookup(document, field)) for field, value in shown.items()
+                 if lookup(document, field) != value}
+    check(not different, f"{name}: and `upgrade-cli report --json`'s: {different}")
 
 
 class Browser:
@@ -386,30 +425,68 @@ def main():
             By.CSS_SELECTOR, "section[aria-labelledby=imports-heading] tbody tr:first-child td")]
         check(len(cells) == 9 and cells[3] == str(len(PAYLOADS)), "the import run is listed with its counts")
 
-        # The migration report: the numbers the script made, and the same numbers as the API's document.
+        # The migration report: the numbers the script made, and the same numbers as the API's document for the
+        # window the page names. By default the last 30 days: from the start of the UTC day 29 days before today.
         browser.get(console + "/report")
         check(browser.no_alert() and len(driver.find_elements(By.CSS_SELECTOR, "svg.chart[role=img]")) >= 3,
               "the report page draws its charts (conversions, accounts remaining, funnels) as SVG")
         browser.shoot("00-report")
-        shown = {element.get_attribute("data-field"): int(element.text)
-                 for element in driver.find_elements(By.CSS_SELECTOR, "[data-field]")}
+        since, until = report_window(driver)
+        today = datetime.date.fromisoformat(until[:10])
+        first = today - datetime.timedelta(days=29)
+        heading = driver.find_element(By.TAG_NAME, "h1").text
+        check(since == f"{first}T00:00:00Z" and heading == f"Migration report, last 30 days, {first} to {today}"
+              and abs(datetime.datetime.fromisoformat(until.replace("Z", "+00:00")).timestamp() - time.time()) < 120,
+              f"by default the last 30 days, said in the heading: {heading!r}, from {since} to {until} (now)")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#conversions-title ~ rect")) == 30,
+              "the conversions chart has a bar for each of the 30 days")
+        shown = report_numbers(driver)
         cancelled = {reason: shown.get(f"upgrades.total.cancelled.{reason}") for _, reason in SCRIPT[2:]}
         check(shown.get("upgrades.total.completed") == 2 and all(count == 1 for count in cancelled.values())
               and sum(value for key, value in shown.items() if key.startswith("upgrades.total.failed.")) >= 1,
               "the report shows 2 completed, 1 cancelled per reason and the failure: " + json.dumps(cancelled))
-        document = report_document(api, environment, tokens["support"])
-        if document is None:
-            print("    (no GET /v1/admin/report or upgrade-cli report in this build: compared with the script only)")
-        else:
-            different = {field: (value, lookup(document, field)) for field, value in shown.items()
-                         if lookup(document, field) != value}
-            check(not different, f"all {len(shown)} numbers on the report page equal the API's report: {different}")
-            printed = cli(["report", "--json"], environment)
-            if printed.returncode == 0:
-                document = json.loads(printed.stdout)
-                different = {field: (value, lookup(document, field)) for field, value in shown.items()
-                             if lookup(document, field) != value}
-                check(not different, f"and `upgrade-cli report --json`'s: {different}")
+        compare_report(api, environment, tokens["support"], shown, since, until, "the last 30 days")
+
+        # A custom range from the two date fields (yesterday and today), sent by the page's GET form.
+        form = driver.find_element(By.CSS_SELECTOR, "form[action='/report']")
+        yesterday = today - datetime.timedelta(days=1)
+        for name, value in (("since", yesterday), ("until", today)):
+            field = form.find_element(By.NAME, name)
+            check(field.get_attribute("type") == "date", f"the range's {name} is a date field")
+            driver.execute_script("arguments[0].value = arguments[1]", field, str(value))
+        browser.click_and_wait(form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+        since, until = report_window(driver)
+        heading = driver.find_element(By.TAG_NAME, "h1").text
+        check(driver.current_url.endswith(f"/report?since={yesterday}&until={today}") and since == f"{yesterday}T00:00:00Z"
+              and heading == f"Migration report, {yesterday} to {today}",
+              f"a custom range from the date fields: {heading!r}, from {since} to {until}")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#conversions-title ~ rect")) == 2,
+              "the conversions chart follows it: a bar for each of its 2 days")
+        browser.shoot("00-report-custom")
+        compare_report(api, environment, tokens["support"], report_numbers(driver), since, until, "the custom range")
+
+        # The presets are links; all time is labelled as slow, and is the API's default window.
+        for preset, label in (("7d", "Last 7 days"), ("90d", "Last 90 days"), ("all", "All time (slow on large histories)")):
+            link = driver.find_element(By.CSS_SELECTOR, f"a[href='/report?range={preset}']")
+            check(link.text == label, f"the preset link {label!r}")
+            browser.click_and_wait(link)
+            check(driver.find_element(By.CSS_SELECTOR, f"a[href='/report?range={preset}']").get_attribute("aria-current")
+                  == "true", f"{label}: marked as the range shown")
+        since, until = report_window(driver)
+        check(since is None and driver.find_element(By.TAG_NAME, "h1").text.startswith("Migration report, all time"),
+              "all time: from the first event")
+        compare_report(api, environment, tokens["support"], report_numbers(driver), None, until, "all time")
+
+        # A range that ends before it starts, or in the future: a 400 that says why, and no report.
+        browser.get(console + f"/report?since={today}&until={yesterday}")
+        check(f"since ({today}) is after until ({yesterday})" in browser.text() and not report_numbers(driver),
+              "since after until: the page says so and shows no report")
+        browser.shoot("00-report-refused")
+        session = {"console-session": browser.session_cookie()["value"]}
+        for query, reason in ((f"since={today}&until={today + datetime.timedelta(days=1)}", "is in the future"),
+                              ("since=2026-02-30&until=2026-03-01", "must be a day written YYYY-MM-DD")):
+            status, _, body = call("GET", console + "/report?" + query, cookies=session)
+            check(status == 400 and reason in body and "data-field" not in body, f"{query}: 400, {reason!r}, no report")
 
         # Clickjacking: a page on another origin framing the console gets nothing.
         framing_port = free_port()

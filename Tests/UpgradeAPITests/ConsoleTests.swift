@@ -389,28 +389,211 @@ struct ConsoleTests {
         let (session, _) = try fixture.signIn(fixture.auditor)
         let page = try fixture.send("GET", "/report", cookies: ["console-session": session])
         #expect(page.status == 200)
+        let now = fixture.server.clock.now
         let report = try ReportService(store: fixture.server.application.store).report(
-            since: nil,
-            until: nil,
-            now: fixture.server.clock.now
+            since: (now / 86_400 - 29) * 86_400,
+            until: now,
+            now: now
         )
         #expect(page.text.contains("data-field=\"accounts.total\">\(report.accounts.total)<"))
         #expect(page.text.contains("data-field=\"accounts.password\">\(report.accounts.password)<"))
         #expect(page.text.components(separatedBy: "<svg class=\"chart\"").count - 1 == 4)
         #expect(!page.text.contains("<script") && !page.text.contains("style="))
         let bad = try fixture.send("GET", "/report?since=yesterday", cookies: ["console-session": session])
-        #expect(bad.status == 422)
+        #expect(bad.status == 400)
 
-        let now = Int64(Date().timeIntervalSince1970)
         let accountsOnly = try AdminTokenFile.add(
             name: "deleter",
             scopes: [.accounts],
             path: fixture.tokensPath,
-            now: now
+            now: Int64(Date().timeIntervalSince1970)
         )
         try Self.reload(fixture)
         let narrow = try fixture.signIn(accountsOnly)
         #expect(try fixture.send("GET", "/report", cookies: ["console-session": narrow.session]).status == 403)
+    }
+
+    /// 2026-11-28T13:45:10Z, a Saturday afternoon.
+    static let afternoon: Int64 = 1_795_873_510
+
+    @Test("the report page's range: each preset and each pair of days gives its since and until")
+    func reportRanges() throws {
+        let now = Self.afternoon
+        let today: Int64 = 1_795_824_000
+        #expect(
+            RFC3339.utc(seconds: now) == "2026-11-28T13:45:10Z" && RFC3339.utc(seconds: today).hasSuffix("T00:00:00Z")
+        )
+        func range(_ query: [String: String]) throws -> ConsoleReportRange {
+            try ConsoleReportRange.parse(query, now: now)
+        }
+        let cases: [([String: String], since: Int64?, until: Int64, heading: String)] = [
+            ([:], today - 29 * 86_400, now, "last 30 days, 2026-10-30 to 2026-11-28"),
+            (["range": "7d"], today - 6 * 86_400, now, "last 7 days, 2026-11-22 to 2026-11-28"),
+            (["range": "30d"], today - 29 * 86_400, now, "last 30 days, 2026-10-30 to 2026-11-28"),
+            (["range": "90d"], today - 89 * 86_400, now, "last 90 days, 2026-08-31 to 2026-11-28"),
+            (["range": "all"], nil, now, "all time, to 2026-11-28"),
+            // A range that includes today ends now; one before it, at the end of its last day.
+            (["since": "2026-11-01", "until": "2026-11-28"], today - 27 * 86_400, now, "2026-11-01 to 2026-11-28"),
+            (
+                ["since": "2026-11-01", "until": "2026-11-15"], today - 27 * 86_400, today - 12 * 86_400,
+                "2026-11-01 to 2026-11-15"
+            ),
+            (["since": "2026-11-28", "until": "2026-11-28"], today, now, "2026-11-28"),
+            (["since": "2024-02-29", "until": "2024-02-29"], 1_709_164_800, 1_709_251_200, "2024-02-29"),
+        ]
+        for (query, since, until, heading) in cases {
+            let parsed = try range(query)
+            #expect(parsed.since == since && parsed.until == until, "\(query)")
+            #expect(parsed.heading == heading, "\(query): \(parsed.heading)")
+        }
+        #expect(
+            try range([:]).preset == .last30Days
+                && (try range(["since": "2026-11-01", "until": "2026-11-02"])).preset == nil
+        )
+    }
+
+    /// Queries the report page refuses, each with the words it says why.
+    static let badRanges: [(query: String, message: String)] = [
+        ("range=14d", "range must be one of 7d, 30d, 90d, all"),
+        ("range=", "range must be one of 7d, 30d, 90d, all"),
+        ("range=7d&since=2026-11-01&until=2026-11-02", "Choose a preset range or two days"),
+        ("since=2026-11-01", "needs both since and until"),
+        ("until=2026-11-01", "needs both since and until"),
+        ("since=yesterday&until=2026-11-01", "since must be a day written YYYY-MM-DD"),
+        ("since=2026-11-01&until=2026-11-1", "until must be a day written YYYY-MM-DD"),
+        ("since=2026-02-30&until=2026-03-01", "since must be a day written YYYY-MM-DD"),
+        ("since=2026-11-01T00%3A00%3A00Z&until=2026-11-02", "since must be a day written YYYY-MM-DD"),
+        ("since=%2B2026-11-01&until=2026-11-02", "since must be a day written YYYY-MM-DD"),
+        ("since=&until=2026-11-02", "since must be a day written YYYY-MM-DD"),
+        ("since=1969-12-31&until=1970-01-02", "since must be 1970-01-01 or later"),
+        ("since=2026-11-20&until=2026-11-10", "since (2026-11-20) is after until (2026-11-10)"),
+        ("since=2026-11-01&until=9999-12-31", "until (9999-12-31) is in the future"),
+        ("since=9999-12-30&until=9999-12-31", "until (9999-12-31) is in the future"),
+        ("from=2026-11-01", "unknown query parameter &#39;from&#39;; the parameters are range, since, until."),
+        ("range=7d&range=30d", "range is given more than once"),
+    ]
+
+    @Test("a bad range is a 400 with its reason and the form, and nothing is read", arguments: badRanges)
+    func reportBadRange(query: String, message: String) throws {
+        let fixture = try Fixture()
+        let (session, _) = try fixture.signIn(fixture.auditor)
+        let page = try fixture.send("GET", "/report?" + query, cookies: ["console-session": session])
+        #expect(page.status == 400)
+        #expect(page.text.contains(message), "\(query)")
+        #expect(page.text.contains("role=\"alert\"") && page.text.contains("Nothing was read."))
+        #expect(
+            page.text.contains("<input type=\"date\" id=\"since\"") && page.text.contains("href=\"/report?range=30d\"")
+        )
+        #expect(!page.text.contains("data-field") && !page.text.contains("<svg"), "no report computed for \(query)")
+    }
+
+    @Test("a range ending today is refused once it reaches tomorrow")
+    func reportRangeTomorrow() throws {
+        let now = Self.afternoon
+        #expect(throws: ConsoleReportRange.Problem.self) {
+            try ConsoleReportRange.parse(["since": "2026-11-28", "until": "2026-11-29"], now: now)
+        }
+        #expect(throws: ConsoleReportRange.Problem.self) {
+            try ConsoleReportRange.parse(["since": "2026-11-29", "until": "2026-11-29"], now: now)
+        }
+        #expect(try ConsoleReportRange.parse(["since": "2026-11-28", "until": "2026-11-28"], now: now).until == now)
+    }
+
+    /// The `<svg>` of the chart `id` on a page.
+    static func chart(_ id: String, in text: String) -> Substring {
+        guard let start = text.range(of: "id=\"\(id)-title\"") else { return "" }
+        let rest = text[start.upperBound...]
+        return rest[..<(rest.range(of: "</svg>")?.lowerBound ?? rest.endIndex)]
+    }
+
+    static func count(_ needle: String, in text: Substring) -> Int {
+        text.components(separatedBy: needle).count - 1
+    }
+
+    @Test("each preset shows its window, the numbers ReportService gives for it, and a chart slot per day")
+    func reportPresetsOverHTTP() throws {
+        let fixture = try Fixture()
+        let store = fixture.server.application.store
+        let now = fixture.server.clock.now
+        let today = now / 86_400
+        // Conversions 3 days ago (two) and 40 days ago (one), from the audit trail as upgrades write them.
+        try store.write { tx in
+            for (daysAgo, count) in [(3, 2), (40, 1)] {
+                for _ in 0..<count {
+                    try tx.appendAudit(
+                        AuditEvent(
+                            at: (today - Int64(daysAgo)) * 86_400 + 3_600,
+                            accountID: nil,
+                            upgradeID: nil,
+                            event: "account.convertedToApple",
+                            detail: ["credentialKind": "password"]
+                        )
+                    )
+                }
+            }
+        }
+        let (session, _) = try fixture.signIn(fixture.auditor)
+        let cases: [(query: String, days: Int64?, heading: String, conversionSlots: Int, remainingBars: Int)] = [
+            ("", 30, "last 30 days", 30, 4),
+            ("?range=7d", 7, "last 7 days", 7, 4),
+            ("?range=30d", 30, "last 30 days", 30, 4),
+            ("?range=90d", 90, "last 90 days", 90, 41),
+            ("?range=all", nil, "all time", 41, 41),
+        ]
+        for (query, days, heading, conversionSlots, remainingBars) in cases {
+            let page = try fixture.send("GET", "/report" + query, cookies: ["console-session": session])
+            #expect(page.status == 200, "\(query)")
+            let since = days.map { (today - ($0 - 1)) * 86_400 }
+            let first = since.map { String(RFC3339.utc(seconds: $0).prefix(10)) }
+            let last = String(RFC3339.utc(seconds: now).prefix(10))
+            let expected = "<h1>Migration report, \(heading), " + (first.map { "\($0) to \(last)" } ?? "to \(last)")
+            #expect(page.text.contains(expected + "</h1>"), "\(query): \(expected)")
+            if let since {
+                #expect(
+                    page.text.contains("id=\"window-since\" datetime=\"\(RFC3339.utc(seconds: since))\""),
+                    "\(query)"
+                )
+            } else {
+                #expect(!page.text.contains("window-since") && page.text.contains("From the first event"), "\(query)")
+            }
+            #expect(page.text.contains("id=\"window-until\" datetime=\"\(RFC3339.utc(seconds: now))\""), "\(query)")
+            let current = query.isEmpty ? "?range=30d" : query
+            #expect(page.text.contains("href=\"/report\(current)\" aria-current=\"true\""), "\(query)")
+            let report = try ReportService(store: store).report(since: since, until: now, now: now)
+            #expect(page.text.contains("data-field=\"upgrades.total.started\">\(report.upgrades.total.started)<"))
+            for (index, day) in report.accountsPerDay.enumerated() {
+                #expect(page.text.contains("data-field=\"accountsPerDay.\(index).converted\">\(day.converted)<"))
+            }
+            #expect(Self.count("<rect", in: Self.chart("conversions", in: page.text)) == conversionSlots, "\(query)")
+            #expect(Self.count("<rect", in: Self.chart("remaining", in: page.text)) == remainingBars, "\(query)")
+            let threeDaysAgo = String(RFC3339.utc(seconds: (today - 3) * 86_400).dropFirst(5).prefix(5))
+            #expect(Self.chart("conversions", in: page.text).contains("<title>\(threeDaysAgo): 2</title>"), "\(query)")
+        }
+        #expect(
+            try fixture.send("GET", "/report?range=all", cookies: ["console-session": session]).text
+                .contains(">All time (slow on large histories)</a>")
+        )
+    }
+
+    @Test("the per-day charts: a slot for every day, conversions 0 on quiet days, the count carried from a change on")
+    func reportChartDays() throws {
+        let now = Self.afternoon
+        let range = try ConsoleReportRange.parse(["range": "7d"], now: now)
+        let days = [
+            MigrationReport.AccountsDay(day: "2026-11-24", created: 0, converted: 3, deleted: 0, onPasswordsAtEnd: 10),
+            MigrationReport.AccountsDay(day: "2026-11-26", created: 1, converted: 0, deleted: 0, onPasswordsAtEnd: 11),
+        ]
+        let chart = ConsoleRender.chartDays(days, range: range)
+        #expect(chart.map(\.day) == (22...28).map { "2026-11-\($0)" })
+        #expect(chart.map(\.converted) == [0, 0, 3, 0, 0, 0, 0])
+        #expect(chart.map(\.onPasswordsAtEnd) == [nil, nil, 10, 10, 11, 11, 11])
+        let all = ConsoleRender.chartDays(days, range: try ConsoleReportRange.parse(["range": "all"], now: now))
+        #expect(all.first?.day == "2026-11-24" && all.count == 5)
+        #expect(ConsoleRender.chartDays([], range: try ConsoleReportRange.parse(["range": "all"], now: now)).isEmpty)
+        // Days typed from 1970 on draw from the first change, not 20,000 empty slots.
+        let long = try ConsoleReportRange.parse(["since": "1970-01-01", "until": "2026-11-28"], now: now)
+        #expect(ConsoleRender.chartDays(days, range: long).count == 5)
+        #expect(ConsoleRender.chartDays([], range: long).count == Int(ConsoleRender.chartLeadingDaysLimit))
     }
 
     @Test("UPGRADE_CONSOLE_LISTEN: off by default, a numeric ADDRESS:PORT of its own, one clear line otherwise")

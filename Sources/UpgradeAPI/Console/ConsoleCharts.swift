@@ -7,12 +7,13 @@ enum ConsoleCharts {
     static let width = 720
     static let height = 240
 
-    /// Vertical bars, one per point, oldest first; `alternate` draws them in the second colour.
+    /// Vertical bars, one per point, oldest first; a nil value keeps its slot empty (not known);
+    /// `alternate` draws them in the second colour.
     static func bars(
         id: String,
         title: String,
         description: String,
-        points: [(label: String, value: Int)],
+        points: [(label: String, value: Int?)],
         alternate: Bool = false
     )
         -> HTML
@@ -20,7 +21,7 @@ enum ConsoleCharts {
         let (left, right, top, bottom) = (48, 12, 16, 36)
         let plotWidth = width - left - right
         let plotHeight = height - top - bottom
-        let maximum = max(1, points.map(\.value).max() ?? 0)
+        let maximum = max(1, points.compactMap(\.value).max() ?? 0)
         let slot = Double(plotWidth) / Double(max(1, points.count))
         // Few days make wide slots: a bar stays a bar.
         let barWidth = max(1, min(slot * 0.7, 48))
@@ -28,16 +29,18 @@ enum ConsoleCharts {
         let labelEvery = max(1, Int((Double(points.count) / 12).rounded(.up)))
         var marks = HTML.empty
         for (index, point) in points.enumerated() {
-            let barHeight = Double(plotHeight) * Double(point.value) / Double(maximum)
             let x = Double(left) + slot * Double(index) + (slot - barWidth) / 2
-            let y = Double(top + plotHeight) - barHeight
-            marks += """
-                <rect class="bar\(alternate ? " alt" : "")" x="\(format(x))" y="\(format(y))" width="\(format(barWidth))" height="\(format(barHeight))"><title>\(point.label): \(point.value)</title></rect>
-                """
-            if points.count <= 31 {
+            if let value = point.value {
+                let barHeight = Double(plotHeight) * Double(value) / Double(maximum)
+                let y = Double(top + plotHeight) - barHeight
                 marks += """
-                    <text x="\(format(x + barWidth / 2))" y="\(format(y - 4))" text-anchor="middle">\(point.value)</text>
+                    <rect class="bar\(alternate ? " alt" : "")" x="\(format(x))" y="\(format(y))" width="\(format(barWidth))" height="\(format(barHeight))"><title>\(point.label): \(value)</title></rect>
                     """
+                if points.count <= 31 {
+                    marks += """
+                        <text x="\(format(x + barWidth / 2))" y="\(format(y - 4))" text-anchor="middle">\(value)</text>
+                        """
+                }
             }
             if index % labelEvery == 0 {
                 marks += """

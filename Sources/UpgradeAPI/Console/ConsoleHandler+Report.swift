@@ -2,29 +2,53 @@ import UpgradeEngine
 
 /// The migration report page (scope `audit`, as `GET /v1/admin/report`).
 extension ConsoleHandler {
-    /// `GET /report?since=&until=`: `ReportService.report`, the document the API and the CLI give.
+    /// `GET /report?range=` or `?since=&until=` (`ConsoleReportRange`; nothing: the last 30 days):
+    /// `ReportService.report` of that window, the document the API and the CLI give for it. A query
+    /// that does not parse is a 400 with the form and the reason, and nothing is read.
     func report(_ context: inout Context) throws -> HTTPResponse {
         let (_, session) = try requireSession(context)
         try require(.audit, session)
-        let query = try UpgradeAPIHandler.strictQuery(context.request.query, allowed: ["since", "until"])
-        let since = query["since"] ?? ""
-        let until = query["until"] ?? ""
-        let window = ConsoleRender.reportWindow(since: since, until: until)
-        var bounds: [Int64?] = []
-        for (name, text) in [("Since", since), ("Until", until)] {
-            guard !text.isEmpty else {
-                bounds.append(nil)
-                continue
+        let today = ConsoleReportRange.day(of: context.now)
+        let range: ConsoleReportRange
+        var given: [String: String] = [:]
+        do {
+            given = try UpgradeAPIHandler.strictQuery(context.request.query, allowed: ConsoleReportRange.parameters)
+            range = try ConsoleReportRange.parse(given, now: context.now)
+        } catch {
+            let message: String
+            switch error {
+            case let problem as ConsoleReportRange.Problem: message = problem.message
+            case let problem as APIProblem: message = problem.detail
+            default: throw error
             }
-            guard let seconds = AuditSearch.time(text) else {
-                throw Refusal(
-                    status: 422,
-                    message: "\(name) must be an RFC 3339 date-time (2026-11-24T10:00:00Z) or Unix seconds."
-                )
-            }
-            bounds.append(seconds)
+            context.cause = "range"
+            let form = ConsoleRender.reportRange(
+                chosen: nil,
+                since: given["since"] ?? "",
+                until: given["until"] ?? "",
+                today: today
+            )
+            return page(
+                context,
+                status: 400,
+                title: "Migration report",
+                section: .report,
+                ConsolePage.message(message + (message.hasSuffix(".") ? "" : ".") + " Nothing was read.", error: true)
+                    + form
+            )
         }
-        let report = try reports.report(since: bounds[0], until: bounds[1], now: context.now)
-        return page(context, title: "Migration report", section: .report, window + ConsoleRender.report(report))
+        let report = try reports.report(since: range.since, until: range.until, now: context.now)
+        let form = ConsoleRender.reportRange(
+            chosen: range.preset,
+            since: range.firstDay.map(ConsoleReportRange.dayString) ?? "",
+            until: ConsoleReportRange.dayString(range.lastDay),
+            today: today
+        )
+        return page(
+            context,
+            title: "Migration report, \(range.heading)",
+            section: .report,
+            form + ConsoleRender.report(report, range: range)
+        )
     }
 }

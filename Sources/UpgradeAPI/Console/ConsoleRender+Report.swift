@@ -4,23 +4,38 @@ import UpgradeEngine
 /// tables and charts. Every number carries `data-field`, its path in the report's JSON document, so
 /// a test can compare the page with the API's answer.
 extension ConsoleRender {
-    /// The window form, filled in with what was asked.
-    static func reportWindow(since: String, until: String) -> HTML {
-        """
-        <section aria-labelledby="window-heading">
-        <h2 id="window-heading">Window</h2>
-        <form method="get" action="/report" class="inline">
-        <div class="field"><label for="since">Since (RFC 3339 or Unix seconds; empty: from the start)</label>
-        <input type="text" id="since" name="since" value="\(since)" autocomplete="off"></div>
-        <div class="field"><label for="until">Until (empty: now)</label>
-        <input type="text" id="until" name="until" value="\(until)" autocomplete="off"></div>
-        <button type="submit">Show</button>
-        </form>
-        </section>
-        """
+    /// The range chooser: a link per preset (the chosen one marked), and two days for any other
+    /// range, filled in with the range shown (or with what was asked, when it was refused). A GET
+    /// form, as the page runs no script.
+    static func reportRange(chosen: ConsoleReportRange.Preset?, since: String, until: String, today: Int64) -> HTML {
+        let presets = HTML.joined(
+            ConsoleReportRange.Preset.allCases.map { preset -> HTML in
+                let current: HTML = preset == chosen ? #" aria-current="true""# : ""
+                let name = preset.name.prefix(1).uppercased() + preset.name.dropFirst()
+                let slow = preset == .allTime ? " (slow on large histories)" : ""
+                return "<li><a href=\"/report?range=\(preset.rawValue)\"\(current)>\(name)\(slow)</a></li>"
+            }
+        )
+        let earliest = ConsoleReportRange.dayString(ConsoleReportRange.earliestDay)
+        let latest = ConsoleReportRange.dayString(today)
+        return """
+            <section aria-labelledby="range-heading">
+            <h2 id="range-heading">Range</h2>
+            <ul class="presets">\(presets)</ul>
+            <form method="get" action="/report" class="inline">
+            <div class="field"><label for="since">First day (UTC)</label>
+            <input type="date" id="since" name="since" value="\(since)" min="\(earliest)" max="\(latest)" required></div>
+            <div class="field"><label for="until">Last day (UTC, included)</label>
+            <input type="date" id="until" name="until" value="\(until)" min="\(earliest)" max="\(latest)" required></div>
+            <button type="submit">Show these days</button>
+            </form>
+            <p class="hint">The report reads the audit trail of its range, so a long range takes longer: all time reads the whole history, seconds at a million accounts.</p>
+            </section>
+            """
     }
 
-    static func report(_ report: MigrationReport) -> HTML {
+    /// The report of `range`; the per-day charts have a slot for every day of the range.
+    static func report(_ report: MigrationReport, range: ConsoleReportRange) -> HTML {
         let accounts = report.accounts
         let stats = numbers(
             label: "Accounts now",
@@ -32,21 +47,25 @@ extension ConsoleRender {
             ]
         )
         let days = report.accountsPerDay
+        let chartDays = Self.chartDays(days, range: range)
+        let span = chartDays.first.map { "\($0.day) to \(chartDays[chartDays.count - 1].day)" } ?? "the window"
         let conversions = ConsoleCharts.bars(
             id: "conversions",
             title: "Conversions per day",
-            description: "Password accounts converted to Sign in with Apple on each day of the window, oldest first.",
-            points: days.map { (String($0.day.suffix(5)), $0.converted) }
+            description:
+                "Password accounts converted to Sign in with Apple on each day from \(span), oldest first.",
+            points: chartDays.map { (String($0.day.suffix(5)), $0.converted) }
         )
         let remaining = ConsoleCharts.bars(
             id: "remaining",
             title: "Accounts remaining on passwords",
-            description: "Accounts still on a password at the end of each day of the window, oldest first.",
-            points: days.map { (String($0.day.suffix(5)), $0.onPasswordsAtEnd) },
+            description:
+                "Accounts still on a password at the end of each day from \(span), oldest first; blank before the window's first change, as the count is derived from the changes.",
+            points: chartDays.map { (String($0.day.suffix(5)), $0.onPasswordsAtEnd) },
             alternate: true
         )
         let perDay = ConsolePage.table(
-            caption: "Accounts per day",
+            caption: "Accounts per day with a change",
             headers: ["Day", "Created", "Converted", "Deleted", "On passwords at the end"],
             rows: days.enumerated().map { index, day in
                 [
@@ -58,9 +77,11 @@ extension ConsoleRender {
             },
             numeric: [1, 2, 3, 4]
         )
-        let window = "\(report.since ?? "the first event") to \(report.until), read at \(report.generatedAt)"
+        let since: HTML =
+            report.since.map { "<time id=\"window-since\" datetime=\"\($0)\">\($0)</time>" } ?? "the first event"
+        let until: HTML = "<time id=\"window-until\" datetime=\"\(report.until)\">\(report.until)</time>"
         return """
-            <p class="hint">From \(window).</p>
+            <p class="hint">From \(since) to \(until) (not included), read at \(report.generatedAt).</p>
             <section aria-labelledby="accounts-heading">
             <h2 id="accounts-heading">Accounts</h2>
             \(stats)
@@ -72,6 +93,34 @@ extension ConsoleRender {
             \(flow(report.passwordChanges, key: "passwordChanges", title: "Strong-password changes"))
             \(backlogs(report))
             """
+    }
+
+    /// A range longer than this many days starts its charts at its first day with a change, so that
+    /// days typed from 1970 on do not draw some 20,000 empty slots.
+    static let chartLeadingDaysLimit: Int64 = 366
+
+    /// Every day of `range`, oldest first, with its conversions (0 on a day without a change) and
+    /// the accounts on passwords at its end: carried from the last day with a change, nil before
+    /// the window's first change (the document gives the count only from there). All time starts at
+    /// its first day with a change.
+    static func chartDays(
+        _ days: [MigrationReport.AccountsDay],
+        range: ConsoleReportRange
+    ) -> [(day: String, converted: Int, onPasswordsAtEnd: Int?)] {
+        let firstChange = days.first.flatMap { AuditSearch.time($0.day + "T00:00:00Z") }.map { $0 / 86_400 }
+        var first = range.firstDay ?? firstChange
+        if let start = first, range.lastDay - start >= chartLeadingDaysLimit {
+            first = max(start, firstChange ?? range.lastDay - chartLeadingDaysLimit + 1)
+        }
+        guard let first, first <= range.lastDay else { return [] }
+        let byDay = Dictionary(days.map { ($0.day, $0) }) { kept, _ in kept }
+        var carried: Int?
+        return (first...range.lastDay).map { number in
+            let day = ConsoleReportRange.dayString(number)
+            let changed = byDay[day]
+            if let changed { carried = changed.onPasswordsAtEnd }
+            return (day, changed?.converted ?? 0, carried)
+        }
     }
 
     /// One flow: its funnel as a chart and a table, and its outcomes in total and by entry.

@@ -44,9 +44,13 @@ enum ConsoleStylesheet {
         form.stack { display: grid; gap: 8px; max-width: 480px; }
         form.inline { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; }
         label { font-weight: 600; display: block; }
-        input[type="text"], input[type="password"], input[type="search"] { font: inherit; padding: 8px 10px;
+        input[type="text"], input[type="password"], input[type="search"], input[type="date"] { font: inherit; padding: 8px 10px;
           border: 1px solid var(--muted); border-radius: 6px; width: 100%; min-width: 0; }
         form.inline .field { flex: 1 1 220px; }
+        ul.presets { list-style: none; margin: 0 0 12px; padding: 0; display: flex; flex-wrap: wrap; gap: 8px; }
+        ul.presets a { display: inline-block; padding: 6px 12px; border: 1px solid var(--accent); border-radius: 6px;
+          text-decoration: none; }
+        ul.presets a[aria-current="true"] { background: var(--accent); color: #fff; }
         button { font: inherit; padding: 8px 16px; border-radius: 6px; border: 1px solid var(--accent);
           background: var(--accent); color: #fff; cursor: pointer; }
         button.secondary { background: transparent; color: #fff; border-color: #fff; }
