@@ -30,7 +30,8 @@ extension HTTPServer {
         /// How long the oldest request waiting for a worker may have waited: while it has waited
         /// longer, a new request is answered `503 server-busy` with `Retry-After: 1` instead of
         /// queued (docs/architecture.md §11.6). Shedding by delay, not by count: a burst waits as long
-        /// as it is drained within this bound, however many requests it holds.
+        /// as it is drained within this bound, however many requests it holds
+        /// (`UPGRADE_MAX_QUEUE_DELAY_MS` in `serve`).
         public var maxQueueDelay: Duration = .milliseconds(500)
         /// A memory cap on requests waiting for a worker; one more is answered 503 like a delay past
         /// `maxQueueDelay`. Nil (the default): `maxConnections × maxPipelinedRequests`, as many as

@@ -45,10 +45,14 @@ struct AppleLinkCheckTests {
         var store: any UpgradeStore { upgrade.harness.store }
         var now: Int64 { upgrade.now }
 
-        func checker(apple: (any AppleRefreshTokenValidating)? = nil) -> AppleLinkChecker {
+        func checker(
+            apple: (any AppleRefreshTokenValidating)? = nil,
+            configure: (inout AppleLinkChecker.Policy) -> Void = { _ in }
+        ) -> AppleLinkChecker {
             var policy = AppleLinkChecker.Policy()
             policy.periodSeconds = AppleLinkCheckTests.period
             policy.checksPerSecond = 1000
+            configure(&policy)
             let events = self.events
             return AppleLinkChecker(
                 store: store,
@@ -267,6 +271,26 @@ struct AppleLinkCheckTests {
         }
     }
 
+    @Test(
+        "a pass cut short after a full batch says links may still be due, so the next starts at once; one that ran out does not",
+        arguments: Backend.all
+    )
+    func passCutShort(_ backend: Backend) async throws {
+        let world = try World(backend)
+        let apple = ScriptedApple([])
+        for name in ["alice", "bob", "carol"] { _ = try world.linked(name, token: "rt-\(name)") }
+        let checker = world.checker(apple: apple) {
+            $0.batchSize = 1
+            $0.passSeconds = 0
+        }
+        #expect(try await world.pass(checker).scheduled == 3)
+        world.upgrade.advance(Self.period)
+        var passes: [AppleLinkChecker.PassSummary] = []
+        for _ in 0..<4 { passes.append(try await world.pass(checker)) }
+        #expect(passes.map { $0.checked[.valid, default: 0] } == [1, 1, 1, 0])
+        #expect(passes.map(\.more) == [true, true, true, false])
+    }
+
     @Test("the first checks of many links spread over the period")
     func firstChecksSpread() {
         var policy = AppleLinkChecker.Policy()
@@ -293,5 +317,26 @@ struct AppleLinkCheckTests {
         #expect(policy.pause(errors: 1, retryAfter: nil, random: { $0.lowerBound }) == 5)
         #expect(policy.pause(errors: 1, retryAfter: 60, random: { $0.lowerBound }) == 60)
         #expect(policy.pause(errors: 40, retryAfter: nil, random: { $0.lowerBound }) == 900)
+    }
+
+    @Test("at the default rate the policy is the default one")
+    func defaultRatePolicy() {
+        #expect(AppleLinkChecker.Policy(checksPerSecond: 10) == AppleLinkChecker.Policy())
+        #expect(AppleLinkChecker.Policy(checksPerSecond: 1000).batchSize == 20)
+        #expect(AppleLinkChecker.Policy(checksPerSecond: 1000).claimSeconds == 120)
+    }
+
+    @Test(
+        "at a slower rate a batch's paced checks and their answers end before its claim does",
+        arguments: [0.001, 0.01, 0.1, 0.17, 0.5, 0.67, 1, 2.5, 10, 1000]
+    )
+    func claimOutlastsPacedBatch(_ rate: Double) {
+        let policy = AppleLinkChecker.Policy(checksPerSecond: rate)
+        #expect(policy.checksPerSecond == rate)
+        #expect((1...20).contains(policy.batchSize))
+        // Each check of the batch may wait its slot, then take up to 5 s with Apple.
+        let worstCase = Double(policy.batchSize) / rate + Double(policy.batchSize) * 5
+        #expect(worstCase <= Double(policy.claimSeconds), "\(rate)/s: \(policy.batchSize) in \(policy.claimSeconds) s")
+        #expect(policy.claimSeconds >= 120)
     }
 }

@@ -68,6 +68,12 @@ public struct ServerSettings: Sendable {
     public var appleLinkCheckSeconds: Int64? = Self.defaultAppleLinkCheckSeconds
     /// Apple asks for at most one check of a refresh token a day.
     public static let defaultAppleLinkCheckSeconds: Int64 = 86_400
+    /// Apple link checks started per second on this instance, at most
+    /// (`UPGRADE_APPLE_LINK_CHECK_RATE`; docs/architecture.md §7.6). Fixed at start.
+    public var appleLinkCheckRate: Double = AppleLinkChecker.Policy().checksPerSecond
+    /// How long the oldest request waiting for an API worker may have waited before new ones are
+    /// answered `503 server-busy` (`UPGRADE_MAX_QUEUE_DELAY_MS`; docs/architecture.md §11.6). Fixed at start.
+    public var maxQueueDelay: Duration = HTTPServer.Configuration().maxQueueDelay
 
     /// The variables and their `--flag` spellings.
     public static let variables: [(variable: String, flag: String)] = [
@@ -89,6 +95,8 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_LEGACY_VERIFY_SECRET_FILE", "--legacy-verify-secret-file"),
         ("UPGRADE_LEGACY_VERIFY_TIMEOUT", "--legacy-verify-timeout"), ("UPGRADE_LEGACY_CREATE", "--legacy-create"),
         ("UPGRADE_APPLE_LINK_CHECK_SECONDS", "--apple-link-check-seconds"),
+        ("UPGRADE_APPLE_LINK_CHECK_RATE", "--apple-link-check-rate"),
+        ("UPGRADE_MAX_QUEUE_DELAY_MS", "--max-queue-delay-ms"),
     ]
 
     /// Variables of features this build does not have yet. Each is refused when set rather than
@@ -378,6 +386,9 @@ public struct ServerSettings: Sendable {
             }
         }
 
+        let appleLinkCheckRate = Self.appleLinkCheckRate(value("UPGRADE_APPLE_LINK_CHECK_RATE"), &problems)
+        let maxQueueDelay = Self.maxQueueDelay(value("UPGRADE_MAX_QUEUE_DELAY_MS"), &problems)
+
         guard problems.isEmpty else { throw ServerSettingsError(problems: problems) }
         var settings = ServerSettings(
             database: database,
@@ -413,8 +424,40 @@ public struct ServerSettings: Sendable {
         settings.legacyVerify = legacyVerify
         settings.legacyCreate = legacyCreate
         settings.appleLinkCheckSeconds = appleLinkCheckSeconds
+        settings.appleLinkCheckRate = appleLinkCheckRate
+        settings.maxQueueDelay = maxQueueDelay
         settings.consoleListen = consoleListen
         return settings
+    }
+
+    /// `UPGRADE_APPLE_LINK_CHECK_RATE`: checks per second, a decimal from 0.001 (86 a day; the
+    /// checker paces no slower) to 1000; problems appended.
+    static func appleLinkCheckRate(_ text: String?, _ problems: inout [String]) -> Double {
+        let rate = AppleLinkChecker.Policy().checksPerSecond
+        guard let text else { return rate }
+        let digitsAndPoint = text.utf8.allSatisfy { (48...57).contains($0) || $0 == UInt8(ascii: ".") }
+        if digitsAndPoint, let parsed = Double(text), parsed.isFinite, (0.001...1000).contains(parsed) {
+            return parsed
+        }
+        problems.append(
+            "UPGRADE_APPLE_LINK_CHECK_RATE: expected checks per second per instance, a decimal number from 0.001 to 1000, e.g. 10 (the default)"
+        )
+        return rate
+    }
+
+    /// `UPGRADE_MAX_QUEUE_DELAY_MS`: whole milliseconds from 10 to 60000; problems appended.
+    static func maxQueueDelay(_ text: String?, _ problems: inout [String]) -> Duration {
+        let delay = HTTPServer.Configuration().maxQueueDelay
+        guard let text else { return delay }
+        if text.utf8.allSatisfy({ (48...57).contains($0) }), let milliseconds = Int64(text),
+            (10...60_000).contains(milliseconds)
+        {
+            return .milliseconds(milliseconds)
+        }
+        problems.append(
+            "UPGRADE_MAX_QUEUE_DELAY_MS: expected whole milliseconds from 10 to 60000, e.g. 500 (the default)"
+        )
+        return delay
     }
 
     /// The legacy login system's settings (docs/legacy-verification.md); problems appended.

@@ -150,6 +150,7 @@ public final class UpgradeApplication: Sendable {
         configuration.host = settings.host
         configuration.port = settings.port
         configuration.maxConnectionsPerClient = settings.maxConnectionsPerClient
+        configuration.maxQueueDelay = settings.maxQueueDelay
         // A call to the legacy login system waits on the network, up to its timeout: the workers it
         // may hold are added, so a stalled legacy system leaves the others to every other route.
         if let endpoint = settings.legacyVerify { configuration.workerCount += endpoint.maximumConcurrentCalls }
@@ -210,6 +211,7 @@ public final class UpgradeApplication: Sendable {
         if let period = settings.appleLinkCheckSeconds {
             linkCheckWorker = Self.linkCheckWorker(
                 period: period,
+                rate: settings.appleLinkCheckRate,
                 store: store,
                 secrets: secrets,
                 apple: apple.revocations,
@@ -317,6 +319,7 @@ public final class UpgradeApplication: Sendable {
     /// is counted only: a million links make a million of them a day.
     static func linkCheckWorker(
         period: Int64,
+        rate: Double,
         store: any UpgradeStore,
         secrets: SecretBox,
         apple: AppleClient,
@@ -325,7 +328,7 @@ public final class UpgradeApplication: Sendable {
         log: RequestLog,
         clock: @escaping @Sendable () -> Int64
     ) -> AppleLinkCheckWorker {
-        var policy = AppleLinkChecker.Policy()
+        var policy = AppleLinkChecker.Policy(checksPerSecond: rate)
         policy.periodSeconds = period
         let checker = AppleLinkChecker(
             store: store,

@@ -27,7 +27,8 @@ public final class AppleLinkChecker: Sendable {
     public struct Policy: Sendable, Equatable {
         /// At most one check per link per this many seconds (`UPGRADE_APPLE_LINK_CHECK_SECONDS`).
         public var periodSeconds: Int64 = 86_400
-        /// Checks started per second on one instance, at most.
+        /// Checks started per second on one instance, at most (`UPGRADE_APPLE_LINK_CHECK_RATE`):
+        /// one instance checks at most `checksPerSecond × periodSeconds` links per period.
         public var checksPerSecond: Double = 10
         /// How long a claim holds a link: longer than one check can take with Apple's timeouts.
         public var claimSeconds: Int64 = 120
@@ -43,6 +44,18 @@ public final class AppleLinkChecker: Sendable {
         public var maximumPause: Int64 = 900
 
         public init() {}
+
+        /// The default policy at `checksPerSecond`. A slower rate claims fewer links at a time and
+        /// holds its claims longer, so that a batch's paced checks end before its claim does and no
+        /// other instance checks the same link again (docs/architecture.md §7.6).
+        public init(checksPerSecond: Double) {
+            self.checksPerSecond = checksPerSecond
+            // A batch paces out within a quarter of the default claim: 20 links at 0.67/s and faster.
+            batchSize = max(1, min(batchSize, Int(checksPerSecond * Double(claimSeconds) / 4)))
+            // Plus 100 s for the answers: 20 checks at the client's 5 s timeout.
+            let pacedSeconds = (Double(batchSize) / max(checksPerSecond, 0.001)).rounded(.up)
+            claimSeconds = max(claimSeconds, Int64(pacedSeconds) + 100)
+        }
 
         /// The wait before a link whose check failed `failures` times in a row is tried again:
         /// from a 96th of the period (15 minutes for a day) doubling up to the period.
@@ -135,6 +148,9 @@ public final class AppleLinkChecker: Sendable {
         public var scheduled = 0
         public var checked: [Outcome: Int] = [:]
         public var paused = false
+        /// The pass stopped at `passSeconds` after a full batch: links may still be due, so the
+        /// next pass should start at once.
+        public var more = false
     }
 
     /// One pass: schedules links that have no check yet, then claims due links (`batchSize` at a
@@ -172,8 +188,9 @@ public final class AppleLinkChecker: Sendable {
                 let outcome = try await check(link, token: token, apple: apple, clock: clock)
                 summary.checked[outcome, default: 0] += 1
             }
-            let elapsed = ContinuousClock.now - started
-            guard claimed.count == policy.batchSize, elapsed < .milliseconds(Int64(policy.passSeconds * 1000)) else {
+            guard claimed.count == policy.batchSize else { return summary }
+            guard ContinuousClock.now - started < .milliseconds(Int64(policy.passSeconds * 1000)) else {
+                summary.more = true
                 return summary
             }
         }
