@@ -64,13 +64,16 @@ extension StoreConformanceTests {
             try tx.insertRecoveryCodes(accountID: alice.id, codeHashes: codes)
             #expect(try tx.consumeRecoveryCode(accountID: alice.id, codeHash: codes[0], now: 5))
         }
-        #expect(try Set(db.store.read { try $0.recoveryCodeHashes(accountID: alice.id) }) == Set(["a", "b"] + codes))
+        #expect(
+            try Set(db.store.read { try $0.storedStates(accountIDs: [alice.id]) }[alice.id]?.recoveryCodeHashes ?? [])
+                == Set(["a", "b"] + codes)
+        )
         try db.store.write { tx in
             try tx.upsertAccountProfile(changed)
             try tx.upsertImportRun(finished)
             try tx.deleteRecoveryCodes(accountID: alice.id)
         }
-        #expect(try db.store.read { try $0.recoveryCodeHashes(accountID: alice.id) }.isEmpty)
+        #expect(try db.store.read { try $0.storedStates(accountIDs: [alice.id]) }[alice.id]?.recoveryCodeHashes == [])
         let updated = try db.store.read { tx in
             (
                 try tx.accountProfile(accountID: alice.id), try tx.importRun(id: "run-1"),
@@ -83,6 +86,73 @@ extension StoreConformanceTests {
         _ = try db.store.write { try $0.deleteAccount(id: alice.id) }
         #expect(try db.store.read { try $0.accountProfile(accountID: alice.id) } == nil)
         #expect(try db.store.read { try $0.importRun(id: "run-1") } == finished, "a run outlives the accounts it wrote")
+    }
+}
+
+extension StoreConformanceTests {
+    @Test(
+        "storedStates reads what a provisioning batch compares its rows with, as the one-row reads do, for many accounts at once",
+        arguments: Backend.all
+    )
+    func storedStates(_ backend: Backend) throws {
+        let db = try backend.database()
+        // alice: everything but a link; bob: Apple-only with a link and a profile; carol: nothing
+        // but the account; "nobody": no account at all.
+        let alice = account("alice")
+        var bob = account("bob")
+        bob.credentialKind = .appleOnly
+        let carol = account("carol")
+        let profile = AccountProfileRecord(
+            accountID: bob.id,
+            email: "bob@example.com",
+            displayName: "Bob",
+            importRun: nil,
+            importLine: nil,
+            updatedAt: Self.now,
+            emailSource: .device,
+            displayNameSource: .device
+        )
+        try db.store.write { tx in
+            for record in [alice, bob, carol] { try tx.insertAccount(record) }
+            try tx.upsertPasswordCredential(
+                PasswordCredentialRecord(
+                    accountID: alice.id,
+                    hash: "$argon2id$x",
+                    format: "argon2id",
+                    updatedAt: Self.now
+                )
+            )
+            try tx.upsertTOTPEnrollment(enrollment(alice))
+            try tx.insertRecoveryCodes(accountID: alice.id, codeHashes: ["c1", "c2", "c3"])
+            try tx.insertAppleLink(link(bob.id, sub: "001234.bob"))
+            try tx.upsertAccountProfile(profile)
+        }
+        let ids = [alice.id, bob.id, carol.id, "nobody"]
+        let (states, one) = try db.store.read { tx in
+            (
+                try tx.storedStates(accountIDs: ids),
+                try ids.map { id in
+                    (
+                        try tx.appleLink(accountID: id), try tx.passwordCredential(accountID: id),
+                        try tx.totpEnrollment(accountID: id), try tx.accountProfile(accountID: id)
+                    )
+                }
+            )
+        }
+        #expect(states.count == ids.count)
+        for (id, single) in zip(ids, one) {
+            let state = try #require(states[id])
+            #expect(state.appleLink == single.0)
+            #expect(state.password == single.1)
+            #expect(state.totp == single.2)
+            #expect(state.profile == single.3)
+        }
+        #expect(Set(states[alice.id]?.recoveryCodeHashes ?? []) == ["c1", "c2", "c3"])
+        #expect(states[alice.id]?.password != nil && states[alice.id]?.totp != nil)
+        #expect(states[bob.id]?.appleLink?.sub == "001234.bob" && states[bob.id]?.profile == profile)
+        #expect(states[carol.id] == StoredAccountState())
+        #expect(states["nobody"] == StoredAccountState())
+        #expect(try db.store.read { try $0.storedStates(accountIDs: []) }.isEmpty)
     }
 }
 

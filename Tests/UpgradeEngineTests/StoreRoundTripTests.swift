@@ -139,6 +139,50 @@ struct StoreRoundTripTests {
         #expect(cold.prepares == 0, "\(cold)")
     }
 
+    /// A provisioning sync sends the same accounts again and again; every row is then `skipped`, and
+    /// deciding so reads what each account holds. Those reads are a few statements for the whole
+    /// batch (`AccountImportStore.storedStates`), so the batch's round trips do not grow with its rows.
+    @Test(
+        "a provisioning batch sent again costs PostgreSQL as many round trips for 40 rows as for 4",
+        .enabled(if: TestPostgres.isAvailable, "UPGRADE_TEST_POSTGRES is not set")
+    )
+    func repeatedProvisioningBatch() throws {
+        let db = try Backend.postgres.database()
+        let store = try db.openPostgresStore(preparedStatements: false)
+        let service = AccountProvisioningService(
+            store: store,
+            passwords: PasswordVerifier(dummyParameters: UpgradeHarness.fastHash),
+            secrets: SecretBox.developmentOnly(),
+            appleTeamID: nil,
+            appleClientID: nil
+        )
+        let hash = try PasswordHasher(parameters: UpgradeHarness.fastHash).hash(password: "pw")
+        var costs: [PostgresTraffic] = []
+        for (prefix, count) in [("small", 4), ("large", 40)] {
+            // Every field a row compares: password, TOTP, recovery codes, email and name.
+            let rows: [JSONValue] = (0..<count).map { index in
+                // Stored hashes of two codes (64 lowercase hex digits each).
+                let codes: [JSONValue] = [
+                    .string(String(format: "%064x", 2 * index + 1)), .string(String(format: "%064x", 2 * index + 2)),
+                ]
+                let name = "\(prefix)-\(index)"
+                let uri = "otpauth://totp/App:\(name)?secret=JBSWY3DPEHPK3PXP&issuer=App"
+                return .object([
+                    "username": .string(name), "passwordHash": .string(hash), "email": .string("\(name)@example.com"),
+                    "displayName": .string("User \(index)"), "totp": .string(uri), "recoveryCodes": .array(codes),
+                ])
+            }
+            let created = try service.batch(rows, by: "sync", now: Self.now)
+            #expect(created.allSatisfy { $0.action == .created }, "\(created.map(\.reason))")
+            let before = store.traffic
+            let again = try service.batch(rows, by: "sync", now: Self.now + 60)
+            costs.append(store.traffic - before)
+            #expect(again.allSatisfy { $0.action == .skipped }, "\(again.map(\.reason))")
+        }
+        #expect(costs[0].roundTrips == costs[1].roundTrips, "\(costs)")
+        #expect(costs[1].roundTrips <= 12 && costs[1].commits == 1, "\(costs[1])")
+    }
+
     /// Two upgrades, cold then warm, each with the counts every route must show; returns both.
     private static func expectUpgradeCost(_ store: PostgresStore) async throws -> (PostgresTraffic, PostgresTraffic) {
         let world = try World(store: store)

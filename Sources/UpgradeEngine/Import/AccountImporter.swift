@@ -341,7 +341,7 @@ public final class AccountImporter: Sendable {
         var existing = writes.stored[username]
         var fromReference = false
         if let found = existing {
-            if options.origin == .file, let profile = try tx.accountProfile(accountID: found.id),
+            if options.origin == .file, let profile = writes.states[found.id]?.profile,
                 profile.importRun == options.runID,
                 let earlier = profile.importLine, earlier < item.line
             {
@@ -356,10 +356,12 @@ public final class AccountImporter: Sendable {
             guard options.onConflict == .update else {
                 return report(.skipped, "username: an account with this username already exists")
             }
-            let link =
-                try fromReference
-                ? reference?.read { try $0.appleLink(accountID: existing.id) } : tx.appleLink(accountID: existing.id)
-            if options.origin != .file, try isUnchanged(existing, link: link, by: row, in: tx) {
+            // What the batch read of the account up front; a dry run's account from the real database
+            // has only its link read there (nothing else of it is in the scratch database).
+            var state = fromReference ? StoredAccountState() : writes.states[existing.id] ?? StoredAccountState()
+            if fromReference { state.appleLink = try reference?.read { try $0.appleLink(accountID: existing.id) } }
+            let link = state.appleLink
+            if options.origin != .file, isUnchanged(existing, state, by: row) {
                 writes.takenUsernames[username] = item.line
                 return report(.skipped, "unchanged: the account already holds every value the row gives")
             }
@@ -375,7 +377,7 @@ public final class AccountImporter: Sendable {
                 insertAccount(row, line: item.line, kind: .password, now: now, event: nil, into: &writes, ids: &ids)
                 return report(.updated)
             }
-            try update(existing, with: row, line: item.line, in: tx, now: now, into: &writes)
+            try update(existing, state, with: row, line: item.line, now: now, into: &writes)
             return report(.updated)
         }
 
@@ -487,25 +489,23 @@ public final class AccountImporter: Sendable {
 
     private func update(
         _ account: AccountRecord,
+        _ stored: StoredAccountState,
         with row: ValidatedImportRow,
         line: Int64,
-        in tx: any StoreTransaction,
         now: Int64,
         into writes: inout BatchWrites
     ) throws {
         writes.takenUsernames[account.username] = line
         var detail = auditDetail(line: line)
         var row = row
-        if row.passwordHash?.format == PasswordCredentialRecord.legacyFormat,
-            try tx.passwordCredential(accountID: account.id) != nil
-        {
+        if row.passwordHash?.format == PasswordCredentialRecord.legacyFormat, stored.password != nil {
             // A password the account already has (a hash, or the legacy marker) is never replaced
             // by the marker: a first match's hash, or a password changed here, would be lost.
             row.passwordHash = nil
             detail["legacyPassword"] = "kept"
         }
         writeCredentials(row, accountID: account.id, replacing: true, detail: &detail, into: &writes, now: now)
-        let profile = try tx.accountProfile(accountID: account.id)
+        let profile = stored.profile
         let isFile = options.origin == .file
         writes.profiles.append(
             AccountProfileRecord(
@@ -545,45 +545,36 @@ public final class AccountImporter: Sendable {
     /// Whether `account` already holds every value `row` gives: the same Apple `sub` (or none), the
     /// same password hash, TOTP secret and parameters, recovery codes and profile fields. Fields the
     /// row leaves out are kept by an update, so they cannot differ.
-    private func isUnchanged(
-        _ account: AccountRecord,
-        link: AppleLinkRecord?,
-        by row: ValidatedImportRow,
-        in tx: any StoreTransaction
-    ) throws -> Bool {
+    private func isUnchanged(_ account: AccountRecord, _ stored: StoredAccountState, by row: ValidatedImportRow) -> Bool
+    {
         if let sub = row.appleSub {
-            guard let link, link.sub == sub else { return false }
-        } else if account.credentialKind != .password || link != nil {
+            guard let link = stored.appleLink, link.sub == sub else { return false }
+        } else if account.credentialKind != .password || stored.appleLink != nil {
             return false
         }
         if let hash = row.passwordHash {
-            guard let stored = try tx.passwordCredential(accountID: account.id),
-                stored.hash == hash.hash || hash.format == PasswordCredentialRecord.legacyFormat
+            guard let password = stored.password,
+                password.hash == hash.hash || hash.format == PasswordCredentialRecord.legacyFormat
             else {
                 return false
             }
         }
         if let totp = row.totp {
-            guard let secrets = options.secrets, let stored = try tx.totpEnrollment(accountID: account.id),
-                stored.algorithm == totp.parameters.algorithm, stored.digits == totp.parameters.digits,
-                stored.period == totp.parameters.period,
+            guard let secrets = options.secrets, let enrollment = stored.totp,
+                enrollment.algorithm == totp.parameters.algorithm, enrollment.digits == totp.parameters.digits,
+                enrollment.period == totp.parameters.period,
                 let secret = try? secrets.open(
-                    stored.secretCiphertext,
+                    enrollment.secretCiphertext,
                     context: UpgradeService.totpContext(accountID: account.id)
                 ),
                 ConstantTime.equals(secret, totp.secret)
             else { return false }
         }
-        if !row.recoveryCodeHashes.isEmpty,
-            try Set(tx.recoveryCodeHashes(accountID: account.id)) != Set(row.recoveryCodeHashes)
-        {
+        if !row.recoveryCodeHashes.isEmpty, Set(stored.recoveryCodeHashes) != Set(row.recoveryCodeHashes) {
             return false
         }
-        if row.email != nil || row.displayName != nil {
-            let profile = try tx.accountProfile(accountID: account.id)
-            if let email = row.email, profile?.email != email { return false }
-            if let name = row.displayName, profile?.displayName != name { return false }
-        }
+        if let email = row.email, stored.profile?.email != email { return false }
+        if let name = row.displayName, stored.profile?.displayName != name { return false }
         return true
     }
 
@@ -625,6 +616,10 @@ private struct BatchWrites {
     /// Stored accounts by username skeleton, likewise: what a new username must not look like.
     let storedBySkeleton: [String: [AccountRecord]]
     let inReferenceBySkeleton: [String: [AccountRecord]]
+    /// What is stored of each account in `stored` (link, credentials, profile), read in a few
+    /// statements for the whole batch rather than several for each row: the batch's writes wait
+    /// until every row is decided, so each row is decided against what the transaction read.
+    let states: [String: StoredAccountState]
     /// The line of this batch that created or updated each username.
     var takenUsernames: [String: Int64] = [:]
     /// The line of this batch that created an account under each skeleton.
@@ -654,6 +649,7 @@ private struct BatchWrites {
         }
         self.stored = stored
         self.inReference = inReference
+        states = try tx.storedStates(accountIDs: stored.values.map(\.id))
         // Skeletons another ICU release computed would miss look-alikes: refuse to compare against them.
         try UsernameSkeletons.requireCurrent(tx)
         let skeletons = Array(Set(usernames.map(\.skeleton)))

@@ -9,13 +9,28 @@ public protocol AccountImportStore {
     func accountProfile(accountID: String) throws(StorageError) -> AccountProfileRecord?
     /// Deletes the account's recovery codes, used or not, before an import replaces them.
     func deleteRecoveryCodes(accountID: String) throws(StorageError)
-    /// The hashes of the account's recovery codes, used or not: what a provisioning row is compared with.
-    func recoveryCodeHashes(accountID: String) throws(StorageError) -> [String]
+    /// What a batch of imported or provisioned rows is decided against, for each of `accountIDs`: its
+    /// Apple link, password, TOTP enrollment, recovery code hashes and profile, read in five
+    /// statements whatever the number of accounts (docs/architecture.md §7.5). Every id given has an
+    /// entry; one with nothing stored (or no account) has an empty state.
+    func storedStates(accountIDs: [String]) throws(StorageError) -> [String: StoredAccountState]
     /// Stores every field of the run (the id names it), replacing any earlier state.
     func upsertImportRun(_ run: ImportRunRecord) throws(StorageError)
     func importRun(id: String) throws(StorageError) -> ImportRunRecord?
     /// The `limit` most recently started runs, newest first: what the support console lists.
     func importRuns(limit: Int) throws(StorageError) -> [ImportRunRecord]
+}
+
+/// An account's credentials, link and profile as stored: `AccountImportStore.storedStates(accountIDs:)`.
+public struct StoredAccountState: Sendable, Equatable {
+    public var appleLink: AppleLinkRecord?
+    public var password: PasswordCredentialRecord?
+    public var totp: TOTPEnrollmentRecord?
+    /// The hashes of its recovery codes, used or not, in no particular order.
+    public var recoveryCodeHashes: [String] = []
+    public var profile: AccountProfileRecord?
+
+    public init() {}
 }
 
 /// An account's contact details: what an import brought, or what the device forwarded from Apple's

@@ -36,10 +36,31 @@ extension SQLTransaction {
         try rows("DELETE FROM recovery_codes WHERE account_id = $1", [.text(accountID)])
     }
 
-    func recoveryCodeHashes(accountID: String) throws(StorageError) -> [String] {
-        try rows("SELECT code_hash FROM recovery_codes WHERE account_id = $1", [.text(accountID)]).compactMap {
-            $0[0].string
+    func storedStates(accountIDs: [String]) throws(StorageError) -> [String: StoredAccountState] {
+        guard !accountIDs.isEmpty else { return [:] }
+        let ids: [SQLValue] = [.text(JSONValue.array(accountIDs.map { .string($0) }).serializedString)]
+        var states = Dictionary(accountIDs.map { ($0, StoredAccountState()) }) { first, _ in first }
+        for row in try rows(AccountImportSQL.linksOf, ids) {
+            let link = Self.link(row)
+            states[link.accountID]?.appleLink = link
         }
+        for row in try rows(AccountImportSQL.passwordsOf, ids) {
+            let password = Self.passwordCredential(row)
+            states[password.accountID]?.password = password
+        }
+        for row in try rows(AccountImportSQL.totpOf, ids) {
+            let enrollment = Self.totpEnrollment(row)
+            states[enrollment.accountID]?.totp = enrollment
+        }
+        for row in try rows(AccountImportSQL.recoveryCodesOf, ids) {
+            guard let accountID = row[0].string, let hash = row[1].string else { continue }
+            states[accountID]?.recoveryCodeHashes.append(hash)
+        }
+        for row in try rows(AccountImportSQL.profilesOf, ids) {
+            let profile = Self.profile(row)
+            states[profile.accountID]?.profile = profile
+        }
+        return states
     }
 
     func upsertImportRun(_ run: ImportRunRecord) throws(StorageError) {
@@ -88,6 +109,22 @@ extension SQLTransaction {
 }
 
 enum AccountImportSQL {
+    // What `storedStates` reads: each table's rows of the accounts a JSON array of ids names.
+    static let linksOf = DialectSQL {
+        "SELECT \(AppleLinkSQL.linkColumns) FROM apple_links WHERE account_id IN (\($0.jsonStrings(1)))"
+    }
+    static let passwordsOf = DialectSQL {
+        "SELECT \(AccountSQL.passwordColumns) FROM password_credentials WHERE account_id IN (\($0.jsonStrings(1)))"
+    }
+    static let totpOf = DialectSQL {
+        "SELECT \(AccountSQL.totpColumns) FROM totp_enrollments WHERE account_id IN (\($0.jsonStrings(1)))"
+    }
+    static let recoveryCodesOf = DialectSQL {
+        "SELECT account_id, code_hash FROM recovery_codes WHERE account_id IN (\($0.jsonStrings(1)))"
+    }
+    static let profilesOf = DialectSQL {
+        "SELECT \(profileColumns) FROM account_profiles WHERE account_id IN (\($0.jsonStrings(1)))"
+    }
     static let profileColumns =
         "account_id, email, display_name, import_run, import_line, updated_at, email_source, display_name_source, full_name, real_user_status"
     static let runColumns =

@@ -132,17 +132,19 @@ extension SQLTransaction {
 
     func passwordCredential(accountID: String) throws(StorageError) -> PasswordCredentialRecord? {
         try rows(
-            "SELECT account_id, hash, format, updated_at FROM password_credentials WHERE account_id = $1",
+            "SELECT \(AccountSQL.passwordColumns) FROM password_credentials WHERE account_id = $1",
             [.text(accountID)]
+        ).first.map(Self.passwordCredential)
+    }
+
+    /// A password credential from its columns in `AccountSQL.passwordColumns`' order.
+    static func passwordCredential(_ row: [SQLValue]) -> PasswordCredentialRecord {
+        PasswordCredentialRecord(
+            accountID: row[0].string ?? "",
+            hash: row[1].string ?? "",
+            format: row[2].string ?? "",
+            updatedAt: row[3].int ?? 0
         )
-        .first.map { row in
-            PasswordCredentialRecord(
-                accountID: row[0].string ?? "",
-                hash: row[1].string ?? "",
-                format: row[2].string ?? "",
-                updatedAt: row[3].int ?? 0
-            )
-        }
     }
 
     func deletePasswordCredential(accountID: String) throws(StorageError) {
@@ -192,19 +194,22 @@ extension SQLTransaction {
 
     func totpEnrollment(accountID: String) throws(StorageError) -> TOTPEnrollmentRecord? {
         try rows(
-            "SELECT account_id, secret_ciphertext, algorithm, digits, period, last_accepted_step, created_at FROM totp_enrollments WHERE account_id = $1",
+            "SELECT \(AccountSQL.totpColumns) FROM totp_enrollments WHERE account_id = $1",
             [.text(accountID)]
-        ).first.map { row in
-            TOTPEnrollmentRecord(
-                accountID: row[0].string ?? "",
-                secretCiphertext: row[1].bytes ?? [],
-                algorithm: DigestAlgorithm(rawValue: row[2].string ?? "") ?? .sha1,
-                digits: Int(row[3].int ?? 6),
-                period: Int(row[4].int ?? 30),
-                lastAcceptedStep: row[5].int,
-                createdAt: row[6].int ?? 0
-            )
-        }
+        ).first.map(Self.totpEnrollment)
+    }
+
+    /// A TOTP enrollment from its columns in `AccountSQL.totpColumns`' order.
+    static func totpEnrollment(_ row: [SQLValue]) -> TOTPEnrollmentRecord {
+        TOTPEnrollmentRecord(
+            accountID: row[0].string ?? "",
+            secretCiphertext: row[1].bytes ?? [],
+            algorithm: DigestAlgorithm(rawValue: row[2].string ?? "") ?? .sha1,
+            digits: Int(row[3].int ?? 6),
+            period: Int(row[4].int ?? 30),
+            lastAcceptedStep: row[5].int,
+            createdAt: row[6].int ?? 0
+        )
     }
 
     func advanceTOTPStep(accountID: String, step: Int64) throws(StorageError) -> Bool {
@@ -302,8 +307,11 @@ extension SQLTransaction {
     }
 }
 
-private enum AccountSQL {
+enum AccountSQL {
     static let accountColumns = "id, username, credential_kind, created_at, updated_at, version"
+    static let passwordColumns = "account_id, hash, format, updated_at"
+    static let totpColumns =
+        "account_id, secret_ciphertext, algorithm, digits, period, last_accepted_step, created_at"
     static let selectAccountByID = "SELECT \(accountColumns) FROM accounts WHERE id = $1"
     static let selectAccountByUsername = "SELECT \(accountColumns) FROM accounts WHERE username = $1"
     static let selectAccountsAfterID =
