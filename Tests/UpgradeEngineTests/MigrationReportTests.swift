@@ -297,8 +297,8 @@ struct MigrationReportTests {
         #expect(report.upgrades.total.cancelled.count == ASExtensionErrorCode.allCases.count)
 
         // Per day: the upgrades on the first, the password changes (and one upgrade) on the second.
-        let first = ReportService.dayString(now / 86400)
-        let second = ReportService.dayString(nextDay / 86400)
+        let first = RFC3339.dayString(now / 86400)
+        let second = RFC3339.dayString(nextDay / 86400)
         #expect(report.upgrades.perDay.map(\.day) == [first, second])
         #expect(report.upgrades.perDay.first?.outcomes.completed == 3)
         #expect(report.passwordChanges.perDay.map(\.day) == [second])

@@ -8,7 +8,7 @@ extension ConsoleHandler {
     func report(_ context: inout Context) throws -> HTTPResponse {
         let (_, session) = try requireSession(context)
         try require(.audit, session)
-        let today = ConsoleReportRange.day(of: context.now)
+        let today = RFC3339.day(of: context.now)
         let range: ConsoleReportRange
         var given: [String: String] = [:]
         do {
@@ -40,8 +40,8 @@ extension ConsoleHandler {
         let report = try reports.report(since: range.since, until: range.until, now: context.now)
         let form = ConsoleRender.reportRange(
             chosen: range.preset,
-            since: range.firstDay.map(ConsoleReportRange.dayString) ?? "",
-            until: ConsoleReportRange.dayString(range.lastDay),
+            since: range.firstDay.map(RFC3339.dayString) ?? "",
+            until: RFC3339.dayString(range.lastDay),
             today: today
         )
         return page(

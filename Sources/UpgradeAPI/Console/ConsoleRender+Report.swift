@@ -16,8 +16,8 @@ extension ConsoleRender {
                 return "<li><a href=\"/report?range=\(preset.rawValue)\"\(current)>\(name)\(slow)</a></li>"
             }
         )
-        let earliest = ConsoleReportRange.dayString(ConsoleReportRange.earliestDay)
-        let latest = ConsoleReportRange.dayString(today)
+        let earliest = RFC3339.dayString(ConsoleReportRange.earliestDay)
+        let latest = RFC3339.dayString(today)
         return """
             <section aria-labelledby="range-heading">
             <h2 id="range-heading">Range</h2>
@@ -116,7 +116,7 @@ extension ConsoleRender {
         let byDay = Dictionary(days.map { ($0.day, $0) }) { kept, _ in kept }
         var carried: Int?
         return (first...range.lastDay).map { number in
-            let day = ConsoleReportRange.dayString(number)
+            let day = RFC3339.dayString(number)
             let changed = byDay[day]
             if let changed { carried = changed.onPasswordsAtEnd }
             return (day, changed?.converted ?? 0, carried)

@@ -57,7 +57,7 @@ struct ConsoleReportRange: Equatable, Sendable {
 
     /// The range a query asks for at `now`.
     static func parse(_ query: [String: String], now: Int64) throws(Problem) -> ConsoleReportRange {
-        let today = day(of: now)
+        let today = RFC3339.day(of: now)
         let (since, until) = (query["since"], query["until"])
         if let name = query["range"] {
             guard since == nil, until == nil else {
@@ -81,7 +81,7 @@ struct ConsoleReportRange: Equatable, Sendable {
         guard last <= today else {
             throw Problem(
                 message:
-                    "until (\(until)) is in the future: the last day can be today (\(dayString(today)), UTC) at most."
+                    "until (\(until)) is in the future: the last day can be today (\(RFC3339.dayString(today)), UTC) at most."
             )
         }
         return ConsoleReportRange(
@@ -95,7 +95,7 @@ struct ConsoleReportRange: Equatable, Sendable {
 
     /// The preset's range at `now`: from the start of the UTC day `days - 1` days before today to now.
     init(preset: Preset, now: Int64) {
-        let today = Self.day(of: now)
+        let today = RFC3339.day(of: now)
         let first = preset.days.map { today - ($0 - 1) }
         self.init(preset: preset, since: first.map { $0 * 86_400 }, until: now, firstDay: first, lastDay: today)
     }
@@ -110,8 +110,8 @@ struct ConsoleReportRange: Equatable, Sendable {
 
     /// What the page's heading says: the preset's name and its days, or the days.
     var heading: String {
-        let last = Self.dayString(lastDay)
-        let days = firstDay.map { first in first == lastDay ? last : "\(Self.dayString(first)) to \(last)" }
+        let last = RFC3339.dayString(lastDay)
+        let days = firstDay.map { first in first == lastDay ? last : "\(RFC3339.dayString(first)) to \(last)" }
         switch (preset, days) {
         case (let preset?, let days?): return "\(preset.name), \(days)"
         case (let preset?, nil): return "\(preset.name), to \(last)"
@@ -134,12 +134,4 @@ struct ConsoleReportRange: Equatable, Sendable {
         }
         return seconds / 86_400
     }
-
-    /// The UTC day `seconds` falls on, in days since 1970-01-01.
-    static func day(of seconds: Int64) -> Int64 {
-        seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-    }
-
-    /// `YYYY-MM-DD` of a day.
-    static func dayString(_ day: Int64) -> String { String(RFC3339.utc(seconds: day * 86_400).prefix(10)) }
 }

@@ -30,7 +30,7 @@ enum AccountsTally {
             let tally = perDay[day]!
             days.append(
                 MigrationReport.AccountsDay(
-                    day: ReportService.dayString(day),
+                    day: RFC3339.dayString(day),
                     created: tally.created,
                     converted: tally.converted,
                     deleted: tally.deleted,

@@ -50,7 +50,7 @@ struct FlowTally {
     /// The flow's section of the report, its funnel through `steps` (names of `Outcomes` counts).
     func flow(steps: [String], median: Int64?) -> MigrationReport.Flow {
         let days = perDay.keys.sorted().map {
-            MigrationReport.Day(day: ReportService.dayString($0), outcomes: perDay[$0]!)
+            MigrationReport.Day(day: RFC3339.dayString($0), outcomes: perDay[$0]!)
         }
         var funnel: [MigrationReport.Funnel.Step] = []
         for name in steps {

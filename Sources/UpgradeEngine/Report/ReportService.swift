@@ -109,7 +109,4 @@ public struct ReportService: Sendable {
             )
         )
     }
-
-    /// `YYYY-MM-DD` of whole UTC days since 1970-01-01.
-    static func dayString(_ day: Int64) -> String { String(RFC3339.utc(seconds: day * 86400).prefix(10)) }
 }

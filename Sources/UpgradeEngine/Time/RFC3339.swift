@@ -10,11 +10,19 @@ public enum RFC3339 {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The UTC day `seconds` falls on, in whole days since 1970-01-01 (rounded down before it).
+    public static func day(of seconds: Int64) -> Int64 {
+        seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+    }
+
+    /// `YYYY-MM-DD` of a UTC day given in whole days since 1970-01-01.
+    public static func dayString(_ day: Int64) -> String { String(utc(seconds: day * 86_400).prefix(10)) }
+
     /// Appends the timestamp's ASCII bytes to `out`. Years outside 0...9999 are not representable in
     /// RFC 3339; they are clamped to its first or last second.
     public static func append(seconds: Int64, milliseconds: Int? = nil, to out: inout [UInt8]) {
         let seconds = min(max(seconds, -62_167_219_200), 253_402_300_799)
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let days = day(of: seconds)
         let secondOfDay = seconds - days * 86_400
         // civil_from_days: eras of 400 years (146 097 days) starting on 0000-03-01.
         let shifted = days + 719_468
