@@ -241,10 +241,8 @@ public struct ServerSettings: Sendable {
         let connectionCap = HTTPServer.Configuration().maxConnections
         var maxConnectionsPerClient = HTTPServer.Configuration().maxConnectionsPerClient
         if let text = value("UPGRADE_MAX_CONNECTIONS_PER_CLIENT") {
-            if text.utf8.allSatisfy({ (48...57).contains($0) }), let limit = Int(text),
-                (1...connectionCap).contains(limit)
-            {
-                maxConnectionsPerClient = limit
+            if let limit = Self.wholeNumber(text, in: 1...Int64(connectionCap)) {
+                maxConnectionsPerClient = Int(limit)
             } else {
                 problems.append(
                     "UPGRADE_MAX_CONNECTIONS_PER_CLIENT: expected a whole number from 1 to \(connectionCap) (the server's connection cap), e.g. 64"
@@ -339,9 +337,7 @@ public struct ServerSettings: Sendable {
         var failureFloor: Duration?
         if let text = value("UPGRADE_FAILURE_FLOOR_MS") {
             // Below the costliest admitted check, a refusal's timing tells which hash an account has.
-            if text.utf8.allSatisfy({ (48...57).contains($0) }), let milliseconds = Int64(text),
-                (0...10_000).contains(milliseconds)
-            {
+            if let milliseconds = Self.wholeNumber(text, in: 0...10_000) {
                 failureFloor = .milliseconds(milliseconds)
             } else {
                 problems.append(
@@ -375,9 +371,7 @@ public struct ServerSettings: Sendable {
             // At least 10 s so that tests can shorten it; Apple asks for at most one check a day.
             if text == "off" || text == "0" {
                 appleLinkCheckSeconds = nil
-            } else if text.utf8.allSatisfy({ (48...57).contains($0) }), let seconds = Int64(text),
-                (10...31_536_000).contains(seconds)
-            {
+            } else if let seconds = Self.wholeNumber(text, in: 10...31_536_000) {
                 appleLinkCheckSeconds = seconds
             } else {
                 problems.append(
@@ -435,25 +429,33 @@ public struct ServerSettings: Sendable {
     static func appleLinkCheckRate(_ text: String?, _ problems: inout [String]) -> Double {
         let rate = AppleLinkChecker.Policy().checksPerSecond
         guard let text else { return rate }
-        let digitsAndPoint = text.utf8.allSatisfy { (48...57).contains($0) || $0 == UInt8(ascii: ".") }
-        if digitsAndPoint, let parsed = Double(text), parsed.isFinite, (0.001...1000).contains(parsed) {
-            return parsed
-        }
+        if let parsed = decimal(text, in: 0.001...1000) { return parsed }
         problems.append(
             "UPGRADE_APPLE_LINK_CHECK_RATE: expected checks per second per instance, a decimal number from 0.001 to 1000, e.g. 10 (the default)"
         )
         return rate
     }
 
+    /// `text` as a whole number in `range`: ASCII digits only (no sign, space or exponent).
+    static func wholeNumber(_ text: String, in range: ClosedRange<Int64>) -> Int64? {
+        guard text.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int64(text), range.contains(number)
+        else { return nil }
+        return number
+    }
+
+    /// `text` as a decimal number in `range`: ASCII digits and points only (no sign, space or exponent).
+    static func decimal(_ text: String, in range: ClosedRange<Double>) -> Double? {
+        guard text.utf8.allSatisfy({ (48...57).contains($0) || $0 == UInt8(ascii: ".") }), let number = Double(text),
+            number.isFinite, range.contains(number)
+        else { return nil }
+        return number
+    }
+
     /// `UPGRADE_MAX_QUEUE_DELAY_MS`: whole milliseconds from 10 to 60000; problems appended.
     static func maxQueueDelay(_ text: String?, _ problems: inout [String]) -> Duration {
         let delay = HTTPServer.Configuration().maxQueueDelay
         guard let text else { return delay }
-        if text.utf8.allSatisfy({ (48...57).contains($0) }), let milliseconds = Int64(text),
-            (10...60_000).contains(milliseconds)
-        {
-            return .milliseconds(milliseconds)
-        }
+        if let milliseconds = wholeNumber(text, in: 10...60_000) { return .milliseconds(milliseconds) }
         problems.append(
             "UPGRADE_MAX_QUEUE_DELAY_MS: expected whole milliseconds from 10 to 60000, e.g. 500 (the default)"
         )
@@ -474,9 +476,7 @@ public struct ServerSettings: Sendable {
         }
         var timeout = Duration.seconds(3)
         if let text = value("UPGRADE_LEGACY_VERIFY_TIMEOUT") {
-            if let seconds = Double(text), seconds.isFinite, (0.5...10).contains(seconds),
-                text.utf8.allSatisfy({ (48...57).contains($0) || $0 == UInt8(ascii: ".") })
-            {
+            if let seconds = decimal(text, in: 0.5...10) {
                 timeout = .milliseconds(Int64((seconds * 1000).rounded()))
             } else {
                 problems.append("UPGRADE_LEGACY_VERIFY_TIMEOUT: expected seconds from 0.5 to 10, e.g. 3 (the default)")
