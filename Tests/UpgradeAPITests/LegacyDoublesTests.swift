@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import UpgradeEngine
 import UpgradeTestSupport
@@ -156,11 +157,13 @@ struct LegacyDoublesTests {
         let legacy = try LegacySystem(table: [
             "alice": .init(password: Self.password, email: "alice@example.com", displayName: "Alice Example")
         ])
+        // No pause after an outage, so that each mode below is asked about.
         let verifier = LegacyPasswordVerifier(
             endpoint: .init(
                 url: legacy.url,
                 secret: try WebhookSecret.load(path: legacy.secretFile),
-                timeout: .seconds(1)
+                timeout: .seconds(1),
+                outagePause: .zero
             )
         )
         #expect(
@@ -191,6 +194,34 @@ struct LegacyDoublesTests {
                 "match", "mismatch", "unknown", "status500", "redirect", "garbage", "badresult", "stall",
             ]
         )
+
+        // With a pause, the call after an outage is not sent: answered `paused` at once, counted.
+        try legacy.setMode(.normal)
+        let calls = Mutex<[String]>([])
+        let pausing = LegacyPasswordVerifier(
+            endpoint: .init(
+                url: legacy.url,
+                secret: try WebhookSecret.load(path: legacy.secretFile),
+                timeout: .seconds(1),
+                outagePause: .seconds(30)
+            ),
+            onCall: { call in calls.withLock { $0.append("\(call.outcome)/\(call.attempts)") } }
+        )
+        #expect(pausing.verify(username: "alice", password: "wrong") == .mismatch)
+        #expect(!pausing.recentlyUnavailable)
+        try legacy.setMode(.status500)
+        guard case .unavailable(let first) = pausing.verify(username: "alice", password: Self.password) else {
+            Issue.record("a 500 gave a verdict")
+            return
+        }
+        try legacy.setMode(.normal)
+        guard case .unavailable(let second) = pausing.verify(username: "alice", password: Self.password) else {
+            Issue.record("asked within the pause")
+            return
+        }
+        #expect(first.kind == .status && second.kind == .paused && pausing.recentlyUnavailable)
+        #expect(try legacy.requests().count == requests.count + 2)
+        #expect(calls.withLock { $0 } == ["mismatch/1", "status/1", "paused/0"])
     }
 
     // MARK: upgrade-cli legacy verify

@@ -19,7 +19,12 @@ struct LegacyVerificationEndToEndTests {
         let directory: URL
         let admin: String
 
-        init(_ backend: Backend, create: Bool = false, table: [String: LegacySystem.Entry]) throws {
+        init(
+            _ backend: Backend,
+            create: Bool = false,
+            outagePause: Int = 30,
+            table: [String: LegacySystem.Entry]
+        ) throws {
             legacy = try LegacySystem(table: table)
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("legacy-e2e-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -34,6 +39,7 @@ struct LegacyVerificationEndToEndTests {
                     // The stall below lasts 30 s; the server gives up after one.
                     "UPGRADE_LEGACY_VERIFY_TIMEOUT": "1",
                     "UPGRADE_LEGACY_CREATE": create ? "on" : "off",
+                    "UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE": "\(outagePause)",
                 ]
             )
         }
@@ -91,8 +97,10 @@ struct LegacyVerificationEndToEndTests {
         arguments: Backend.all
     )
     func lazyVerification(_ backend: Backend) async throws {
+        // Each outage below is asked about: the pause after the one before is over (1 s).
         let harness = try Harness(
             backend,
+            outagePause: 1,
             table: [
                 "alice": .init(password: Self.alicePassword, email: "alice@example.com"),
                 "bob": .init(password: Self.bobPassword),
@@ -147,9 +155,8 @@ struct LegacyVerificationEndToEndTests {
             #expect(Date().timeIntervalSince(started) < 10, "\(mode)")
             stored = try harness.stored("alice")
             #expect(stored.credential?.isLegacy == true && stored.failures == 1, "\(mode)")
-            // While the legacy system is down, an unknown username gets the same answer.
-            let nobody = try await harness.start("nobody", "whatever")
-            #expect(nobody.status == 503 && nobody.problem == "legacy-unavailable", "\(mode): \(Self.text(nobody))")
+            // The pause that follows (pausedAfterOutage) ends before the next mode is tried.
+            try await Task.sleep(for: .milliseconds(1200))
         }
         calls = try harness.calls()
         // One call per outage (no retry after an answer), every one signed, no redirect followed.
@@ -201,6 +208,50 @@ struct LegacyVerificationEndToEndTests {
         }
     }
 
+    @Test(
+        "after an outage nothing is asked for the pause: a legacy account and an unknown username both get 503 at once",
+        arguments: Backend.all
+    )
+    func pausedAfterOutage(_ backend: Backend) async throws {
+        let harness = try Harness(
+            backend,
+            table: ["alice": .init(password: Self.alicePassword), "bob": .init(password: Self.bobPassword)]
+        )
+        #expect(try await harness.provision("alice", ["legacyPassword": true]).status == 201)
+        #expect(try await harness.provision("bob", ["legacyPassword": true]).status == 201)
+        // Before any outage an unknown username is not asked about, and refused as a wrong password.
+        let before = try await harness.start("nobody", "whatever")
+        #expect(before.status == 401 && before.problem == "invalid-credentials", "\(Self.text(before))")
+
+        // A stalled legacy system: alice's check is asked and times out (the 1 s timeout).
+        try harness.legacy.setMode(.stall, seconds: 30)
+        let first = try await harness.start("alice", Self.alicePassword)
+        #expect(first.status == 503 && first.problem == "legacy-unavailable", "\(Self.text(first))")
+        #expect(try harness.calls().count == 1)
+        // Within the pause, bob's check (a legacy account, right password) is not asked either: had it
+        // been, its answer would come only when the stall times out, while an unknown username's comes
+        // at once. Both are the same 503 now, and the legacy system sees no second question.
+        for (username, password) in [("bob", Self.bobPassword), ("nobody", "whatever"), ("alice", Self.alicePassword)] {
+            let answer = try await harness.start(username, password)
+            #expect(answer.status == 503 && answer.problem == "legacy-unavailable", "\(username): \(Self.text(answer))")
+            #expect(answer.headers["retry-after"] == "5", "\(username)")
+        }
+        // Back up, still within the pause: not asked until it ends.
+        try harness.legacy.setMode(.normal)
+        let stillPaused = try await harness.start("bob", Self.bobPassword)
+        #expect(stillPaused.status == 503 && stillPaused.problem == "legacy-unavailable")
+        let calls = try harness.calls()
+        #expect(calls.count == 1, "\(calls)")
+        let bob = try harness.stored("bob")
+        #expect(bob.credential?.isLegacy == true && bob.failures == 0)
+        let metrics = String(decoding: try await harness.server.get("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("upgrade_legacy_verify_calls_total{outcome=\"timed-out\"} 1"), "\(metrics)")
+        #expect(metrics.contains("upgrade_legacy_verify_calls_total{outcome=\"paused\"} 3"), "\(metrics)")
+        // One warning for the outage; the paused checks are counted, not logged one by one.
+        let warnings = harness.server.logs.lines.withLock { $0.filter { $0.contains("\"legacy-verify\"") } }
+        #expect(warnings.count == 1, "\(warnings)")
+    }
+
     @Test("the legacy system's URL is https, or http to a loopback address only, as the webhook URL")
     func legacyURL() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("legacy-url-\(UUID().uuidString)")
@@ -237,6 +288,29 @@ struct LegacyVerificationEndToEndTests {
             #expect(problems(refused).contains("UPGRADE_LEGACY_VERIFY_URL: "), "\(refused)")
         }
         #expect(!problems("https://u:pw@login.example.com/v").isEmpty)
+
+        // The pause after an outage: whole seconds from 1 to 300, 30 when not set, else one line.
+        func pause(_ text: String?) -> Result<Duration?, ServerSettingsError> {
+            var environment = [
+                "UPGRADE_DB": "sqlite:/nonexistent/x.db", "UPGRADE_LEGACY_VERIFY_URL": "https://login.example.com/v",
+                "UPGRADE_LEGACY_VERIFY_SECRET_FILE": secret,
+            ]
+            environment["UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE"] = text
+            return Result { () throws(ServerSettingsError) in
+                try ServerSettings.load(environment, development: true).legacyVerify?.outagePause
+            }
+        }
+        for (text, seconds) in [(nil, 30), ("1", 1), ("30", 30), ("300", 300)] as [(String?, Int64)] {
+            #expect((try? pause(text).get()) == .seconds(seconds), "\(text ?? "unset")")
+        }
+        let line = "UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE: expected whole seconds from 1 to 300, e.g. 30 (the default)"
+        for refused in ["0", "301", "1.5", "-1", "5s", "１", "99999999999999999999"] {
+            guard case .failure(let error) = pause(refused) else {
+                Issue.record("\(refused) accepted")
+                continue
+            }
+            #expect(error.problems == [line], "\(refused): \(error.problems)")
+        }
     }
 
     @Test(
@@ -274,5 +348,9 @@ struct LegacyVerificationEndToEndTests {
         let down = try await harness.start("someone-else", "whatever")
         #expect(down.status == 503 && down.problem == "legacy-unavailable")
         #expect(try harness.stored("someone-else").credential == nil)
+        // Within the pause that follows, the next unknown username is answered alike without a question.
+        let paused = try await harness.start("yet-another", "whatever")
+        #expect(paused.status == 503 && paused.problem == "legacy-unavailable")
+        #expect(try harness.calls().count == 4)
     }
 }

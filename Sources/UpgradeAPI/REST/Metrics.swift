@@ -115,6 +115,8 @@ public final class Metrics: Sendable {
     public func recordLegacyCall(_ call: LegacyPasswordVerifier.Call) {
         state.withLock { state in
             state.legacyCalls[call.outcome, default: 0] += 1
+            // A check that sent nothing (within the pause after an outage, or busy): no time to record.
+            guard call.attempts > 0 else { return }
             let (seconds, attoseconds) = call.duration.components
             state.legacyLatency.record(Double(seconds) + Double(attoseconds) / 1e18)
         }
@@ -203,7 +205,9 @@ public final class Metrics: Sendable {
         out += "# HELP upgrade_webhooks_failed_total Webhook events this instance gave up after the retry window.\n"
         out += "# TYPE upgrade_webhooks_failed_total counter\n"
         out += "upgrade_webhooks_failed_total \(snapshot.webhooksFailed)\n"
-        out += "# HELP upgrade_legacy_verify_calls_total Calls to the legacy login system, by outcome.\n"
+        out +=
+            "# HELP upgrade_legacy_verify_calls_total Checks for the legacy login system, by outcome "
+            + "(paused: not sent, within the pause after an outage).\n"
         out += "# TYPE upgrade_legacy_verify_calls_total counter\n"
         for (outcome, value) in snapshot.legacyCalls.sorted(by: { $0.key < $1.key }) {
             out += "upgrade_legacy_verify_calls_total{outcome=\"\(outcome)\"} \(value)\n"

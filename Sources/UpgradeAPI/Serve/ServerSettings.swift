@@ -58,7 +58,8 @@ public struct ServerSettings: Sendable {
     public var webhookSecrets: WebhookSecrets? = nil
     public var webhookSecretFile: String? = nil
     /// The legacy login system that checks `legacyPassword` accounts (`UPGRADE_LEGACY_VERIFY_URL`,
-    /// `UPGRADE_LEGACY_VERIFY_SECRET_FILE`, `UPGRADE_LEGACY_VERIFY_TIMEOUT`); nil when not set.
+    /// `UPGRADE_LEGACY_VERIFY_SECRET_FILE`, `UPGRADE_LEGACY_VERIFY_TIMEOUT`,
+    /// `UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE`); nil when not set.
     public var legacyVerify: LegacyPasswordVerifier.Endpoint? = nil
     public var legacyVerifySecretFile: String? = nil
     /// `UPGRADE_LEGACY_CREATE`: unknown usernames are asked about too and created on a match.
@@ -93,7 +94,9 @@ public struct ServerSettings: Sendable {
         ("UPGRADE_WEBHOOK_URL", "--webhook-url"), ("UPGRADE_WEBHOOK_SECRET_FILE", "--webhook-secret-file"),
         ("UPGRADE_LEGACY_VERIFY_URL", "--legacy-verify-url"),
         ("UPGRADE_LEGACY_VERIFY_SECRET_FILE", "--legacy-verify-secret-file"),
-        ("UPGRADE_LEGACY_VERIFY_TIMEOUT", "--legacy-verify-timeout"), ("UPGRADE_LEGACY_CREATE", "--legacy-create"),
+        ("UPGRADE_LEGACY_VERIFY_TIMEOUT", "--legacy-verify-timeout"),
+        ("UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE", "--legacy-verify-outage-pause"),
+        ("UPGRADE_LEGACY_CREATE", "--legacy-create"),
         ("UPGRADE_APPLE_LINK_CHECK_SECONDS", "--apple-link-check-seconds"),
         ("UPGRADE_APPLE_LINK_CHECK_RATE", "--apple-link-check-rate"),
         ("UPGRADE_MAX_QUEUE_DELAY_MS", "--max-queue-delay-ms"),
@@ -482,6 +485,16 @@ public struct ServerSettings: Sendable {
                 problems.append("UPGRADE_LEGACY_VERIFY_TIMEOUT: expected seconds from 0.5 to 10, e.g. 3 (the default)")
             }
         }
+        var pause = Duration.seconds(30)
+        if let text = value("UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE") {
+            if let seconds = wholeNumber(text, in: 1...300) {
+                pause = .seconds(seconds)
+            } else {
+                problems.append(
+                    "UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE: expected whole seconds from 1 to 300, e.g. 30 (the default)"
+                )
+            }
+        }
         guard let url = value("UPGRADE_LEGACY_VERIFY_URL") else {
             if value(secretVariable) != nil {
                 problems.append(
@@ -511,7 +524,10 @@ public struct ServerSettings: Sendable {
         }
         do {
             let secrets = try WebhookSecrets.load(path: path, variable: secretVariable)
-            return (LegacyPasswordVerifier.Endpoint(url: url, secrets: secrets, timeout: timeout), create)
+            return (
+                LegacyPasswordVerifier.Endpoint(url: url, secrets: secrets, timeout: timeout, outagePause: pause),
+                create
+            )
         } catch {
             problems.append(error.message)
             return (nil, false)

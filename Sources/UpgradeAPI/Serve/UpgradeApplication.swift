@@ -115,7 +115,8 @@ public final class UpgradeApplication: Sendable {
                 endpoint: endpoint,
                 onCall: { call in
                     metrics.recordLegacyCall(call)
-                    guard let outage = call.outage else { return }
+                    // A check answered within the pause sent nothing: counted, not logged again.
+                    guard let outage = call.outage, outage.kind != .paused else { return }
                     log.log(
                         "warning",
                         "legacy-verify",

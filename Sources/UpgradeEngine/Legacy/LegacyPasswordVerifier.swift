@@ -24,30 +24,39 @@ public final class LegacyPasswordVerifier: Sendable {
         /// The whole call, connection and retry included (`UPGRADE_LEGACY_VERIFY_TIMEOUT`).
         public var timeout: Duration
         public var maximumConcurrentCalls: Int
+        /// After a call ends in an outage, how long no question is sent at all
+        /// (`UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE`): every check that would ask is answered as an
+        /// outage at once, so a legacy account and an unknown username get the same answer in the
+        /// same time while the legacy system is down (docs/legacy-verification.md).
+        public var outagePause: Duration
 
         public init(
             url: String,
             secrets: WebhookSecrets,
             timeout: Duration = .seconds(3),
-            maximumConcurrentCalls: Int = 8
+            maximumConcurrentCalls: Int = 8,
+            outagePause: Duration = .seconds(30)
         ) {
             self.url = url
             self.secrets = secrets
             self.timeout = timeout
             self.maximumConcurrentCalls = max(1, maximumConcurrentCalls)
+            self.outagePause = outagePause
         }
 
         public init(
             url: String,
             secret: WebhookSecret,
             timeout: Duration = .seconds(3),
-            maximumConcurrentCalls: Int = 8
+            maximumConcurrentCalls: Int = 8,
+            outagePause: Duration = .seconds(30)
         ) {
             self.init(
                 url: url,
                 secrets: WebhookSecrets(secret),
                 timeout: timeout,
-                maximumConcurrentCalls: maximumConcurrentCalls
+                maximumConcurrentCalls: maximumConcurrentCalls,
+                outagePause: outagePause
             )
         }
     }
@@ -70,6 +79,8 @@ public final class LegacyPasswordVerifier: Sendable {
             case invalidAnswer = "invalid-answer"
             case transport
             case busy
+            /// Not asked: within `Endpoint.outagePause` of the last outage.
+            case paused
         }
 
         public var kind: Kind
@@ -88,9 +99,6 @@ public final class LegacyPasswordVerifier: Sendable {
 
     /// Seconds a client is told to wait after an outage (`Retry-After`).
     public static let retryAfterSeconds: Int64 = 5
-    /// How long after an outage the legacy system counts as unavailable for a username it was not
-    /// asked about (`recentlyUnavailable`).
-    static let outageMemory: Duration = .seconds(30)
     /// The largest answer read; a verdict with a profile is far smaller.
     static let answerLimit = 16 * 1024
 
@@ -122,18 +130,34 @@ public final class LegacyPasswordVerifier: Sendable {
         endpointHolder.replace(with: endpoint)
     }
 
-    /// Whether a call ended in an outage within the last `outageMemory`: a username the legacy system
-    /// is not asked about is then answered as one it would be (`UpgradeService`).
+    /// Whether a call ended in an outage within the last `Endpoint.outagePause`: no question is then
+    /// sent (`verify` answers `paused`), and a username the legacy system is not asked about is
+    /// answered as one it would be (`UpgradeService`).
     public var recentlyUnavailable: Bool {
-        lastOutage.withLock { last in
+        let pause = endpoint.outagePause
+        return lastOutage.withLock { last in
             guard let at = last else { return false }
-            return ContinuousClock.now - at < Self.outageMemory
+            return ContinuousClock.now - at < pause
         }
     }
 
     /// Asks about `username` and `password`, on the calling thread (a worker that may block).
+    ///
+    /// Within the pause after an outage nothing is sent and the answer is a `paused` outage at once:
+    /// asking would let the time of the answer tell a legacy account (asked, answered when the
+    /// stalled system times out) from an unknown username (answered at once). The pause runs from
+    /// the last call that was sent, so it ends while checks keep coming.
     public func verify(username: String, password: String) -> Answer {
         let started = ContinuousClock.now
+        if recentlyUnavailable {
+            let outage = Outage(
+                kind: .paused,
+                reason: "the legacy system had an outage less than \(endpoint.outagePause) ago"
+            )
+            let duration = ContinuousClock.now - started
+            onCall(Call(outcome: outage.kind.rawValue, duration: duration, attempts: 0, outage: outage))
+            return .unavailable(outage)
+        }
         var attempts = 0
         let answer = call(username: username, password: password, started: started, attempts: &attempts)
         let outage: Outage?
