@@ -10,31 +10,56 @@ import UpgradeTestSupport
 /// token's scopes. Each refusal is checked to change nothing.
 @Suite("Support console")
 struct ConsoleTests {
-    /// A dev server with a console listener and a token file holding `support` (accounts, audit)
-    /// and `auditor` (audit only).
-    final class Fixture {
+    /// A token file holding `support` (accounts, audit) and `auditor` (audit only), removed with
+    /// the last fixture that uses it.
+    final class Tokens: Sendable {
         let directory: URL
-        let tokensPath: String
+        let path: String
         let support: String
         let auditor: String
-        let server: DevServer
 
-        init(_ backend: Backend = .sqlite, environment: [String: String] = [:]) throws {
+        init() throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("console-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            tokensPath = directory.appendingPathComponent("tokens").path
+            path = directory.appendingPathComponent("tokens").path
             let now = Int64(Date().timeIntervalSince1970)
-            support = try AdminTokenFile.add(name: "support", scopes: [.accounts, .audit], path: tokensPath, now: now)
-            auditor = try AdminTokenFile.add(name: "auditor", scopes: [.audit], path: tokensPath, now: now)
+            support = try AdminTokenFile.add(name: "support", scopes: [.accounts, .audit], path: path, now: now)
+            auditor = try AdminTokenFile.add(name: "auditor", scopes: [.audit], path: path, now: now)
+        }
+
+        deinit { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    /// A dev server with a console listener and a token file (`Tokens`); given another fixture's
+    /// tokens and database, a second instance beside it, or the same instance after a restart.
+    final class Fixture {
+        let tokens: Tokens
+        let server: DevServer
+        var tokensPath: String { tokens.path }
+        var support: String { tokens.support }
+        var auditor: String { tokens.auditor }
+
+        init(
+            _ backend: Backend = .sqlite,
+            environment: [String: String] = [:],
+            tokens: Tokens? = nil,
+            database: ServerDatabase? = nil
+        ) throws {
+            let tokens = try tokens ?? Tokens()
+            self.tokens = tokens
             server = try DevServer(
                 backend,
+                database: database,
                 environment: [
-                    "UPGRADE_CONSOLE_LISTEN": "127.0.0.1:0", "UPGRADE_ADMIN_TOKENS_FILE": tokensPath,
+                    "UPGRADE_CONSOLE_LISTEN": "127.0.0.1:0", "UPGRADE_ADMIN_TOKENS_FILE": tokens.path,
                 ].merging(environment) { _, given in given }
             )
         }
 
-        deinit { try? FileManager.default.removeItem(at: directory) }
+        /// Another instance on this one's database and token file.
+        func another() throws -> Fixture {
+            try Fixture(tokens: tokens, database: server.database)
+        }
 
         var port: Int { server.application.consoleServer!.port }
 

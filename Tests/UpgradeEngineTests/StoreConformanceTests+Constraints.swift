@@ -193,7 +193,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case upgradeTicketsHash, passwordChangesID
     case appleRevocationsID
     case accountProfilesAccount, importRunsID
-    case webhookOutboxID, usernameSkeletonSourceID, hashParameterSetsID, adminTokenUsesToken
+    case webhookOutboxID, usernameSkeletonSourceID, hashParameterSetsID, adminTokenUsesToken, consoleSessionsHash
 
     var testDescription: String { rawValue }
 
@@ -226,6 +226,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .usernameSkeletonSourceID: .usernameSkeletonSourceID
         case .hashParameterSetsID: .hashParameterSetsID
         case .adminTokenUsesToken: .adminTokenUsesToken
+        case .consoleSessionsHash: .consoleSessionsHash
         }
     }
 
@@ -366,6 +367,16 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
                 "INSERT INTO admin_token_uses (name, created_at, last_used_at) VALUES (?, 1, 1)",
                 [.text("s3cret-token")]
             )
+        case .consoleSessionsHash:
+            let session = ConsoleSessionRecord(
+                hash: "s3cret-hash",
+                tokenName: "s3cret-token",
+                tokenFingerprint: "s3cret-fingerprint",
+                createdAt: Seed.now,
+                expiresAt: Seed.now + 900
+            )
+            try tx.insertConsoleSession(session)
+            try tx.insertConsoleSession(session)
         }
     }
 }

@@ -9,8 +9,9 @@ import FoundationNetworking
 #endif
 
 /// The development server (in-process Apple emulator, demo account) on an ephemeral loopback port,
-/// with a clock the test moves, on a fresh database of the given backend. Stops and removes its
-/// database when released.
+/// with a clock the test moves, on a fresh database of the given backend, or on another server's
+/// (`database`), as several instances share one. Stops when released, and the database is removed
+/// once no server holds it.
 package final class DevServer: Sendable {
     package final class Clock: Sendable {
         package let value = Mutex<Int64>(Int64(Date().timeIntervalSince1970))
@@ -50,12 +51,13 @@ package final class DevServer: Sendable {
 
     package init(
         _ backend: Backend = .sqlite,
+        database shared: ServerDatabase? = nil,
         environment: [String: String] = [:],
         revocationIntervalMilliseconds: Int = 5000,
         webhookIntervalMilliseconds: Int = 1000,
         configureServer: (inout HTTPServer.Configuration) -> Void = { _ in }
     ) throws {
-        database = try ServerDatabase(backend)
+        database = try shared ?? ServerDatabase(backend)
         let settings = try ServerSettings.load(
             [
                 "UPGRADE_DB": database.url,

@@ -41,14 +41,13 @@ extension ConsoleHandler {
             }
             return response
         }
-        guard let (id, _) = sessions.start(token: token, now: context.now) else {
+        guard let (id, _) = try sessions.start(token: token, replacing: context.session?.id, now: context.now) else {
             throw Refusal(
                 status: 503,
                 message: "Too many console sessions are open; try again later.",
                 cause: "sessions-full"
             )
         }
-        if let (old, _) = context.session { sessions.end(id: old) }
         // A failed write of the last use must not refuse an admin who was let in.
         _ = try? admin.usage?.record(token, now: context.now)
         log.log("info", "console sign-in", [("admin", .string(token.name))])
@@ -62,7 +61,7 @@ extension ConsoleHandler {
     func signOut(_ context: inout Context) throws -> HTTPResponse {
         let (id, session) = try requireSession(context)
         _ = try checkedForm(context, expected: session.csrf, allowed: [])
-        sessions.end(id: id)
+        try sessions.end(id: id)
         log.log("info", "console sign-out", [("admin", .string(session.token.name))])
         var response = Self.redirect("/")
         response.headers.append(name: "Set-Cookie", value: cookie(sessionCookie, "", maxAge: 0))

@@ -24,7 +24,7 @@ public final class ConsoleHandler: HTTPHandler {
     let store: any UpgradeStore
     /// The same tokens, throttle and usage record as the REST admin routes.
     let admin: AdminAuthenticator
-    let sessions = ConsoleSessions()
+    let sessions: ConsoleSessions
     let trustedProxies: TrustedProxies
     /// `Secure` on the cookies: off only on a loopback listener, where a browser would otherwise
     /// refuse them over plain HTTP.
@@ -47,6 +47,7 @@ public final class ConsoleHandler: HTTPHandler {
         self.queries = AdminQueryService(store: store)
         self.reports = ReportService(store: store)
         self.deletions = AccountDeletionService(store: store)
+        self.sessions = ConsoleSessions(store: store)
         self.revocations = revocations
         self.admin = AdminAuthenticator(
             tokens: adminTokens,
@@ -96,16 +97,22 @@ public final class ConsoleHandler: HTTPHandler {
         )
         let now = clock()
         var context = Context(request: request, now: now, cookies: Self.cookies(request))
-        context.session = currentSession(context)
+        let match = router.match(method: request.method, path: request.path)
         var route = "unmatched"
+        switch match {
+        case .found(let matched, _): route = matched.pattern
+        case .methodNotAllowed(_, let pattern): route = pattern
+        case .notFound: break
+        }
         var response: HTTPResponse
         do {
-            switch router.match(method: request.method, path: request.path) {
+            // Sessions are in the database: a failed lookup is an error page, never a signed-in one.
+            // The stylesheet needs none, so it costs no read.
+            if request.path != ConsoleStylesheet.path { context.session = try currentSession(context) }
+            switch match {
             case .found(let matched, _):
-                route = matched.pattern
                 response = try perform(matched.operation, &context)
-            case .methodNotAllowed(let allowed, let pattern):
-                route = pattern
+            case .methodNotAllowed(let allowed, _):
                 response = page(
                     context,
                     status: 405,
@@ -179,16 +186,10 @@ public final class ConsoleHandler: HTTPHandler {
     /// The session the cookie names, if it is live and its admin token is still in the token file,
     /// unchanged and unexpired (the file is read again on every reload); otherwise nil, and a
     /// session whose token went is ended.
-    func currentSession(_ context: Context) -> (id: String, session: ConsoleSessions.Session)? {
-        guard let id = context.cookies[sessionCookie], let session = sessions.session(id: id, now: context.now) else {
-            return nil
-        }
-        guard let tokens = admin.tokens.current, tokens.tokens.contains(session.token),
-            !session.token.isExpired(at: context.now)
-        else {
-            sessions.end(id: id)
-            return nil
-        }
+    func currentSession(_ context: Context) throws -> (id: String, session: ConsoleSessions.Session)? {
+        guard let id = context.cookies[sessionCookie],
+            let session = try sessions.session(id: id, tokens: admin.tokens.current, now: context.now)
+        else { return nil }
         return (id, session)
     }
 

@@ -622,6 +622,23 @@ enum EmbeddedSchema {
                 CREATE INDEX password_changes_completed ON password_changes (updated_at, created_at) WHERE status = 'completed';
                 """
         ),
+        SchemaMigration(
+            version: 26,
+            name: "console_sessions",
+            sql: """
+                -- The same table as Schema/sqlite/0026_console_sessions.sql: the support console's sessions, by the
+                -- SHA-256 (hex) of the session id, with the signed-in admin token's name and fingerprint, never the
+                -- id, the token or the form token.
+                CREATE TABLE console_sessions (
+                    session_hash TEXT COLLATE "C" PRIMARY KEY,
+                    token_name TEXT COLLATE "C" NOT NULL,
+                    token_fingerprint TEXT COLLATE "C" NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                );
+                CREATE INDEX console_sessions_expiry ON console_sessions (expires_at);
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -1259,6 +1276,28 @@ enum EmbeddedSchema {
                 -- The median time from start to completion: the completed flows of the window, by completion time.
                 CREATE INDEX upgrade_sessions_completed ON upgrade_sessions (updated_at, created_at) WHERE status = 'completed';
                 CREATE INDEX password_changes_completed ON password_changes (updated_at, created_at) WHERE status = 'completed';
+                """
+        ),
+        SchemaMigration(
+            version: 26,
+            name: "console_sessions",
+            sql: """
+                -- The support console's sessions (docs/architecture.md §7.8), shared by every server on the
+                -- database, so a member of staff stays signed in whichever instance answers, and across restarts.
+                -- A row is keyed by the SHA-256 (hex) of the session's 256-bit id, never the id, and names the admin
+                -- token signed in with by its name and a fingerprint (SHA-256 of its name, scopes, creation time,
+                -- expiry and stored hash), never the token: the console compares both with the token file on every
+                -- request. The form token is derived from the id and stored nowhere, so nothing here lets a reader
+                -- of the database use a session. Expired rows are refused, and deleted a bounded number at a time
+                -- at each sign-in.
+                CREATE TABLE console_sessions (
+                    session_hash TEXT PRIMARY KEY,
+                    token_name TEXT NOT NULL,
+                    token_fingerprint TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                CREATE INDEX console_sessions_expiry ON console_sessions (expires_at);
                 """
         ),
     ]

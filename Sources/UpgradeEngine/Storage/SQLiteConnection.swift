@@ -204,6 +204,7 @@ final class SQLiteConnection {
         "username_skeleton_source.id": .usernameSkeletonSourceID,
         "hash_parameter_sets.id": .hashParameterSetsID,
         "admin_token_uses.name, admin_token_uses.created_at": .adminTokenUsesToken,
+        "console_sessions.session_hash": .consoleSessionsHash,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

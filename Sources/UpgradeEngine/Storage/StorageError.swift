@@ -58,6 +58,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case usernameSkeletonSourceID = "username_skeleton_source.id"
             case hashParameterSetsID = "hash_parameter_sets.id"
             case adminTokenUsesToken = "admin_token_uses.(name, created_at)"
+            case consoleSessionsHash = "console_sessions.session_hash"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -112,6 +113,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let hashParameterSetsID = Constraint(name: .hashParameterSetsID)
         /// A second last-use row for one admin token (its name and creation time).
         public static let adminTokenUsesToken = Constraint(name: .adminTokenUsesToken)
+        /// A console session id drawn twice (256 random bits: never, in practice).
+        public static let consoleSessionsHash = Constraint(name: .consoleSessionsHash)
     }
 
     public let code: Code
