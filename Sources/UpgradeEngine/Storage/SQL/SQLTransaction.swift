@@ -1,6 +1,6 @@
 /// What each aggregate's SQL runs on: one open transaction of either backend. `SQLiteTransaction`
 /// and `PostgresTransaction` implement it; the aggregates' statements, written once against it, are
-/// in `SQLTransaction+Accounts.swift` and one `+X` file for each of the other fifteen `UpgradeStore`
+/// in `SQLTransaction+Accounts.swift` and one `+X` file for each of the other `UpgradeStore`
 /// aggregates, and reach each backend's differences only through `dialect`.
 ///
 /// Statements are literals or `static let`s, never built per call: SQLite's statement cache and
