@@ -146,7 +146,8 @@ public final class LegacyPasswordVerifier: Sendable {
     /// Within the pause after an outage nothing is sent and the answer is a `paused` outage at once:
     /// asking would let the time of the answer tell a legacy account (asked, answered when the
     /// stalled system times out) from an unknown username (answered at once). The pause runs from
-    /// the last call that was sent, so it ends while checks keep coming.
+    /// the end of the last call that ended in an outage, and an answer to a call sent before it ends
+    /// it, so it ends while checks keep coming.
     public func verify(username: String, password: String) -> Answer {
         let started = ContinuousClock.now
         if recentlyUnavailable {
