@@ -7,8 +7,7 @@ import UpgradeEngine
 /// the legacy login system takes the whole timeout on every call (docs/legacy-verification.md).
 ///
 /// Three processes as for `upgrade-cpu`: the Apple ID emulator, the server in production mode
-/// (`upgrade-cli serve` on a SQLite file of the run's own, `UPGRADE_LEGACY_VERIFY_TIMEOUT=1` and
-/// `UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE=1`, the shortest pause after an outage), and
+/// (`upgrade-cli serve` on a SQLite file of the run's own, `UPGRADE_LEGACY_VERIFY_TIMEOUT=1`), and
 /// this driver. The legacy system is a loopback socket that listens and never accepts: the kernel
 /// takes the connection and the request, and no answer ever comes. Each route is driven by two
 /// keep-alive connections for SECONDS alone (A), then for SECONDS while CLIENTS devices sign in to
@@ -130,9 +129,6 @@ func runLegacyStallBenchmark(seconds: Double, clients: Int, rounds: Int) throws 
     environment["UPGRADE_LEGACY_VERIFY_URL"] = "http://127.0.0.1:\(legacy.port)/verify"
     environment["UPGRADE_LEGACY_VERIFY_SECRET_FILE"] = webhookSecret.path
     environment["UPGRADE_LEGACY_VERIFY_TIMEOUT"] = String(format: "%g", timeout)
-    // The shortest pause after an outage, so that calls keep being sent and stalling: the server's
-    // workers held as long and as often as they can be.
-    environment["UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE"] = "1"
     let server = try ChildProcess(
         cli,
         ["serve"],

@@ -195,7 +195,9 @@ struct LegacyDoublesTests {
             ]
         )
 
-        // With a pause, the call after an outage is not sent: answered `paused` at once, counted.
+        // Within the pause every check is still asked: the first one the legacy system answers ends
+        // the pause. Until then `outageHold` is how long the last outage took, so that a check not
+        // asked can be answered in the same time.
         try legacy.setMode(.normal)
         let calls = Mutex<[String]>([])
         let pausing = LegacyPasswordVerifier(
@@ -208,20 +210,30 @@ struct LegacyDoublesTests {
             onCall: { call in calls.withLock { $0.append("\(call.outcome)/\(call.attempts)") } }
         )
         #expect(pausing.verify(username: "alice", password: "wrong") == .mismatch)
-        #expect(!pausing.recentlyUnavailable)
+        #expect(pausing.outageHold == nil && !pausing.recentlyUnavailable)
         try legacy.setMode(.status500)
-        guard case .unavailable(let first) = pausing.verify(username: "alice", password: Self.password) else {
+        guard case .unavailable(let refused) = pausing.verify(username: "alice", password: Self.password) else {
             Issue.record("a 500 gave a verdict")
             return
         }
+        #expect(refused.kind == .status && pausing.recentlyUnavailable)
+        #expect(try #require(pausing.outageHold) < .seconds(1), "a refusal is fast, and so is its hold")
         try legacy.setMode(.normal)
-        guard case .unavailable(let second) = pausing.verify(username: "alice", password: Self.password) else {
-            Issue.record("asked within the pause")
+        guard case .match = pausing.verify(username: "alice", password: Self.password) else {
+            Issue.record("the legacy system, back, was not asked within the pause")
             return
         }
-        #expect(first.kind == .status && second.kind == .paused && pausing.recentlyUnavailable)
-        #expect(try legacy.requests().count == requests.count + 2)
-        #expect(calls.withLock { $0 } == ["mismatch/1", "status/1", "paused/0"])
+        #expect(pausing.outageHold == nil, "an answer ends the pause")
+        try legacy.setMode(.stall, seconds: 30)
+        guard case .unavailable(let stalled) = pausing.verify(username: "alice", password: Self.password) else {
+            Issue.record("a stall gave a verdict")
+            return
+        }
+        #expect(stalled.kind == .timedOut)
+        #expect(try #require(pausing.outageHold) >= .milliseconds(900), "a stall's hold is its timeout")
+        try legacy.setMode(.normal)
+        #expect(try legacy.requests().count == requests.count + 4)
+        #expect(calls.withLock { $0 } == ["mismatch/1", "status/1", "match/1", "timed-out/1"])
     }
 
     // MARK: upgrade-cli legacy verify

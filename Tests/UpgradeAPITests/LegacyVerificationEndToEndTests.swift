@@ -97,10 +97,10 @@ struct LegacyVerificationEndToEndTests {
         arguments: Backend.all
     )
     func lazyVerification(_ backend: Backend) async throws {
-        // Each outage below is asked about: the pause after the one before is over (1 s).
+        // Each outage below is asked about, one right after the other: a legacy account's check is
+        // asked within the pause after an outage too.
         let harness = try Harness(
             backend,
-            outagePause: 1,
             table: [
                 "alice": .init(password: Self.alicePassword, email: "alice@example.com"),
                 "bob": .init(password: Self.bobPassword),
@@ -155,8 +155,6 @@ struct LegacyVerificationEndToEndTests {
             #expect(Date().timeIntervalSince(started) < 10, "\(mode)")
             stored = try harness.stored("alice")
             #expect(stored.credential?.isLegacy == true && stored.failures == 1, "\(mode)")
-            // The pause that follows (pausedAfterOutage) ends before the next mode is tried.
-            try await Task.sleep(for: .milliseconds(1200))
         }
         calls = try harness.calls()
         // One call per outage (no retry after an answer), every one signed, no redirect followed.
@@ -209,7 +207,7 @@ struct LegacyVerificationEndToEndTests {
     }
 
     @Test(
-        "after an outage nothing is asked for the pause: a legacy account and an unknown username both get 503 at once",
+        "while the legacy system is down an unknown username gets the same 503 in the same time as a legacy account; the first answer ends it",
         arguments: Backend.all
     )
     func pausedAfterOutage(_ backend: Backend) async throws {
@@ -225,31 +223,45 @@ struct LegacyVerificationEndToEndTests {
 
         // A stalled legacy system: alice's check is asked and times out (the 1 s timeout).
         try harness.legacy.setMode(.stall, seconds: 30)
-        let first = try await harness.start("alice", Self.alicePassword)
-        #expect(first.status == 503 && first.problem == "legacy-unavailable", "\(Self.text(first))")
-        #expect(try harness.calls().count == 1)
-        // Within the pause, bob's check (a legacy account, right password) is not asked either: had it
-        // been, its answer would come only when the stall times out, while an unknown username's comes
-        // at once. Both are the same 503 now, and the legacy system sees no second question.
-        for (username, password) in [("bob", Self.bobPassword), ("nobody", "whatever"), ("alice", Self.alicePassword)] {
+        func timed(_ username: String, _ password: String) async throws -> (DevServer.Response, Duration) {
+            let started = ContinuousClock.now
             let answer = try await harness.start(username, password)
-            #expect(answer.status == 503 && answer.problem == "legacy-unavailable", "\(username): \(Self.text(answer))")
-            #expect(answer.headers["retry-after"] == "5", "\(username)")
+            return (answer, ContinuousClock.now - started)
         }
-        // Back up, still within the pause: not asked until it ends.
+        let (first, firstTook) = try await timed("alice", Self.alicePassword)
+        #expect(first.status == 503 && first.problem == "legacy-unavailable", "\(Self.text(first))")
+        #expect(firstTook >= .milliseconds(900), "cut at the timeout: \(firstTook)")
+        #expect(try harness.calls().count == 1)
+        // An unknown username is not asked; within the pause it gets the same 503, no sooner than
+        // the outage took, as a legacy account's check does. Answered at once, or answered 401,
+        // its answer would tell that it has no account.
+        let (unknown, unknownTook) = try await timed("nobody", "whatever")
+        #expect(unknown.status == 503 && unknown.problem == "legacy-unavailable", "\(Self.text(unknown))")
+        #expect(unknown.headers["retry-after"] == "5")
+        #expect(unknownTook >= .milliseconds(900), "held as long as the stalled check: \(unknownTook)")
+        #expect(try harness.calls().count == 1)
+        // Bob's check is asked, and stalls in turn.
+        let (stalled, stalledTook) = try await timed("bob", Self.bobPassword)
+        #expect(stalled.status == 503 && stalled.problem == "legacy-unavailable", "\(Self.text(stalled))")
+        #expect(stalledTook >= .milliseconds(900))
+        #expect(try harness.calls().count == 2)
+
+        // Back up: the next check is asked and answered, which ends the pause at once.
         try harness.legacy.setMode(.normal)
-        let stillPaused = try await harness.start("bob", Self.bobPassword)
-        #expect(stillPaused.status == 503 && stillPaused.problem == "legacy-unavailable")
+        let back = try await harness.start("bob", Self.bobPassword)
+        #expect(back.status == 201 && back["result"] == "success", "\(Self.text(back))")
+        let after = try await harness.start("nobody", "whatever")
+        #expect(after.status == 401 && after.problem == "invalid-credentials", "\(Self.text(after))")
         let calls = try harness.calls()
-        #expect(calls.count == 1, "\(calls)")
-        let bob = try harness.stored("bob")
-        #expect(bob.credential?.isLegacy == true && bob.failures == 0)
+        #expect(calls.count == 3 && calls.last?.answered == "match", "\(calls)")
+        let alice = try harness.stored("alice")
+        #expect(alice.credential?.isLegacy == true && alice.failures == 0)
         let metrics = String(decoding: try await harness.server.get("/metrics").body, as: UTF8.self)
-        #expect(metrics.contains("upgrade_legacy_verify_calls_total{outcome=\"timed-out\"} 1"), "\(metrics)")
-        #expect(metrics.contains("upgrade_legacy_verify_calls_total{outcome=\"paused\"} 3"), "\(metrics)")
-        // One warning for the outage; the paused checks are counted, not logged one by one.
+        #expect(metrics.contains("upgrade_legacy_verify_calls_total{outcome=\"timed-out\"} 2"), "\(metrics)")
+        #expect(metrics.contains("upgrade_legacy_verify_calls_total{outcome=\"match\"} 1"), "\(metrics)")
+        // One warning per call that ended in an outage.
         let warnings = harness.server.logs.lines.withLock { $0.filter { $0.contains("\"legacy-verify\"") } }
-        #expect(warnings.count == 1, "\(warnings)")
+        #expect(warnings.count == 2, "\(warnings)")
     }
 
     @Test("the legacy system's URL is https, or http to a loopback address only, as the webhook URL")
@@ -348,9 +360,13 @@ struct LegacyVerificationEndToEndTests {
         let down = try await harness.start("someone-else", "whatever")
         #expect(down.status == 503 && down.problem == "legacy-unavailable")
         #expect(try harness.stored("someone-else").credential == nil)
-        // Within the pause that follows, the next unknown username is answered alike without a question.
-        let paused = try await harness.start("yet-another", "whatever")
-        #expect(paused.status == 503 && paused.problem == "legacy-unavailable")
-        #expect(try harness.calls().count == 4)
+        // Each unknown username is asked, within the pause too: once the legacy system is back, its
+        // verdict decides at once.
+        let again = try await harness.start("yet-another", "whatever")
+        #expect(again.status == 503 && again.problem == "legacy-unavailable")
+        try harness.legacy.setMode(.normal)
+        let back = try await harness.start("yet-another", "whatever")
+        #expect(back.status == 401 && back.problem == "invalid-credentials", "\(Self.text(back))")
+        #expect(try harness.calls().count == 6)
     }
 }

@@ -115,8 +115,8 @@ public final class UpgradeApplication: Sendable {
                 endpoint: endpoint,
                 onCall: { call in
                     metrics.recordLegacyCall(call)
-                    // A check answered within the pause sent nothing: counted, not logged again.
-                    guard let outage = call.outage, outage.kind != .paused else { return }
+                    // A check refused as busy sent nothing: counted, not logged one by one.
+                    guard let outage = call.outage, outage.kind != .busy else { return }
                     log.log(
                         "warning",
                         "legacy-verify",

@@ -24,10 +24,11 @@ public final class LegacyPasswordVerifier: Sendable {
         /// The whole call, connection and retry included (`UPGRADE_LEGACY_VERIFY_TIMEOUT`).
         public var timeout: Duration
         public var maximumConcurrentCalls: Int
-        /// After a call ends in an outage, how long no question is sent at all
-        /// (`UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE`): every check that would ask is answered as an
-        /// outage at once, so a legacy account and an unknown username get the same answer in the
-        /// same time while the legacy system is down (docs/legacy-verification.md).
+        /// After a call ends in an outage, how long a username the legacy system is not asked about
+        /// gets the outage's answer, no sooner than that outage took (`outageHold`), unless the legacy
+        /// system answers a question meanwhile (`UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE`): so a legacy
+        /// account and an unknown username get the same answer in the same time while the legacy
+        /// system is down (docs/legacy-verification.md).
         public var outagePause: Duration
 
         public init(
@@ -79,8 +80,6 @@ public final class LegacyPasswordVerifier: Sendable {
             case invalidAnswer = "invalid-answer"
             case transport
             case busy
-            /// Not asked: within `Endpoint.outagePause` of the last outage.
-            case paused
         }
 
         public var kind: Kind
@@ -109,7 +108,9 @@ public final class LegacyPasswordVerifier: Sendable {
     let onCall: @Sendable (Call) -> Void
     private let transport: AppleClientTransport
     private let inFlight = Atomic<Int>(0)
-    private let lastOutage = Mutex<ContinuousClock.Instant?>(nil)
+    /// When the last call that was sent ended in an outage, and how long it took; nil once a call
+    /// is answered.
+    private let lastOutage = Mutex<(at: ContinuousClock.Instant, took: Duration)?>(nil)
 
     public init(
         endpoint: Endpoint,
@@ -130,35 +131,31 @@ public final class LegacyPasswordVerifier: Sendable {
         endpointHolder.replace(with: endpoint)
     }
 
-    /// Whether a call ended in an outage within the last `Endpoint.outagePause`: no question is then
-    /// sent (`verify` answers `paused`), and a username the legacy system is not asked about is
-    /// answered as one it would be (`UpgradeService`).
-    public var recentlyUnavailable: Bool {
+    /// Within `Endpoint.outagePause` of a call that ended in an outage (and before any call was
+    /// answered since), how long that call took: an outage's answer to a check of the same kind
+    /// is then given no sooner than this after the check began (`UpgradeService`). A username the
+    /// legacy system is not asked about gets the outage's answer too, in the time a legacy
+    /// account's check takes while the system is down: a stalled one answers only when the timeout
+    /// ends, a refusing one at once. Nil outside the pause.
+    public var outageHold: Duration? {
         let pause = endpoint.outagePause
         return lastOutage.withLock { last in
-            guard let at = last else { return false }
-            return ContinuousClock.now - at < pause
+            guard let last, ContinuousClock.now - last.at < pause else { return nil }
+            return last.took
         }
     }
 
+    /// Whether a call ended in an outage within the last `Endpoint.outagePause` and none was
+    /// answered since.
+    public var recentlyUnavailable: Bool { outageHold != nil }
+
     /// Asks about `username` and `password`, on the calling thread (a worker that may block).
     ///
-    /// Within the pause after an outage nothing is sent and the answer is a `paused` outage at once:
-    /// asking would let the time of the answer tell a legacy account (asked, answered when the
-    /// stalled system times out) from an unknown username (answered at once). The pause runs from
-    /// the end of the last call that ended in an outage, and an answer to a call sent before it ends
-    /// it, so it ends while checks keep coming.
+    /// Every check is asked, within the pause too, so the first check after the legacy system is
+    /// back gets its verdict and ends the pause. A call that ends in an outage starts the pause
+    /// again and sets `outageHold`; one refused as `busy` sent nothing and changes neither.
     public func verify(username: String, password: String) -> Answer {
         let started = ContinuousClock.now
-        if recentlyUnavailable {
-            let outage = Outage(
-                kind: .paused,
-                reason: "the legacy system had an outage less than \(endpoint.outagePause) ago"
-            )
-            let duration = ContinuousClock.now - started
-            onCall(Call(outcome: outage.kind.rawValue, duration: duration, attempts: 0, outage: outage))
-            return .unavailable(outage)
-        }
         var attempts = 0
         let answer = call(username: username, password: password, started: started, attempts: &attempts)
         let outage: Outage?
@@ -169,8 +166,11 @@ public final class LegacyPasswordVerifier: Sendable {
         case .unknown: (outcome, outage) = ("unknown", nil)
         case .unavailable(let why): (outcome, outage) = (why.kind.rawValue, why)
         }
-        lastOutage.withLock { $0 = outage == nil ? nil : ContinuousClock.now }
-        onCall(Call(outcome: outcome, duration: ContinuousClock.now - started, attempts: attempts, outage: outage))
+        let ended = ContinuousClock.now
+        if attempts > 0 {
+            lastOutage.withLock { $0 = outage == nil ? nil : (ended, ended - started) }
+        }
+        onCall(Call(outcome: outcome, duration: ended - started, attempts: attempts, outage: outage))
         return answer
     }
 

@@ -95,6 +95,7 @@ extension UpgradeService {
         for id: String,
         now: Int64
     ) throws(ServiceFailure) -> CredentialCheck {
+        let started = ContinuousClock.now
         let ticketHash = ticket.map(Self.hashOneTimeValue)
         let read: (clientWait: Int64?, snapshot: PasswordCheckSnapshot?, ticketUsable: Bool)
         do {
@@ -142,12 +143,12 @@ extension UpgradeService {
         if snapshot.account == nil, let legacy = configuration.legacyVerifier {
             // docs/legacy-verification.md: with UPGRADE_LEGACY_CREATE the legacy system is asked about
             // an unknown username too; without it, while the legacy system is down, an unknown
-            // username gets the outage's answer, as a legacy account would.
+            // username gets the outage's answer in the time a legacy account's check takes.
             if configuration.legacyCreate {
-                try checkUnknownWithLegacySystem(&check, legacy: legacy, password: password, now: now)
+                try checkUnknownWithLegacySystem(&check, legacy: legacy, password: password, started: started, now: now)
                 return check
             }
-            if legacy.recentlyUnavailable { throw Self.legacyUnavailable }
+            if let hold = legacy.outageHold { throw Self.legacyUnavailable(heldFor: hold, since: started) }
         }
         guard check.eligible, let credential = snapshot.credential else {
             // Unknown username, or an account without a password: spend the same time as a real check.
@@ -156,7 +157,7 @@ extension UpgradeService {
             return check
         }
         if credential.isLegacy {
-            try checkWithLegacySystem(&check, password: password)
+            try checkWithLegacySystem(&check, password: password, started: started)
             return check
         }
         do {

@@ -1,11 +1,16 @@
 extension UpgradeService {
     /// An outage of the legacy login system: `503 legacy-unavailable`, nothing counted or stored.
-    static var legacyUnavailable: ServiceFailure {
-        ServiceFailure(
+    /// Within the pause after an outage it is answered no sooner than `hold` (what that outage took,
+    /// `LegacyPasswordVerifier.outageHold`) after the check began: a check refused as busy, or an
+    /// unknown username that is not asked, then takes as long as a legacy account's asked check.
+    static func legacyUnavailable(heldFor hold: Duration?, since started: ContinuousClock.Instant) -> ServiceFailure {
+        var failure = ServiceFailure(
             .legacyUnavailable,
             "the password cannot be checked right now; retry in \(LegacyPasswordVerifier.retryAfterSeconds) s",
             retryAfter: LegacyPasswordVerifier.retryAfterSeconds
         )
+        if let hold { failure.notBefore = started.advanced(by: hold) }
+        return failure
     }
 
     /// A `legacyPassword` account's password, checked by the legacy login system
@@ -13,7 +18,11 @@ extension UpgradeService {
     /// match is accepted and the password hashed with the current parameters, stored by `settle` in
     /// the flow's write, so the legacy system is not asked about this account again; a mismatch or
     /// `unknown` is a wrong password; an outage throws before anything is counted.
-    func checkWithLegacySystem(_ check: inout CredentialCheck, password: String) throws(ServiceFailure) {
+    func checkWithLegacySystem(
+        _ check: inout CredentialCheck,
+        password: String,
+        started: ContinuousClock.Instant
+    ) throws(ServiceFailure) {
         guard let legacy = configuration.legacyVerifier, let account = check.snapshot.account else {
             // Imported for a legacy system that is not configured: the password cannot be checked.
             passwords.verifyDummy(password: password)
@@ -34,7 +43,7 @@ extension UpgradeService {
             check.known = .password(.rejected(reason: .invalidCredentials))
             check.detail["legacy"] = "mismatch"
         case .unavailable:
-            throw Self.legacyUnavailable
+            throw Self.legacyUnavailable(heldFor: legacy.outageHold, since: started)
         }
     }
 
@@ -46,6 +55,7 @@ extension UpgradeService {
         _ check: inout CredentialCheck,
         legacy: LegacyPasswordVerifier,
         password: String,
+        started: ContinuousClock.Instant,
         now: Int64
     ) throws(ServiceFailure) {
         check.known = .password(.rejected(reason: .invalidCredentials))
@@ -56,7 +66,7 @@ extension UpgradeService {
             check.detail["legacy"] = "mismatch"
             return
         case .unavailable:
-            throw Self.legacyUnavailable
+            throw Self.legacyUnavailable(heldFor: legacy.outageHold, since: started)
         }
         check.detail["legacy"] = "match"
         let creator = AccountCreationService(store: store, secrets: nil, hasher: configuration.passwordHasher)
