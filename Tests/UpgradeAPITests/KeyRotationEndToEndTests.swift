@@ -127,20 +127,23 @@ struct KeyRotationEndToEndTests {
                 }
             }
             let status = await reseal.exitStatus()
+            // Read to the end of both pipes: what the run wrote just before it exited may not
+            // have been read yet when its exit is seen.
+            let (output, errors) = (await reseal.output.all(), await reseal.errors.all())
             if status == 0 {
                 finished = kills == 2
                 #expect(finished, "the reseal ended before it could be killed twice")
                 #expect(
-                    reseal.output.text.contains("safe to remove from the keyring: 0"),
-                    "\(reseal.output.text)"
+                    output.contains("safe to remove from the keyring: 0"),
+                    "\(output)"
                 )
                 break
             }
             // The lease of a killed run is still held until it lapses, or a value changed under
             // the reseal (a deletion queued a revocation): either way, run it again.
             #expect(
-                reseal.errors.text.contains("already running") || reseal.output.text.contains("changed meanwhile"),
-                "\(reseal.output.text) \(reseal.errors.text)"
+                errors.contains("already running") || output.contains("changed meanwhile"),
+                "exit \(status.map(String.init) ?? "none") \(output) \(errors)"
             )
             try await Task.sleep(for: .milliseconds(500))
         }
