@@ -135,6 +135,38 @@ struct ConsoleSessionTests {
         }
     }
 
+    @Test(
+        "someone who writes the database can neither make a session of a copied row nor lengthen one",
+        arguments: Backend.all
+    )
+    func rowsCannotBeForged(_ backend: Backend) throws {
+        let fixture = try Fixture(backend)
+        let (session, _) = try fixture.signIn(fixture.support)
+        #expect(try fixture.send("GET", "/jobs", cookies: ["console-session": session]).status == 200)
+        let stored = try #require(try Self.row(session, in: fixture))
+        let store = fixture.server.application.store
+
+        // The row copied under an id of the writer's choosing: refused, and the copy deleted.
+        let chosen = SecureRandom.token(byteCount: 32)
+        var copy = stored
+        copy.hash = ConsoleSessions.hash(chosen)
+        try store.write { try $0.insertConsoleSession(copy) }
+        let minted = try fixture.send("GET", "/jobs", cookies: ["console-session": chosen])
+        #expect(minted.status == 303 && minted.header("Location") == "/")
+        #expect(try Self.row(chosen, in: fixture) == nil)
+
+        // The real session still works until its row is given a later end.
+        #expect(try fixture.send("GET", "/jobs", cookies: ["console-session": session]).status == 200)
+        try store.write { tx in
+            try (tx as! any SQLTransaction).send(
+                "UPDATE console_sessions SET expires_at = expires_at + 86400 WHERE session_hash = $1",
+                [.text(stored.hash)]
+            )
+        }
+        #expect(try fixture.send("GET", "/jobs", cookies: ["console-session": session]).status == 303)
+        #expect(try Self.row(session, in: fixture) == nil)
+    }
+
     @Test("while the database is down the console answers its error page, never a signed-in one, and changes nothing")
     func databaseDown() throws {
         let database = try ServerDatabase(.sqlite)

@@ -6,7 +6,8 @@
 ///
 /// A row holds the SHA-256 of the session id, never the id, and the token's name and `fingerprint`,
 /// never the token; the form token is derived from the id and stored nowhere. Someone who reads the
-/// database therefore learns no cookie and no form token.
+/// database therefore learns no cookie and no form token, and someone who writes it cannot make a
+/// row of their own, or lengthen one: the fingerprint is keyed by what only the token file holds.
 public struct ConsoleSessions: Sendable {
     /// One signed-in member of staff.
     public struct Session: Sendable, Equatable {
@@ -41,12 +42,14 @@ public struct ConsoleSessions: Sendable {
         now: Int64
     ) throws(ServiceFailure) -> (id: String, session: Session)? {
         let id = SecureRandom.token(byteCount: 32)
+        let hash = Self.hash(id)
+        let expiresAt = now + Self.lifetime
         let record = ConsoleSessionRecord(
-            hash: Self.hash(id),
+            hash: hash,
             tokenName: token.name,
-            tokenFingerprint: Self.fingerprint(token),
+            tokenFingerprint: Self.fingerprint(token, sessionHash: hash, createdAt: now, expiresAt: expiresAt),
             createdAt: now,
-            expiresAt: now + Self.lifetime
+            expiresAt: expiresAt
         )
         let stored = try perform {
             try store.write { tx in
@@ -69,9 +72,14 @@ public struct ConsoleSessions: Sendable {
         guard let record = try perform({ try store.read { try $0.consoleSession(hash: hash, now: now) } }) else {
             return nil
         }
-        // Names are unique in the token file; the fingerprint covers its scopes, expiry and hash.
+        // Names are unique in the token file; the fingerprint covers its scopes, expiry and hash, and
+        // the row's own key and times.
         guard let token = tokens?.tokens.first(where: { $0.name == record.tokenName }),
-            ConstantTime.equals(Self.fingerprint(token), record.tokenFingerprint), !token.isExpired(at: now)
+            ConstantTime.equals(
+                Self.fingerprint(token, sessionHash: hash, createdAt: record.createdAt, expiresAt: record.expiresAt),
+                record.tokenFingerprint
+            ),
+            !token.isExpired(at: now)
         else {
             try end(id: id)
             return nil
@@ -100,16 +108,19 @@ public struct ConsoleSessions: Sendable {
         Base64URL.encode(Digest.hmac(.sha256, key: Array(id.utf8), message: Array("console form token".utf8)))
     }
 
-    /// What a session remembers of its admin token: the SHA-256 (hex) of everything the token file
-    /// says of it (name, scopes, creation time, expiry, stored hash), so any change to the entry, or
-    /// another token under its name, ends the session. The stored hash is itself a SHA-256 of 256
-    /// random bits, so the fingerprint leads nobody to the token.
-    static func fingerprint(_ token: AdminToken) -> String {
+    /// What a session remembers of its admin token: the HMAC-SHA256, keyed by the token's stored hash
+    /// (which only the token file holds), of everything the token file says of it (name, scopes,
+    /// creation time, expiry) and of the row it is stored in (the session id's hash, its start and
+    /// end), in hex. Any change to the entry, or another token under its name, ends the session; a
+    /// row copied under another session hash, or given a later end, fails the comparison, so writing
+    /// to the database makes no session. The key is itself a SHA-256 of 256 random bits, so the
+    /// fingerprint leads nobody to the token.
+    static func fingerprint(_ token: AdminToken, sessionHash: String, createdAt: Int64, expiresAt: Int64) -> String {
         let entry = [
             "console session", token.name, token.scopes.map(\.rawValue).joined(separator: ","),
-            "\(token.createdAt)", token.expiresAt.map { "\($0)" } ?? "-", token.hash.hexString,
+            "\(token.createdAt)", token.expiresAt.map { "\($0)" } ?? "-", sessionHash, "\(createdAt)", "\(expiresAt)",
         ]
-        return Digest.sha256(entry.joined(separator: "\n")).hexString
+        return Digest.hmac(.sha256, key: token.hash, message: Array(entry.joined(separator: "\n").utf8)).hexString
     }
 
     private func perform<T>(_ work: () throws -> T) throws(ServiceFailure) -> T {
