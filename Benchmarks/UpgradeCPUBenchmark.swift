@@ -373,11 +373,40 @@ struct BenchmarkError: Error, CustomStringConvertible {
 }
 
 /// A child process whose combined output (through a pipe, or into `logFile`) is read until a
-/// marker appears.
+/// marker appears. A benchmark interrupted with SIGINT or SIGTERM (Ctrl-C, `timeout`) stops the
+/// children still running before it exits, so no emulator or `serve` outlives it.
 final class ChildProcess {
     let process = Process()
     private(set) var output = ""
     private let pipe = Pipe()
+
+    /// The children started and not yet stopped, by process id.
+    private static let running = Mutex<Set<Int32>>([])
+    /// The signal sources, kept alive for the run; created with the first child.
+    private static let interruptions = Mutex<[any DispatchSourceSignal]>([])
+
+    /// On SIGINT or SIGTERM: SIGTERM to every running child, a short wait, then exit 128 + signal.
+    private static func stopChildrenOnInterrupt() {
+        interruptions.withLock { sources in
+            guard sources.isEmpty else { return }
+            for signalNumber in [SIGINT, SIGTERM] {
+                signal(signalNumber, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+                source.setEventHandler {
+                    let children = running.withLock { $0 }
+                    for pid in children { kill(pid, SIGTERM) }
+                    let deadline = Date().addingTimeInterval(5)
+                    while Date() < deadline, children.contains(where: { kill($0, 0) == 0 }) { usleep(50_000) }
+                    for pid in children where kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+                    let message = "interrupted: stopped \(children.count) child processes\n"
+                    FileHandle.standardError.write(Data(message.utf8))
+                    exit(128 + signalNumber)
+                }
+                source.resume()
+                sources.append(source)
+            }
+        }
+    }
 
     init(
         _ executable: String,
@@ -415,7 +444,10 @@ final class ChildProcess {
                 output += String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
             }
         }
+        Self.stopChildrenOnInterrupt()
         try process.run()
+        let pid = process.processIdentifier
+        Self.running.withLock { _ = $0.insert(pid) }
         let deadline = Date().addingTimeInterval(20)
         while !output.contains(marker) {
             guard Date() < deadline, process.isRunning else {
@@ -459,5 +491,7 @@ final class ChildProcess {
     func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        let pid = process.processIdentifier
+        Self.running.withLock { _ = $0.remove(pid) }
     }
 }
