@@ -210,13 +210,13 @@ struct LegacyDoublesTests {
             onCall: { call in calls.withLock { $0.append("\(call.outcome)/\(call.attempts)") } }
         )
         #expect(pausing.verify(username: "alice", password: "wrong") == .mismatch)
-        #expect(pausing.outageHold == nil && !pausing.recentlyUnavailable)
+        #expect(pausing.outageHold == nil)
         try legacy.setMode(.status500)
         guard case .unavailable(let refused) = pausing.verify(username: "alice", password: Self.password) else {
             Issue.record("a 500 gave a verdict")
             return
         }
-        #expect(refused.kind == .status && pausing.recentlyUnavailable)
+        #expect(refused.kind == .status && pausing.outageHold != nil)
         #expect(try #require(pausing.outageHold) < .seconds(1), "a refusal is fast, and so is its hold")
         try legacy.setMode(.normal)
         guard case .match = pausing.verify(username: "alice", password: Self.password) else {

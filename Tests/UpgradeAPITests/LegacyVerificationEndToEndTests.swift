@@ -22,7 +22,6 @@ struct LegacyVerificationEndToEndTests {
         init(
             _ backend: Backend,
             create: Bool = false,
-            outagePause: Int = 30,
             table: [String: LegacySystem.Entry]
         ) throws {
             legacy = try LegacySystem(table: table)
@@ -39,7 +38,6 @@ struct LegacyVerificationEndToEndTests {
                     // The stall below lasts 30 s; the server gives up after one.
                     "UPGRADE_LEGACY_VERIFY_TIMEOUT": "1",
                     "UPGRADE_LEGACY_CREATE": create ? "on" : "off",
-                    "UPGRADE_LEGACY_VERIFY_OUTAGE_PAUSE": "\(outagePause)",
                 ]
             )
         }

@@ -145,10 +145,6 @@ public final class LegacyPasswordVerifier: Sendable {
         }
     }
 
-    /// Whether a call ended in an outage within the last `Endpoint.outagePause` and none was
-    /// answered since.
-    public var recentlyUnavailable: Bool { outageHold != nil }
-
     /// Asks about `username` and `password`, on the calling thread (a worker that may block).
     ///
     /// Every check is asked, within the pause too, so the first check after the legacy system is
