@@ -34,8 +34,10 @@ start() {
     if [ "$1" = ours ]; then
         # The per-client cap a little above the connection count: wrk may open a connection again
         # before the server has seen the old one close.
+        # The log exists before the server starts: the shell opens it in the child, which may run late.
+        : >"$workdir/log"
         "$ours" serve --dev --listen 127.0.0.1:0 --max-connections-per-client $((connections + 16)) \
-            >"$workdir/log" 2>&1 &
+            >>"$workdir/log" 2>&1 &
         server_pid=$!
         for _ in $(seq 100); do
             port="$(sed -n 's/^listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$workdir/log")"

@@ -6,6 +6,7 @@ import HTTPCore
 //
 // usage: http-load-server [--port N] [--loops N] [--loop-threads N] [--workers N] [--on-loop]
 //                         [--max-open-files N] [--request-timeout-ms N] [--max-connections N]
+//                         [--max-connections-per-client N]
 
 struct LoadHandler: HTTPHandler {
     /// Answer /healthz on the event loop instead of a worker (measures the server without the hop).
@@ -55,6 +56,7 @@ func parseArguments(_ arguments: [String]) -> (HTTPServer.Configuration, healthO
         case "--loop-threads": configuration.threadsPerEventLoop = number(argument)
         case "--workers": configuration.workerCount = number(argument)
         case "--max-connections": configuration.maxConnections = number(argument)
+        case "--max-connections-per-client": configuration.maxConnectionsPerClient = number(argument)
         case "--request-timeout-ms": configuration.requestTimeout = .milliseconds(number(argument))
         case "--on-loop": healthOnLoop = true
         case "--max-open-files":
