@@ -12,9 +12,9 @@ import Glibc
 /// `upgrade-cli transfer prepare|complete` hold a lease while they run: a second run of the same
 /// job is refused, and a run killed outright keeps others out only until its lease lapses.
 ///
-/// The processes run on SQLite: a PostgreSQL database for a process of its own needs CREATE
-/// DATABASE, which the test cluster's role lacks. The lease's statements on PostgreSQL, across two
-/// stores and with their heartbeat, are `JobLeaseTests`'.
+/// On both backends: on PostgreSQL the processes get a database of their own
+/// (`database(forProcesses:)`). The lease's statements across two stores and with their heartbeat
+/// are `JobLeaseTests`'.
 @Suite("upgrade-cli transfer: one run of a job at a time")
 struct TransferLeaseCLITests {
     /// Stands in for Apple's token endpoint on loopback, and answers only once opened: until then
@@ -171,7 +171,7 @@ struct TransferLeaseCLITests {
 
     @Test(
         "a second run while the first holds the lease: exit 2 naming the holder; the first goes on",
-        arguments: [Backend.sqlite]
+        arguments: Backend.all
     )
     func secondRunRefused(backend: Backend) throws {
         let setup = try TransferCLITests.Setup()
@@ -196,7 +196,7 @@ struct TransferLeaseCLITests {
         #expect(try database.store.read { try $0.jobLease(job: Self.job) } == nil, "released at the end")
     }
 
-    @Test("a run killed with SIGKILL keeps the job only until its lease lapses", arguments: [Backend.sqlite])
+    @Test("a run killed with SIGKILL keeps the job only until its lease lapses", arguments: Backend.all)
     func killedRunLapses(backend: Backend) throws {
         let setup = try TransferCLITests.Setup()
         let database = try backend.database(forProcesses: true)
