@@ -1,29 +1,52 @@
 import Foundation
+import UpgradeAPI
 import UpgradeEngine
 
-/// `password rules [--password-rules RULES]`: the rules a changed password must meet, canonical, on
-/// stdout: the string to paste into the extension's Info.plist under
-/// `ASAccountAuthenticationModificationPasswordGenerationRequirements`, so that the passwords iOS
-/// generates meet what `serve` checks. Reads `UPGRADE_PASSWORD_RULES` like `serve` (the flag wins),
-/// or prints the default. Rules that do not parse exit 2 with one line.
+/// `password rules [--password-rules RULES | --password-rules-file FILE]`: the rules a changed
+/// password must meet, canonical, on stdout: the string to paste into the extension's Info.plist
+/// under `ASAccountAuthenticationModificationPasswordGenerationRequirements`, so that the passwords
+/// iOS generates meet what `serve` checks. Reads `UPGRADE_PASSWORD_RULES` or
+/// `UPGRADE_PASSWORD_RULES_FILE` exactly as `serve` does (a flag wins over its variable; the two
+/// sources together are refused), or prints the default. Rules that do not parse, a file that
+/// cannot be read, or both sources exit 2 with one line.
 struct PasswordRulesCommand: CLICommand {
     static let path = ["password", "rules"]
-    static let summary = "print the password rules (UPGRADE_PASSWORD_RULES) for the extension's Info.plist"
-    static let usage = "upgrade-cli password rules [--password-rules RULES]"
+    static let summary =
+        "print the password rules (UPGRADE_PASSWORD_RULES or UPGRADE_PASSWORD_RULES_FILE) for the extension's Info.plist"
+    static let usage = "upgrade-cli password rules [--password-rules RULES | --password-rules-file FILE]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let flag = try arguments.option("--password-rules")
+        let fileFlag = try arguments.option("--password-rules-file")
         try arguments.finish()
-        let environment = ProcessInfo.processInfo.environment["UPGRADE_PASSWORD_RULES"]
-        let source = flag != nil ? "--password-rules" : "UPGRADE_PASSWORD_RULES"
-        guard let text = flag ?? environment, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            Console.out(PasswordRules.default.description)
-            return ExitCode.success
+        let environment = ProcessInfo.processInfo.environment
+        // As `serve` reads them: blank is unset.
+        func given(_ value: String?) -> String? {
+            guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+            return value
         }
-        do {
-            Console.out(try PasswordRules(text).description)
-        } catch {
-            throw CommandFailure.configuration("\(source): \(error.message)")
+        let text = given(flag ?? environment["UPGRADE_PASSWORD_RULES"])
+        let file = given(fileFlag ?? environment["UPGRADE_PASSWORD_RULES_FILE"])
+        let source = flag != nil ? "--password-rules" : "UPGRADE_PASSWORD_RULES"
+        switch (text, file) {
+        case (.some, .some):
+            let fileSource = fileFlag != nil ? "--password-rules-file" : "UPGRADE_PASSWORD_RULES_FILE"
+            throw CommandFailure.configuration(
+                "\(fileSource): give \(source) or \(fileSource), not both"
+            )
+        case (.some(let text), nil):
+            do {
+                Console.out(try PasswordRules(text).description)
+            } catch {
+                throw CommandFailure.configuration("\(source): \(error.message)")
+            }
+        case (nil, .some(let path)):
+            switch ServerSettings.readPasswordRules(path: path) {
+            case .success(let rules): Console.out(rules.description)
+            case .failure(let problem): throw CommandFailure.configuration(problem.message)
+            }
+        case (nil, nil):
+            Console.out(PasswordRules.default.description)
         }
         return ExitCode.success
     }
