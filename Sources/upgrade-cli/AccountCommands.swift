@@ -1,15 +1,34 @@
 import Foundation
 import UpgradeEngine
 
-/// The secret box for TOTP secrets and refresh tokens: `UPGRADE_SECRET_KEY_FILE`, or the published
-/// development key only when `--dev` was given explicitly.
+/// The secret box for TOTP secrets and refresh tokens, chosen as `serve` chooses it:
+/// `UPGRADE_SECRET_KEY_FILE` whenever it is set, `--dev` or not (a value sealed under the published
+/// development key in a database that `serve` opens with the key file could never be opened again),
+/// else the development key only when `--dev` was given explicitly. A problem is a configuration
+/// error: one line, exit 2, no usage text.
 enum SecretKeyOption {
+    /// `UPGRADE_SECRET_KEY_FILE` as `serve` reads it: surrounding blanks dropped, blank is unset.
+    static var keyFile: String? {
+        let path = ProcessInfo.processInfo.environment[SecretKeyFile.environmentVariable]?
+            .trimmingCharacters(in: .whitespaces)
+        return path?.isEmpty == false ? path : nil
+    }
+
+    /// The box for a command that needs one only when a key is configured: nil without
+    /// `UPGRADE_SECRET_KEY_FILE` and without `--dev`.
+    static func loadIfConfigured(dev: Bool) throws -> SecretBox? {
+        dev || keyFile != nil ? try load(dev: dev) : nil
+    }
+
     static func load(dev: Bool) throws -> SecretBox {
-        if dev { return SecretBox.developmentOnly() }
+        let path = keyFile
+        if dev && path == nil { return SecretBox.developmentOnly() }
         do {
-            return try SecretKeyFile.load(environment: ProcessInfo.processInfo.environment)
+            return try SecretKeyFile.load(environment: path.map { [SecretKeyFile.environmentVariable: $0] } ?? [:])
         } catch {
-            throw UsageError("\(error.message) (or pass --dev to use the insecure development key)")
+            throw CommandFailure.configuration(
+                dev ? error.message : "\(error.message) (or pass --dev to use the insecure development key)"
+            )
         }
     }
 }
@@ -21,11 +40,11 @@ struct AccountsAddCommand: CLICommand {
         "upgrade-cli accounts add USER [--totp-uri URI | --totp-uri-file FILE] [--recovery-codes N] [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
-        let location = try StoreOption.location(&arguments)
+        let dev = arguments.flag("--dev")
+        let location = try StoreOption.location(&arguments, dev: dev)
         let inlineURI = try arguments.option("--totp-uri")
         let uriFile = try arguments.option("--totp-uri-file")
         let recoveryCount = try arguments.intOption("--recovery-codes") ?? 0
-        let dev = arguments.flag("--dev")
         let username = try arguments.positional("USER")
         try arguments.finish()
 

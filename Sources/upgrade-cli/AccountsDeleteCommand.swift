@@ -22,9 +22,9 @@ struct AccountsDeleteCommand: CLICommand {
     static let waits: [Duration] = [.seconds(1), .seconds(3)]
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
-        let location = try StoreOption.location(&arguments)
-        let confirmed = arguments.flag("--yes")
         let dev = arguments.flag("--dev")
+        let location = try StoreOption.location(&arguments, dev: dev)
+        let confirmed = arguments.flag("--yes")
         let typed = try arguments.positional("USER")
         try arguments.finish()
         let username: Username
@@ -71,7 +71,7 @@ struct AccountsDeleteCommand: CLICommand {
         guard apple != nil else {
             Console.out(
                 line
-                    + "pending (APPLE_TEAM_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are not set; serve's revocation worker will send it)"
+                    + "pending (APPLE_TEAM_ID, APPLE_KEY_ID or APPLE_KEY_ID_FILE, and APPLE_PRIVATE_KEY_FILE are not set; serve's revocation worker will send it)"
             )
             return ExitCode.success
         }
@@ -88,8 +88,10 @@ struct AccountsDeleteCommand: CLICommand {
     /// The `/auth/revoke` client from the environment, as `serve` reads it; nil when none of the
     /// team key's variables is set. One attempt per call with short timeouts: the retries are ours.
     static func revocationClient(_ environment: [String: String]) throws -> AppleClient? {
-        let names = ["APPLE_TEAM_ID", "APPLE_KEY_ID", "APPLE_PRIVATE_KEY_FILE"]
-        guard names.contains(where: { !(environment[$0] ?? "").isEmpty }) else { return nil }
+        let names = ["APPLE_TEAM_ID", "APPLE_KEY_ID", "APPLE_KEY_ID_FILE", "APPLE_PRIVATE_KEY_FILE"]
+        guard names.contains(where: { !(environment[$0] ?? "").trimmingCharacters(in: .whitespaces).isEmpty }) else {
+            return nil
+        }
         let configuration = try TransferCommandConfiguration.load(environment)
         do {
             var client = AppleClient.Configuration(

@@ -16,7 +16,8 @@ struct AccountsImportCommand: CLICommand {
         + "[--report FILE] [--batch-size N] [--team-id ID] [--client-id ID] [--hash-parameters FILE] [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
-        let location = try StoreOption.location(&arguments)
+        let dev = arguments.flag("--dev")
+        let location = try StoreOption.location(&arguments, dev: dev)
         let formatText = try arguments.option("--format")
         let conflictText = try arguments.option("--on-conflict") ?? ImportConflictPolicy.skip.rawValue
         let dryRun = arguments.flag("--dry-run")
@@ -25,7 +26,6 @@ struct AccountsImportCommand: CLICommand {
         let teamOption = try arguments.option("--team-id")
         let clientOption = try arguments.option("--client-id")
         let parametersPath = try arguments.option("--hash-parameters")
-        let dev = arguments.flag("--dev")
         let path = try arguments.positional("FILE (or - for standard input)")
         try arguments.finish()
 
@@ -49,15 +49,8 @@ struct AccountsImportCommand: CLICommand {
         }
 
         let environment = ProcessInfo.processInfo.environment
-        let secrets: SecretBox? =
-            dev || environment["UPGRADE_SECRET_KEY_FILE"].map({ !$0.isEmpty }) == true
-            ? try SecretKeyOption.load(dev: dev) : nil
-        let teamID = teamOption ?? environment["APPLE_TEAM_ID"].flatMap { $0.isEmpty ? nil : $0 }
-        let clientID =
-            clientOption
-            ?? environment["APPLE_CLIENT_IDS"]?.split(separator: ",").first.map {
-                String($0).trimmingCharacters(in: .whitespaces)
-            }
+        let secrets = try SecretKeyOption.loadIfConfigured(dev: dev)
+        let (teamID, clientID) = try appleLinkOwner(team: teamOption, client: clientOption, environment: environment)
 
         let parameterSets = try parametersPath.map { try HashParametersFile.read($0) } ?? []
         if !parameterSets.isEmpty && secrets == nil {
@@ -93,7 +86,7 @@ struct AccountsImportCommand: CLICommand {
             ).path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             scratch = directory
-            let store = try StoreOption.open(.sqlite(path: directory + "/scratch.db"))
+            let store = try StoreOption.open(.sqlite(path: directory + "/scratch.db"), create: true)
             _ = try store.migrate(now: Clock.nowSeconds)
             // The real database's parameter sets are copied as they are (sealed), and the file's
             // added to the copy, so the rows name the ids a real run would give them.
@@ -273,5 +266,47 @@ private struct ImportInput {
         }
         context += hasher + Array("\n\(total)".utf8)
         return Digest.sha256(context).hexString
+    }
+}
+
+extension AccountsImportCommand {
+    /// The team and client `appleSub` rows are linked under, checked as `serve` and the transfer
+    /// commands check them, so that no link is stored that `transfer prepare` would pass over or
+    /// Apple would refuse: `--team-id` (else `APPLE_TEAM_ID`) 10 characters A-Z or 0-9; `--client-id`
+    /// (else the first of `APPLE_CLIENT_IDS`) one of `APPLE_CLIENT_IDS` when that is set. Either may
+    /// be absent until a row needs it (the row is then refused).
+    static func appleLinkOwner(
+        team: String?,
+        client: String?,
+        environment: [String: String]
+    ) throws -> (
+        team: String?, client: String?
+    ) {
+        func value(_ name: String) -> String? {
+            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            return text
+        }
+        let teamID = team ?? value("APPLE_TEAM_ID")
+        if let teamID, !ClientSecretSigner.isAppleIdentifier(teamID) {
+            let message = "must be 10 characters A-Z or 0-9, as Apple issues team ids"
+            if team != nil { throw UsageError("--team-id \(message)") }
+            throw CommandFailure.configuration("APPLE_TEAM_ID \(message)")
+        }
+        let listed = value("APPLE_CLIENT_IDS").map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        if let listed, listed.isEmpty || !listed.allSatisfy(ClientSecretSigner.isClientID) {
+            throw CommandFailure.configuration(
+                "APPLE_CLIENT_IDS must list bundle ids or Services ids separated by commas (printable ASCII, no spaces)"
+            )
+        }
+        guard let client else { return (teamID, listed?.first) }
+        guard ClientSecretSigner.isClientID(client) else {
+            throw UsageError("--client-id must be a bundle id or Services id (printable ASCII, no spaces)")
+        }
+        if let listed, !listed.contains(client) {
+            throw UsageError("--client-id \(client) is not in APPLE_CLIENT_IDS (\(listed.joined(separator: ",")))")
+        }
+        return (teamID, client)
     }
 }

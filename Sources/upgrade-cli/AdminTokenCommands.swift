@@ -97,7 +97,7 @@ struct AdminTokensListCommand: CLICommand {
         let file = try AdminTokensFileOption.path(&arguments)
         // Last uses live in the database: only with --db or UPGRADE_DB, never a default file.
         let flag = try arguments.option("--db")
-        let variable = ProcessInfo.processInfo.environment["UPGRADE_DB"].flatMap { $0.isEmpty ? nil : $0 }
+        let variable = StoreOption.variable
         try arguments.finish()
         var location: DatabaseLocation?
         if let text = flag ?? variable {

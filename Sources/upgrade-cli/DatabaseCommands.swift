@@ -1,17 +1,25 @@
 import Foundation
 import UpgradeEngine
 
-/// Opens the store named by `--db` or `UPGRADE_DB` (default `sqlite:upgrade.db`).
+/// Opens the store named by `--db` or `UPGRADE_DB` (default `sqlite:upgrade.db`; with `--dev`,
+/// `sqlite:siwa-dev.db`, the database `serve --dev` uses).
 enum StoreOption {
+    /// `UPGRADE_DB` as `serve` reads it: surrounding blanks dropped, blank is unset.
+    static var variable: String? {
+        let text = ProcessInfo.processInfo.environment["UPGRADE_DB"]?.trimmingCharacters(in: .whitespaces)
+        return text?.isEmpty == false ? text : nil
+    }
+
     /// Reads the location without touching the database: commands call `open` only after every
     /// argument is validated, so bad input never creates a database file. A bad `--db` is a usage
     /// error; a bad `UPGRADE_DB` is a configuration problem: one line naming it, no usage text.
-    static func location(_ arguments: inout ArgumentReader) throws -> DatabaseLocation {
+    /// `dev`: the command was given `--dev`, so its default is `serve --dev`'s database, the one its
+    /// development key belongs with.
+    static func location(_ arguments: inout ArgumentReader, dev: Bool = false) throws -> DatabaseLocation {
         let flag = try arguments.option("--db")
-        let variable = ProcessInfo.processInfo.environment["UPGRADE_DB"].flatMap { $0.isEmpty ? nil : $0 }
+        guard let text = flag ?? variable else { return dev ? .development : .default }
         do {
-            let location = try DatabaseLocation.parse(flag ?? variable ?? DatabaseLocation.defaultValue)
-            return location
+            return try DatabaseLocation.parse(text)
         } catch {
             if flag != nil { throw UsageError("--db: \(error.message)") }
             throw CommandFailure.configuration("UPGRADE_DB: \(error.message)")
@@ -24,7 +32,20 @@ enum StoreOption {
 
     /// `batch`: the store of a batch job, whose transactions wait out an outage of up to
     /// `batchOutageWaitSeconds`; other commands fail at once.
-    static func open(_ location: DatabaseLocation, batch: Bool = false) throws -> any UpgradeStore {
+    /// An SQLite file that does not exist is created only with `create` (`db migrate`, scratch
+    /// databases): anywhere else a mistyped path is one line and exit 2, and no stray file is left.
+    static func open(
+        _ location: DatabaseLocation,
+        batch: Bool = false,
+        create: Bool = false
+    ) throws
+        -> any UpgradeStore
+    {
+        if !create, case .sqlite(let path, _) = location, !FileManager.default.fileExists(atPath: path) {
+            throw CommandFailure.configuration(
+                "no database at \(location) (from --db, UPGRADE_DB or the default); 'upgrade-cli db migrate' creates one"
+            )
+        }
         do {
             return try location.open(outageWaitSeconds: batch ? batchOutageWaitSeconds : 0)
         } catch {
@@ -57,7 +78,7 @@ struct DatabaseMigrateCommand: CLICommand {
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let location = try StoreOption.location(&arguments)
         try arguments.finish()
-        let store = try StoreOption.open(location)
+        let store = try StoreOption.open(location, create: true)
         let applied = try store.migrate(now: Clock.nowSeconds)
         for migration in applied {
             Console.out("applied \(String(format: "%04d", migration.version)) \(migration.name)")
@@ -86,13 +107,13 @@ struct DatabaseCheckCommand: CLICommand {
     static let usage = "upgrade-cli db check [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
-        let location = try StoreOption.location(&arguments)
         let dev = arguments.flag("--dev")
+        let location = try StoreOption.location(&arguments, dev: dev)
         try arguments.finish()
         let store = try StoreOption.open(location)
         // Read-only, and useful before `db migrate` too: it shows what migration 7 would re-key.
         guard try store.migrationStatus().first?.appliedAt != nil else {
-            throw UsageError("the database has no schema yet; run 'upgrade-cli db migrate' first")
+            throw CommandFailure.configuration("the database has no schema yet; run 'upgrade-cli db migrate' first")
         }
         // Look-alikes need the skeletons migration 18 computes (and `db migrate` recomputes when
         // ICU changes); before that they are not compared, and the check cannot pass.
@@ -134,9 +155,7 @@ struct DatabaseCheckCommand: CLICommand {
         // With the secret key, hashes that name a parameter set (Firebase scrypt, keyed HMAC) are
         // checked against the stored sets too: one missing or not opening is listed.
         var verifier = PasswordVerifier()
-        let environment = ProcessInfo.processInfo.environment
-        if dev || environment["UPGRADE_SECRET_KEY_FILE"].map({ !$0.isEmpty }) == true {
-            let secrets = try SecretKeyOption.load(dev: dev)
+        if let secrets = try SecretKeyOption.loadIfConfigured(dev: dev) {
             let records = (try? store.read { tx in try tx.hashParameterSets() }) ?? []
             verifier.parameterSets = HashParameterSets(records: records, secrets: secrets)
         }

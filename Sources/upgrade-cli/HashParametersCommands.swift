@@ -50,8 +50,8 @@ struct HashParametersAddCommand: CLICommand {
     static let usage = "upgrade-cli hash-parameters add FILE [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
-        let location = try StoreOption.location(&arguments)
         let dev = arguments.flag("--dev")
+        let location = try StoreOption.location(&arguments, dev: dev)
         let file = try arguments.positional("FILE")
         try arguments.finish()
         let sets = try HashParametersFile.read(file, option: "FILE")
@@ -73,13 +73,10 @@ struct HashParametersListCommand: CLICommand {
     static let usage = "upgrade-cli hash-parameters list [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
-        let location = try StoreOption.location(&arguments)
         let dev = arguments.flag("--dev")
+        let location = try StoreOption.location(&arguments, dev: dev)
         try arguments.finish()
-        let environment = ProcessInfo.processInfo.environment
-        let secrets: SecretBox? =
-            dev || environment["UPGRADE_SECRET_KEY_FILE"].map({ !$0.isEmpty }) == true
-            ? try SecretKeyOption.load(dev: dev) : nil
+        let secrets = try SecretKeyOption.loadIfConfigured(dev: dev)
         let store = try StoreOption.openMigrated(location)
         let records = try store.read { try $0.hashParameterSets() }
         guard !records.isEmpty else {

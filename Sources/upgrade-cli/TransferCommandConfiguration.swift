@@ -24,8 +24,13 @@ struct TransferCommandConfiguration {
     }
 
     static func load(_ environment: [String: String]) throws -> TransferCommandConfiguration {
+        // As `serve` reads them: surrounding blanks dropped, blank is unset.
+        func value(_ name: String) -> String? {
+            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            return text
+        }
         func required(_ name: String, _ what: String) throws -> String {
-            guard let value = environment[name], !value.isEmpty else {
+            guard let value = value(name) else {
                 throw Self.problem("\(name) is not set: \(what)")
             }
             return value
@@ -37,9 +42,25 @@ struct TransferCommandConfiguration {
         guard ClientSecretSigner.isAppleIdentifier(teamID) else {
             throw Self.problem("APPLE_TEAM_ID must be 10 characters A-Z or 0-9, as Apple issues team ids")
         }
-        let keyID = try required("APPLE_KEY_ID", "the 10-character id of the team's Sign in with Apple key")
-        guard ClientSecretSigner.isAppleIdentifier(keyID) else {
-            throw Self.problem("APPLE_KEY_ID must be 10 characters A-Z or 0-9, as Apple issues key ids")
+        // The key id as `serve` takes it: `APPLE_KEY_ID`, or the file `APPLE_KEY_ID_FILE` that a key
+        // rotation rewrites (README, Rotating the Apple key); not both.
+        let keyID: String
+        if let keyIDFile = value("APPLE_KEY_ID_FILE") {
+            guard value("APPLE_KEY_ID") == nil else {
+                throw Self.problem("APPLE_KEY_ID_FILE: give APPLE_KEY_ID or APPLE_KEY_ID_FILE, not both")
+            }
+            switch ServerSettings.readKeyID(path: keyIDFile) {
+            case .success(let id): keyID = id
+            case .failure(let problem): throw Self.problem(problem.message)
+            }
+        } else {
+            keyID = try required(
+                "APPLE_KEY_ID",
+                "the 10-character id of the team's Sign in with Apple key (or APPLE_KEY_ID_FILE, a file holding it)"
+            )
+            guard ClientSecretSigner.isAppleIdentifier(keyID) else {
+                throw Self.problem("APPLE_KEY_ID must be 10 characters A-Z or 0-9, as Apple issues key ids")
+            }
         }
         let keyPath = try required("APPLE_PRIVATE_KEY_FILE", "the path of the team's key file (.p8, a PKCS#8 PEM)")
         guard let keyData = FileManager.default.contents(atPath: keyPath) else {
@@ -62,7 +83,7 @@ struct TransferCommandConfiguration {
             )
         }
         // The same rule and message as `serve`: https://, or http:// only to a loopback emulator.
-        let urlText = environment["APPLE_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultBaseURL
+        let urlText = value("APPLE_BASE_URL") ?? defaultBaseURL
         let url: URL
         switch ServerSettings.validateAppleBaseURL(urlText) {
         case .success(let valid): url = valid

@@ -110,8 +110,14 @@ struct WebhookCrashTests {
         )
         let (verified, bad) = receiver.deliveries()
         #expect(bad == 0, "a delivery's signature did not verify")
-        let counts = try fixture.store.read { try $0.webhookOutboxCounts() }
-        #expect(counts.pending == 0 && counts.failed == 0 && counts.delivered == total)
+        // The receiver counts a delivery when it arrives; the sender marks it delivered only once the
+        // answer is back, a moment later.
+        var counts = try fixture.store.read { try $0.webhookOutboxCounts() }
+        let settled = try await WebhookReceiver.eventually(seconds: 10) {
+            counts = try fixture.store.read { try $0.webhookOutboxCounts() }
+            return counts.pending == 0 && counts.failed == 0
+        }
+        #expect(settled && counts.delivered == total, "\(counts)")
         var firstArrival: [String: Int] = [:]
         for (index, delivery) in verified.enumerated() where firstArrival[delivery.id] == nil {
             firstArrival[delivery.id] = index

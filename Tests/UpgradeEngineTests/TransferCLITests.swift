@@ -159,6 +159,12 @@ struct TransferCLITests {
     @Test("transfer status refuses a database with pending migrations, and help lists the commands")
     func statusNeedsMigratedDatabase() throws {
         let setup = try Setup()
+        let missing = try runCLI(["transfer", "status"], environment: setup.environment)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.hasPrefix("error: no database at sqlite:\(setup.path("cli.db"))"))
+        #expect(!FileManager.default.fileExists(atPath: setup.path("cli.db")), "no stray file")
+        // An empty file is an SQLite database without a schema.
+        #expect(FileManager.default.createFile(atPath: setup.path("cli.db"), contents: nil))
         let result = try runCLI(["transfer", "status"], environment: setup.environment)
         #expect(result.status == 2)
         #expect(result.stderr.hasPrefix("error: the database has"))

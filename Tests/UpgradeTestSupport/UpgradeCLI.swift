@@ -22,10 +22,12 @@ package enum UpgradeCLI {
 package func runCLI(
     _ arguments: [String],
     stdin: String = "",
-    environment: [String: String] = [:]
+    environment: [String: String] = [:],
+    directory: URL? = nil
 ) throws -> (status: Int32, stdout: String, stderr: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
+    if let directory { process.currentDirectoryURL = directory }
     process.arguments = arguments
     process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
     let input = Pipe()

@@ -118,7 +118,7 @@ public struct ServerSettings: Sendable {
             return text
         }
 
-        var database = DatabaseLocation.sqlite(path: development ? "siwa-dev.db" : "upgrade.db")
+        var database = development ? DatabaseLocation.development : DatabaseLocation.default
         if let text = value("UPGRADE_DB") {
             do {
                 database = try DatabaseLocation.parse(text)

@@ -4,7 +4,11 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
     case sqlite(path: String, durability: SQLiteDurability = .full)
     case postgres(PostgresConfiguration)
 
-    public static let defaultValue = "sqlite:upgrade.db"
+    /// Where `UPGRADE_DB` points when it is not set.
+    public static let `default` = DatabaseLocation.sqlite(path: "upgrade.db")
+    /// The default of `serve --dev` and of the commands given `--dev`: development data and the
+    /// published development key stay out of the production default.
+    public static let development = DatabaseLocation.sqlite(path: "siwa-dev.db")
 
     /// Messages here do not name the setting: the caller knows whether the value came from
     /// `UPGRADE_DB` or a `--db` flag, and prefixes it. A postgres URL is validated in full
