@@ -36,6 +36,9 @@ struct AuditCommand: CLICommand {
             }
         }
         if let type, type.isEmpty { throw CommandFailure("--type must not be empty", exitCode: ExitCode.usage) }
+        if let since, let until, since >= until {
+            throw CommandFailure("--since must be before --until", exitCode: ExitCode.usage)
+        }
 
         let queries = AdminQueryService(store: try StoreOption.openMigrated(location))
         // Pages of at most the API's page size, each below the last id seen, until `limit` rows.

@@ -62,7 +62,7 @@ struct AccountImporterTests {
             ["username": "nohash"],
             "nohash",
             .error,
-            "passwordHash: is required unless legacyPassword is true or appleSub is given (the account could not sign in)"
+            ImportRowValidator.missingCredential
         )
         add(["username": "unknownhash", "passwordHash": "hunter2"], "unknownhash", .error, nil)
         add(

@@ -114,13 +114,18 @@ public struct APIProblem: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(status) \(slug): \(detail)" }
 
+    /// Every problem the REST layer sends carries `result`: `failure` unless the failure says
+    /// otherwise (`twoFactorAuthRequired` after a wrong code), on every route, so that a client reads
+    /// one shape (README, REST API).
     public var response: HTTPResponse {
+        let result: [JSONValue.Member] =
+            extensions.contains { $0.key == "result" } ? [] : [.init("result", .string("failure"))]
         let members: [JSONValue.Member] =
             [
                 .init("type", .string(type)), .init("title", .string(title)), .init("status", .integer(Int64(status))),
                 .init("detail", .string(detail)),
             ]
-            + extensions
+            + result + extensions
         var headers = self.headers
         headers.replaceOrAppend(name: "Content-Type", value: "application/problem+json")
         var response = HTTPResponse(status: status, headers: headers, body: JSONValue.object(members).serialized())

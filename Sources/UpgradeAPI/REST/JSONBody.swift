@@ -51,7 +51,9 @@ package struct JSONBody {
             }
     }
 
-    init(_ request: HTTPRequest, allowed: [String]) throws(APIProblem) {
+    /// `allowed` nil: the service checks the member names itself (provisioning's refusals name the
+    /// field first, as an import's report does).
+    init(_ request: HTTPRequest, allowed: [String]?) throws(APIProblem) {
         guard Self.isJSON(contentType: request.headers["Content-Type"]) else {
             throw APIProblem(
                 status: 415,
@@ -73,9 +75,9 @@ package struct JSONBody {
         }
         guard let object = parsed.members else { throw APIProblem.validation("the body must be a JSON object") }
         // The parser refuses repeated names, so each allowed name appears at most once.
-        for member in object where !allowed.contains(member.key) {
+        for member in object where allowed.map({ !$0.contains(member.key) }) ?? false {
             throw APIProblem.validation(
-                "unknown field '\(Self.printable(member.key))'; expected \(allowed.sorted().joined(separator: ", "))"
+                "unknown field '\(Self.printable(member.key))'; expected \((allowed ?? []).sorted().joined(separator: ", "))"
             )
         }
         self.members = object

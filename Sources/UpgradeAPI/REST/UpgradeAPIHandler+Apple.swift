@@ -21,11 +21,11 @@ extension UpgradeAPIHandler {
                 now: now
             )
         }
-        return .json(
+        return Self.noStoreJSON(
             JSONValue.object([
                 "accountId": .string(result.accountID), "sub": .string(result.sub),
                 "migrated": .bool(result.migrated),
-            ]).serializedString
+            ])
         )
     }
 

@@ -8,7 +8,7 @@ extension UpgradeAPIHandler {
     func provisionAccount(_ request: HTTPRequest, username: String?, now: Int64) throws -> HTTPResponse {
         let token = try admin.authorize(request, scope: .provisioning, now: now)
         let username = try Self.pathUsername(username)
-        let body = try JSONBody(request, allowed: ImportField.allCases.map(\.rawValue))
+        let body = try JSONBody(request, allowed: nil)
         let action = try provisioning.put(username: username, fields: body.object, by: token.name, now: now)
         return Self.noStoreJSON(
             .object(["username": .string(username), "action": .string(action.rawValue)]),

@@ -174,6 +174,6 @@ extension UpgradeAPIHandler {
             "expiresAt": view.expiresAt.map { .string(timestamp($0)) },
             "history": .array(history),
         ])
-        return .json(body.serializedString)
+        return Self.noStoreJSON(body)
     }
 }

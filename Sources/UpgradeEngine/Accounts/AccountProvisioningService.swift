@@ -60,14 +60,18 @@ public struct AccountProvisioningService: Sendable {
         by tokenName: String,
         now: Int64
     ) throws(ServiceFailure) -> ImportAction {
-        var row = ImportReader.parseJSONRow(fields, what: "the body")
-        if case .success(let raw) = row {
-            if raw.values[.username] != nil {
-                row = .failure(ImportRowError(field: "username", "is the path's; leave it out of the body"))
-            } else {
+        let row: Result<ImportRawRow, ImportRowError>
+        if fields.members?.contains(where: { $0.key == ImportField.username.rawValue }) == true {
+            row = .failure(ImportRowError(field: "username", "is the path's; leave it out of the body"))
+        } else {
+            row = ImportReader.parseJSONRow(
+                fields,
+                what: "the body",
+                accepted: ImportField.allCases.filter { $0 != .username }
+            ).map { raw in
                 var named = raw
                 named.values[.username] = username
-                row = .success(named)
+                return named
             }
         }
         let report = try write([ImportSourceRow(line: 1, row: row)], by: tokenName, now: now)[0]

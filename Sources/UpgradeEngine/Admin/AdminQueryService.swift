@@ -69,6 +69,10 @@ public struct AdminQueryService: Sendable {
                 "limit must be between \(AuditSearch.limits.lowerBound) and \(AuditSearch.limits.upperBound)"
             )
         }
+        // As the report refuses it: an empty or reversed window is a mistake, not a question.
+        if let since = search.since, let until = search.until, since >= until {
+            throw ServiceFailure(.validation, "since must be before until")
+        }
         if let event = search.event, event.isEmpty || event.utf8.count > Self.maxEventBytes {
             throw ServiceFailure(.validation, "type must be 1 to \(Self.maxEventBytes) bytes")
         }

@@ -252,7 +252,7 @@ public final class AccountImporter: Sendable {
                 onRow(
                     ImportRowReport(
                         line: source.line,
-                        username: (try? source.row.get().values[.username]) ?? nil,
+                        username: source.row.typedUsername,
                         action: .skipped,
                         reason: "committed by an earlier run of this import"
                     )
@@ -261,7 +261,7 @@ public final class AccountImporter: Sendable {
             }
             switch source.row {
             case .failure(let error):
-                batch.append(Pending(line: source.line, typedUsername: nil, row: .failure(error)))
+                batch.append(Pending(line: source.line, typedUsername: error.typedUsername, row: .failure(error)))
             case .success(let raw):
                 batch.append(
                     Pending(line: source.line, typedUsername: raw.values[.username], row: validator.validate(raw))
@@ -279,7 +279,7 @@ public final class AccountImporter: Sendable {
         let pending = rows.map { source in
             Pending(
                 line: source.line,
-                typedUsername: (try? source.row.get().values[.username]) ?? nil,
+                typedUsername: source.row.typedUsername,
                 row: source.row.flatMap { validator.validate($0) }
             )
         }
@@ -381,6 +381,9 @@ public final class AccountImporter: Sendable {
             return report(.updated)
         }
 
+        guard row.passwordHash != nil || row.appleSub != nil else {
+            return report(.error, ImportRowValidator.missingCredential)
+        }
         if let refusal = try lookAlikeRefusal(row.username, line: item.line, in: tx, writes: writes) {
             return report(.error, refusal)
         }
@@ -711,4 +714,14 @@ public struct ImportFailure: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+}
+
+extension Result<ImportRawRow, ImportRowError> {
+    /// The row's `username` as typed, read or refused.
+    var typedUsername: String? {
+        switch self {
+        case .success(let raw): raw.values[.username]
+        case .failure(let error): error.typedUsername
+        }
+    }
 }

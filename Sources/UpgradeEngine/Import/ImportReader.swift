@@ -31,10 +31,14 @@ public struct ImportRawRow: Sendable, Equatable {
 public struct ImportRowError: Error, Sendable, Equatable, CustomStringConvertible {
     public var field: String?
     public var reason: String
+    /// The row's `username` as typed, when the row could be read that far: a report names the row
+    /// by it even when another field refused the row.
+    public var typedUsername: String?
 
-    public init(field: String?, _ reason: String) {
+    public init(field: String?, _ reason: String, typedUsername: String? = nil) {
         self.field = field
         self.reason = reason
+        self.typedUsername = typedUsername
     }
 
     public var description: String { field.map { "\($0): \(reason)" } ?? reason }
@@ -147,16 +151,24 @@ public struct ImportReader {
 
     /// A parsed row: an object of the known fields, each a string (or, for `recoveryCodes`, an
     /// array of strings) or null. `what` names the row in the refusal of anything else.
-    static func parseJSONRow(_ json: JSONValue, what: String) -> Result<ImportRawRow, ImportRowError> {
+    /// `accepted` lists the fields a refusal of an unknown one names (the provisioning API's `PUT`
+    /// takes the username from its path).
+    static func parseJSONRow(
+        _ json: JSONValue,
+        what: String,
+        accepted: [ImportField] = ImportField.allCases
+    ) -> Result<ImportRawRow, ImportRowError> {
         guard let members = json.members else {
             return .failure(ImportRowError(field: nil, "\(what) must be a JSON object"))
         }
+        let typed = members.first { $0.key == ImportField.username.rawValue }?.value.stringValue
         var row = ImportRawRow()
         // The parser already refuses a member name given twice.
         for member in members {
-            guard let field = ImportField(rawValue: member.key) else {
+            guard let field = ImportField(rawValue: member.key), accepted.contains(field) else {
+                let list = accepted.map(\.rawValue).joined(separator: ", ")
                 return .failure(
-                    ImportRowError(field: member.key, "unknown field; accepted: \(Self.fieldList)")
+                    ImportRowError(field: member.key, "unknown field; accepted: \(list)", typedUsername: typed)
                 )
             }
             switch (field, member.value) {
@@ -166,7 +178,9 @@ public struct ImportReader {
                 var codes: [String] = []
                 for item in items {
                     guard let code = item.stringValue else {
-                        return .failure(ImportRowError(field: field.rawValue, "must be an array of strings"))
+                        return .failure(
+                            ImportRowError(field: field.rawValue, "must be an array of strings", typedUsername: typed)
+                        )
                     }
                     codes.append(code)
                 }
@@ -176,11 +190,11 @@ public struct ImportReader {
             case (.legacyPassword, .bool(let flag)):
                 row.values[field] = flag ? "true" : "false"
             case (.legacyPassword, _):
-                return .failure(ImportRowError(field: field.rawValue, "must be true or false"))
+                return .failure(ImportRowError(field: field.rawValue, "must be true or false", typedUsername: typed))
             case (_, .string(let text)):
                 if !text.isEmpty { row.values[field] = text }
             default:
-                return .failure(ImportRowError(field: field.rawValue, "must be a string"))
+                return .failure(ImportRowError(field: field.rawValue, "must be a string", typedUsername: typed))
             }
         }
         return .success(row)

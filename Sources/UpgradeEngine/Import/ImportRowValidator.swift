@@ -143,14 +143,16 @@ public struct ImportRowValidator: Sendable {
                 )
             }
             valid.appleSub = sub
-        } else if valid.passwordHash == nil {
-            return fail(
-                .passwordHash,
-                "is required unless legacyPassword is true or appleSub is given (the account could not sign in)"
-            )
         }
+        // A row without a credential may still update an existing account (what it leaves out keeps
+        // its value); the writer refuses it for a new account (`missingCredential`), which could
+        // not sign in.
         return .success(valid)
     }
+
+    /// Why a row that would create an account cannot: it names no way to sign in.
+    public static let missingCredential =
+        "passwordHash: is required for a new account unless legacyPassword is true or appleSub is given (the account could not sign in)"
 
     /// Why `email` cannot be stored, or nil: at most `maxEmailBytes`, no space or control
     /// character, exactly one `@` with something on each side.
