@@ -407,10 +407,17 @@ final class AccountModificationFlow {
 
     private func fail(_ error: any Error) async {
         guard phase == .running else { return }
-        if let upgradeID = openUpgradeID, Self.mayStillBeOpen(after: error) {
-            await cleanUp(upgradeID: upgradeID, reason: .failed)
+        if !Self.mayStillBeOpen(after: error) { openUpgradeID = nil }
+        // A call whose answer was lost (a password change's step-up is sent once) may have changed the
+        // account all the same: the server's answer to the cancel says so, and the request completes.
+        // Until it answers, `cancelRequest()` waits for it too.
+        mayChangeAccount = true
+        let completed = await endOpenFlow(reason: .failed)
+        mayChangeAccount = false
+        if let completed {
+            finish(completed)
+            return
         }
-        if let change = openPasswordChange { await cleanUpPasswordChange(id: change.id, reason: .failed) }
         let code = (error as? UpgradeClientError)?.extensionErrorCode ?? .failed
         finish(.cancelled(code, failureReason: FlowText.failure(error)))
     }

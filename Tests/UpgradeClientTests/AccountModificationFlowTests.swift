@@ -592,6 +592,24 @@ struct AccountModificationFlowTests {
         #expect(upgrade.upgradeID.isEmpty == false)
     }
 
+    @Test("a password change's step-up whose answer is lost: the server completed it, so does the request")
+    func changeStepUpAnswerLost() async throws {
+        let fixture = try Fixture(faults: [("/step-up", .loseAnswer)])
+        fixture.flow.prepareToChangePassword(
+            user: Self.demo,
+            password: DevelopmentEnvironment.demoPassword,
+            newPassword: Self.strong,
+            serviceIdentifier: "s",
+            userInfo: nil
+        )
+        await fixture.settled()
+        fixture.flow.submitCode(fixture.server.totpCode())
+        #expect(await fixture.system.outcome() == .passwordChanged(user: Self.demo, newPassword: Self.strong))
+        #expect(fixture.transport.sent("/step-up").count == 1, "a step-up is sent once")
+        #expect(fixture.upgrades.calls.last == "cancelPasswordChange(failed)", "the cancel's answer told")
+        #expect(await fixture.passwordWorks(Self.demo, Self.strong))
+    }
+
     @Test("failures end the request in the person's language, never the server's English detail")
     func localizedFailures() async throws {
         let fixture = try Fixture()
