@@ -342,8 +342,8 @@ final class AccountModificationFlow {
         // The call that converts the account.
         try await changingAccount {
             do {
-                // The client repeats this call after a lost answer, a 503 or `upgrade-in-progress`, with
-                // the same state, which the server answers the same way.
+                // The client repeats this call after a lost answer, a 503, `upgrade-in-progress` or Apple's
+                // keys out of reach, with the same state, which the server answers the same way.
                 _ = try await client.submitAppleCredential(
                     upgradeID: upgradeID,
                     identityToken: token,

@@ -9,9 +9,9 @@ import FoundationNetworking
 /// in-app ticket) and the strong-password change. It depends on Foundation alone, so an iOS
 /// extension target can add it; `Examples/AccountModificationExtension` shows one.
 ///
-/// Calls the server documents as safe to repeat are repeated after a transport failure, a `503` or
-/// `upgrade-in-progress`, within ``RetryPolicy/deadline``; the others are sent once. Write test
-/// doubles against ``UpgradeServing``.
+/// Calls the server documents as safe to repeat are repeated after a transport failure, a `503`,
+/// `upgrade-in-progress` or Apple's keys out of reach (``RetryPolicy``), within
+/// ``RetryPolicy/deadline``; the others are sent once. Write test doubles against ``UpgradeServing``.
 public struct UpgradeClient: UpgradeServing {
     /// Sends one request and returns the answer, as `URLSession.data(for:)` does.
     public typealias Transport = @Sendable (URLRequest) async throws -> (Data, URLResponse)
