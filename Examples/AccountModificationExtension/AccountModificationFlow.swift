@@ -6,10 +6,14 @@ import UpgradeClient
 /// renders what it is told; the tests drive it against the server and its Apple emulator.
 ///
 /// Every request ends exactly once: completed, or cancelled with one `ASExtensionError` code. One call
-/// to the server is in flight at a time (a second tap on Verify is ignored until the first answers),
-/// and `cancelRequest()` cancels it, ends the upgrade on the server (bounded by
-/// `cleanupTimeout`, well under the 10 s after which the system cancels by itself), then cancels
-/// with `userCanceled`; nothing completes after that. The paths (docs/upgrade-client.md §2):
+/// to the server is in flight at a time (a second tap on Verify is ignored until the first answers).
+/// `cancelRequest()` cancels that call, unless it is one that may change the account (a password
+/// change's start or step-up, the Apple credential): that one it waits for, up to `cleanupTimeout`,
+/// and a success that arrives meanwhile still completes the request, since the account did change.
+/// Then it cancels the open upgrade or password change on the server (bounded by `cleanupTimeout`
+/// again, so the request ends well within the 10 s after which the system cancels by itself); if the
+/// server answers that it already completed, the request completes, otherwise it is cancelled with
+/// `userCanceled`. No screen is shown once cancelling. The paths (docs/upgrade-client.md §2):
 ///
 /// 1. Convert without UI: the saved password, or for an in-app upgrade an empty password and the
 ///    app's ticket in `userInfo["upgradeTicket"]`; Apple's sheet; the credential to the server.
@@ -17,7 +21,8 @@ import UpgradeClient
 /// 3. The strong-password change, without UI or with the step-up UI.
 @MainActor
 final class AccountModificationFlow {
-    /// Where the request stands. Only `running` may end it.
+    /// Where the request stands. Only `running` may end it, except that a completion also ends a
+    /// request that is `cancelling`: the account did change.
     private enum Phase {
         case running
         case cancelling
@@ -28,6 +33,14 @@ final class AccountModificationFlow {
     private enum Pending {
         case upgrade(id: String)
         case passwordChange(id: String, user: String, newPassword: String)
+    }
+
+    /// A password change the server holds open for this request: what a cancel must end, and what
+    /// completes the request if the server answers that the change completed.
+    private struct OpenPasswordChange {
+        let id: String
+        let user: String
+        let newPassword: String
     }
 
     /// How the request ends.
@@ -50,7 +63,10 @@ final class AccountModificationFlow {
     /// The upgrade the server holds open for this request, which a cancel must end.
     private var openUpgradeID: String?
     /// The password change waiting for its step-up, which a cancel must end likewise.
-    private var openPasswordChangeID: String?
+    private var openPasswordChange: OpenPasswordChange?
+    /// Whether the call in flight may change the account, or find that it did: `cancelRequest()` waits
+    /// for it.
+    private var mayChangeAccount = false
     private var screen = StepUpScreen.checking
     /// The call in flight; `nil` when the flow waits for the user.
     private(set) var work: Task<Void, Never>?
@@ -131,17 +147,24 @@ final class AccountModificationFlow {
     ) {
         let ticket = Self.ticket(in: userInfo)
         run { [self] in
-            switch try await client.changePassword(
-                username: user,
-                password: password,
-                ticket: ticket,
-                newPassword: newPassword,
-                serviceIdentifier: serviceIdentifier,
-                entry: .silent
-            ) {
+            // Without a second factor the server completes the change in this call.
+            let step = try await changingAccount {
+                try await client.changePassword(
+                    username: user,
+                    password: password,
+                    ticket: ticket,
+                    newPassword: newPassword,
+                    serviceIdentifier: serviceIdentifier,
+                    entry: .silent
+                )
+            }
+            switch step {
             case .completed:
                 finish(.passwordChanged(user: user, newPassword: newPassword))
             case .twoFactorAuthRequired(let id, _):
+                openPasswordChange = OpenPasswordChange(id: id, user: user, newPassword: newPassword)
+                // Cancelling: the cancel ends this change.
+                guard phase == .running else { return }
                 // The UI is needed. Ending this change as `userInteractionRequired` lets the interactive
                 // call present the same ticket again (docs/architecture.md §5).
                 await cleanUpPasswordChange(id: id, reason: .userInteractionRequired)
@@ -161,40 +184,54 @@ final class AccountModificationFlow {
         let ticket = Self.ticket(in: userInfo)
         show(.checking)
         run { [self] in
-            switch try await client.changePassword(
-                username: user,
-                password: password,
-                ticket: ticket,
-                newPassword: newPassword,
-                serviceIdentifier: serviceIdentifier,
-                entry: .withUI
-            ) {
+            let step = try await changingAccount {
+                try await client.changePassword(
+                    username: user,
+                    password: password,
+                    ticket: ticket,
+                    newPassword: newPassword,
+                    serviceIdentifier: serviceIdentifier,
+                    entry: .withUI
+                )
+            }
+            switch step {
             case .completed:
                 finish(.passwordChanged(user: user, newPassword: newPassword))
             case .twoFactorAuthRequired(let id, let attempts):
-                openPasswordChangeID = id
+                openPasswordChange = OpenPasswordChange(id: id, user: user, newPassword: newPassword)
+                // Cancelling: no screen, the cancel ends this change.
+                guard phase == .running else { return }
                 pending = .passwordChange(id: id, user: user, newPassword: newPassword)
                 askForCode(attemptsRemaining: attempts, error: nil)
             }
         }
     }
 
-    /// `cancelRequest()`: the user tapped the system's Cancel button. The call in flight is cancelled,
-    /// the open upgrade or password change ended on the server (bounded), then the request cancelled
-    /// with `userCanceled`.
+    /// `cancelRequest()`: the user tapped the system's Cancel button. A call that may change the account
+    /// is waited for (up to `cleanupTimeout`; a success completes the request), any other call in
+    /// flight cancelled at once. Then the open upgrade or password change, as it stands after that
+    /// call, is cancelled on the server (bounded likewise), and the request cancelled with
+    /// `userCanceled`, or completed if the server answers that the upgrade or change completed.
     func cancelRequest() {
         guard phase == .running else { return }
         phase = .cancelling
-        work?.cancel()
-        let upgradeID = openUpgradeID
-        let passwordChangeID = openPasswordChangeID
-        openUpgradeID = nil
-        openPasswordChangeID = nil
+        pending = nil
+        let inFlight = work
+        let waitsForAnswer = mayChangeAccount
+        if !waitsForAnswer { inFlight?.cancel() }
+        let bound = cleanupTimeout
         ending = Task { [self] in
-            if let upgradeID { await cleanUp(upgradeID: upgradeID, reason: .userCanceled) }
-            if let passwordChangeID { await cleanUpPasswordChange(id: passwordChangeID, reason: .userCanceled) }
-            phase = .ended
-            system?.cancel(with: .userCanceled, failureReason: nil)
+            if waitsForAnswer, let inFlight {
+                await Self.bounded(bound) { await inFlight.value }
+                // No answer within the bound: the call is given up, and the server's answer to the
+                // cancel below says how it ended.
+                inFlight.cancel()
+            }
+            // A success that arrived meanwhile has completed the request.
+            guard phase == .cancelling else { return }
+            let completed = await endOpenFlow(reason: .userCanceled)
+            guard phase == .cancelling else { return }
+            end(completed ?? .cancelled(.userCanceled, failureReason: nil))
         }
     }
 
@@ -222,13 +259,15 @@ final class AccountModificationFlow {
                         askForCode(attemptsRemaining: attempts, error: FlowText.wrongCode)
                     }
                 case .passwordChange(let id, let user, let newPassword):
-                    let step =
+                    // A right code completes the change in this call.
+                    let step = try await changingAccount {
                         kind == .recoveryCode
-                        ? try await client.stepUpPasswordChange(id: id, recoveryCode: code)
-                        : try await client.stepUpPasswordChange(id: id, code: code)
+                            ? try await client.stepUpPasswordChange(id: id, recoveryCode: code)
+                            : try await client.stepUpPasswordChange(id: id, code: code)
+                    }
                     switch step {
                     case .completed:
-                        openPasswordChangeID = nil
+                        openPasswordChange = nil
                         finish(.passwordChanged(user: user, newPassword: newPassword))
                     case .twoFactorAuthRequired(_, let attempts):
                         askForCode(attemptsRemaining: attempts, error: FlowText.wrongCode)
@@ -254,6 +293,8 @@ final class AccountModificationFlow {
     }
 
     private func askForCode(attemptsRemaining: Int?, error: String?) {
+        // No screen once cancelling.
+        guard phase == .running else { return }
         screen.prompt = FlowText.prompt(for: screen.codeKind)
         screen.switchTitle = FlowText.switchTitle(from: screen.codeKind)
         screen.error = error
@@ -298,22 +339,25 @@ final class AccountModificationFlow {
             finish(.cancelled(.failed, failureReason: FlowText.appleUnavailable))
             return
         }
-        do {
-            // The client repeats this call after a lost answer, a 503 or `upgrade-in-progress`, with
-            // the same state, which the server answers the same way.
-            _ = try await client.submitAppleCredential(
-                upgradeID: upgradeID,
-                identityToken: token,
-                authorizationCode: code,
-                state: credential.state ?? state,
-                user: credential.user,
-                email: credential.email,
-                fullName: credential.fullName
-            )
-        } catch let error as UpgradeClientError where Self.answerMayBeLost(error) {
-            // Still no answer at the client's deadline: one look at where the upgrade stands, so that a
-            // converted account is never reported as failed (the Keychain would keep a dead password).
-            guard await converted(upgradeID) else { throw error }
+        // The call that converts the account.
+        try await changingAccount {
+            do {
+                // The client repeats this call after a lost answer, a 503, `upgrade-in-progress` or Apple's
+                // keys out of reach, with the same state, which the server answers the same way.
+                _ = try await client.submitAppleCredential(
+                    upgradeID: upgradeID,
+                    identityToken: token,
+                    authorizationCode: code,
+                    state: credential.state ?? state,
+                    user: credential.user,
+                    email: credential.email,
+                    fullName: credential.fullName
+                )
+            } catch let error as UpgradeClientError where Self.answerMayBeLost(error) {
+                // Still no answer at the client's deadline: one look at where the upgrade stands, so that
+                // a converted account is never reported as failed (the Keychain would keep a dead password).
+                guard await converted(upgradeID) else { throw error }
+            }
         }
         openUpgradeID = nil
         finish(.upgraded)
@@ -336,6 +380,16 @@ final class AccountModificationFlow {
 
     // MARK: - Ending
 
+    /// Runs `call`, one that may change the account, so that `cancelRequest()` waits for its answer
+    /// instead of cancelling it. None starts once cancelling.
+    private func changingAccount<T>(_ call: () async throws -> T) async throws -> T {
+        try Task.checkCancellation()
+        guard phase == .running else { throw CancellationError() }
+        mayChangeAccount = true
+        defer { mayChangeAccount = false }
+        return try await call()
+    }
+
     /// Runs `body` as the one call in flight; a failure ends the request.
     private func run(_ body: @escaping @MainActor () async throws -> Void) {
         guard phase == .running, work == nil else { return }
@@ -353,12 +407,31 @@ final class AccountModificationFlow {
 
     private func fail(_ error: any Error) async {
         guard phase == .running else { return }
-        if let upgradeID = openUpgradeID, Self.mayStillBeOpen(after: error) {
-            await cleanUp(upgradeID: upgradeID, reason: .failed)
+        if !Self.mayStillBeOpen(after: error) { openUpgradeID = nil }
+        // A call whose answer was lost (a password change's step-up is sent once) may have changed the
+        // account all the same: the server's answer to the cancel says so, and the request completes.
+        // Until it answers, `cancelRequest()` waits for it too.
+        mayChangeAccount = true
+        let completed = await endOpenFlow(reason: .failed)
+        mayChangeAccount = false
+        if let completed {
+            finish(completed)
+            return
         }
-        if let id = openPasswordChangeID { await cleanUpPasswordChange(id: id, reason: .failed) }
         let code = (error as? UpgradeClientError)?.extensionErrorCode ?? .failed
         finish(.cancelled(code, failureReason: FlowText.failure(error)))
+    }
+
+    /// Cancels on the server the upgrade or password change this request holds open, bounded; how the
+    /// request ends instead when the server answers that it already completed.
+    private func endOpenFlow(reason: ExtensionErrorCode) async -> Outcome? {
+        if let upgradeID = openUpgradeID, await cleanUp(upgradeID: upgradeID, reason: reason) {
+            return .upgraded
+        }
+        if let change = openPasswordChange, await cleanUpPasswordChange(id: change.id, reason: reason) {
+            return .passwordChanged(user: change.user, newPassword: change.newPassword)
+        }
+        return nil
     }
 
     /// Whether the upgrade may still be open after `error` (an error naming its status says).
@@ -368,22 +441,57 @@ final class AccountModificationFlow {
     }
 
     /// Ends the upgrade on the server, giving up after `cleanupTimeout`: the request must end in time
-    /// whatever the network does, and an upgrade left open expires on its own.
-    private func cleanUp(upgradeID: String, reason: ExtensionErrorCode) async {
+    /// whatever the network does, and an upgrade left open expires on its own. True when the server
+    /// answers that the upgrade completed (`409` with `upgradeStatus` `completed`), or, for one another
+    /// request is `converting`, that it completed before the bound: the account is converted.
+    @discardableResult
+    private func cleanUp(upgradeID: String, reason: ExtensionErrorCode) async -> Bool {
         if openUpgradeID == upgradeID { openUpgradeID = nil }
         let client = self.client
-        await Self.bounded(cleanupTimeout) { try? await client.cancel(upgradeID: upgradeID, reason: reason) }
+        let completed = Answer()
+        await Self.bounded(cleanupTimeout) {
+            do {
+                try await client.cancel(upgradeID: upgradeID, reason: reason)
+            } catch let error as UpgradeClientError where error.status == 409 {
+                var status = error.upgradeStatus
+                // Another request is converting the account: its outcome decides, read until there is one.
+                while status == "converting" {
+                    status = (try? await client.status(upgradeID: upgradeID))?.status
+                    if status == "converting" { try? await Task.sleep(nanoseconds: 100_000_000) }
+                }
+                completed.set(status == "completed")
+            } catch {}
+        }
+        return completed.value
     }
 
-    /// Ends the password change on the server, bounded as `cleanUp` is.
-    private func cleanUpPasswordChange(id: String, reason: ExtensionErrorCode) async {
-        if openPasswordChangeID == id { openPasswordChangeID = nil }
+    /// Ends the password change on the server, bounded as `cleanUp` is. True when the server answers
+    /// that the change completed (`409` with `changeStatus` `completed`): the new password is stored.
+    @discardableResult
+    private func cleanUpPasswordChange(id: String, reason: ExtensionErrorCode) async -> Bool {
+        if openPasswordChange?.id == id { openPasswordChange = nil }
         let client = self.client
-        await Self.bounded(cleanupTimeout) { try? await client.cancelPasswordChange(id: id, reason: reason) }
+        let completed = Answer()
+        await Self.bounded(cleanupTimeout) {
+            do {
+                try await client.cancelPasswordChange(id: id, reason: reason)
+            } catch let error as UpgradeClientError where error.status == 409 {
+                completed.set(error.passwordChangeStatus == "completed")
+            } catch {}
+        }
+        return completed.value
     }
 
+    /// Ends the request with `outcome` if it is still running; a completion also ends it while
+    /// cancelling, because the account did change.
     private func finish(_ outcome: Outcome) {
-        guard phase == .running else { return }
+        switch (phase, outcome) {
+        case (.running, _), (.cancelling, .upgraded), (.cancelling, .passwordChanged): end(outcome)
+        case (.cancelling, .cancelled), (.ended, _): return
+        }
+    }
+
+    private func end(_ outcome: Outcome) {
         phase = .ended
         pending = nil
         switch outcome {

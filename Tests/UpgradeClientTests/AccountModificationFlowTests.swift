@@ -29,6 +29,8 @@ struct AccountModificationFlowTests {
             retryPolicy: RetryPolicy = UpgradeClientRetryTests.quick,
             holdStepUp: Gate? = nil,
             holdStepUpAnswer: Gate? = nil,
+            holdChangeAnswer: Gate? = nil,
+            holdCredentialAnswer: Gate? = nil,
             holdCancel: Gate? = nil,
             sheet: FakeSystem.Sheet? = nil,
             cleanupTimeout: TimeInterval = 3
@@ -39,6 +41,8 @@ struct AccountModificationFlowTests {
                 transport.client(harness.server.base, retryPolicy: retryPolicy),
                 holdStepUp: holdStepUp,
                 holdStepUpAnswer: holdStepUpAnswer,
+                holdChangeAnswer: holdChangeAnswer,
+                holdCredentialAnswer: holdCredentialAnswer,
                 holdCancel: holdCancel
             )
             system = sheet.map(FakeSystem.init(sheet:)) ?? FakeSystem(harness.server)
@@ -56,6 +60,12 @@ struct AccountModificationFlowTests {
 
         func credentialKind(_ username: String) throws -> CredentialKind? {
             try server.application.store.read { try $0.account(username: try Username(username)) }?.credentialKind
+        }
+
+        /// Whether `password` is the account's: an upgrade started with it gets past the password check.
+        func passwordWorks(_ username: String, _ password: String) async -> Bool {
+            (try? await upgrades.real.startUpgrade(username: username, password: password, serviceIdentifier: "s"))
+                != nil
         }
 
         func demoTOTPFlow(
@@ -238,6 +248,181 @@ struct AccountModificationFlowTests {
         #expect(fixture.upgrades.calls.contains("cancel(userCanceled)"))
     }
 
+    /// When the answer of a call that changes the account arrives, against `cleanupTimeout`.
+    enum AnswerTiming: String, CustomStringConvertible, CaseIterable {
+        /// Within the bound: the call's own answer ends the request.
+        case inTime
+        /// After the bound: the server's answer to the cancel does.
+        case late
+        /// After the bound, and the cancel finds the upgrade `converting`: its status does.
+        case lateWhileConverting
+
+        var description: String { rawValue }
+    }
+
+    @Test(
+        "Cancel while a password change without a second factor is in flight: the server completed it, so does the request",
+        arguments: [false, true]
+    )
+    func cancelWhileChangeCompletes(withUI: Bool) async throws {
+        let hold = Gate()
+        defer { hold.open() }
+        let fixture = try Fixture(holdChangeAnswer: hold)
+        if withUI {
+            fixture.flow.prepareToChangePassword(
+                user: "plain",
+                password: "pw-plain",
+                newPassword: Self.strong,
+                serviceIdentifier: "s",
+                userInfo: nil
+            )
+        } else {
+            fixture.flow.changePasswordWithoutUserInteraction(
+                user: "plain",
+                password: "pw-plain",
+                newPassword: Self.strong,
+                serviceIdentifier: "s",
+                userInfo: nil
+            )
+        }
+        await fixture.upgrades.answerHeld.wait()
+        fixture.flow.cancelRequest()
+        hold.open()
+        #expect(await fixture.system.outcome() == .passwordChanged(user: "plain", newPassword: Self.strong))
+        await fixture.flow.ending?.value
+        await fixture.settled()
+        #expect(fixture.system.outcomes.count == 1)
+        #expect(fixture.upgrades.calls == ["changePassword"], "nothing left open to cancel")
+        #expect(await fixture.passwordWorks("plain", Self.strong), "the Keychain gets the password that works")
+    }
+
+    @Test(
+        "Cancel while a password change's start is in flight and a step-up is needed: no screen, the change cancelled"
+    )
+    func cancelBeforeChangeStepUp() async throws {
+        let hold = Gate()
+        defer { hold.open() }
+        let fixture = try Fixture(holdChangeAnswer: hold)
+        fixture.flow.prepareToChangePassword(
+            user: Self.demo,
+            password: DevelopmentEnvironment.demoPassword,
+            newPassword: Self.strong,
+            serviceIdentifier: "s",
+            userInfo: nil
+        )
+        await fixture.upgrades.answerHeld.wait()
+        fixture.flow.cancelRequest()
+        hold.open()
+        #expect(await fixture.system.outcome() == .cancelled(.userCanceled, failureReason: nil))
+        await fixture.settled()
+        #expect(fixture.system.screens == [.checking], "no step-up screen once cancelling")
+        // The change the start opened, learnt after the cancel, is cancelled on the server.
+        #expect(fixture.upgrades.calls == ["changePassword", "cancelPasswordChange(userCanceled)"])
+        let store = fixture.server.application.store
+        let account = try #require(try store.read { try $0.account(username: try Username(Self.demo)) })
+        #expect(try store.read { try $0.openPasswordChanges(accountID: account.id, limit: 10) }.isEmpty)
+        #expect(await fixture.passwordWorks(Self.demo, DevelopmentEnvironment.demoPassword))
+    }
+
+    @Test(
+        "Cancel while a password change's step-up is in flight and completes it: the request completes",
+        arguments: [AnswerTiming.inTime, .late]
+    )
+    func cancelWhileChangeStepUpCompletes(_ timing: AnswerTiming) async throws {
+        let hold = Gate()
+        defer { hold.open() }
+        let fixture = try Fixture(holdStepUpAnswer: hold, cleanupTimeout: timing == .inTime ? 3 : 0.5)
+        fixture.flow.prepareToChangePassword(
+            user: Self.demo,
+            password: DevelopmentEnvironment.demoPassword,
+            newPassword: Self.strong,
+            serviceIdentifier: "s",
+            userInfo: nil
+        )
+        await fixture.settled()
+        fixture.flow.submitCode(fixture.server.totpCode())
+        await fixture.upgrades.answerHeld.wait()
+        let screens = fixture.system.screens.count
+        fixture.flow.cancelRequest()
+        if timing == .inTime { hold.open() }
+        #expect(await fixture.system.outcome() == .passwordChanged(user: Self.demo, newPassword: Self.strong))
+        hold.open()
+        await fixture.flow.ending?.value
+        await fixture.settled()
+        #expect(fixture.system.outcomes.count == 1 && fixture.system.screens.count == screens)
+        // Late, the server's answer to the cancel says the change completed.
+        let cancels = fixture.upgrades.calls.filter { $0.hasPrefix("cancelPasswordChange") }
+        #expect(cancels == (timing == .inTime ? [] : ["cancelPasswordChange(userCanceled)"]))
+        #expect(await fixture.passwordWorks(Self.demo, Self.strong))
+    }
+
+    @Test("Cancel while a password change's step-up never gets sent: the change cancelled, the request ends in time")
+    func cancelWhileChangeStepUpStuck() async throws {
+        let never = Gate()
+        defer { never.open() }
+        let fixture = try Fixture(holdStepUp: never, cleanupTimeout: 0.2)
+        fixture.flow.prepareToChangePassword(
+            user: Self.demo,
+            password: DevelopmentEnvironment.demoPassword,
+            newPassword: Self.strong,
+            serviceIdentifier: "s",
+            userInfo: nil
+        )
+        await fixture.settled()
+        fixture.flow.submitCode(fixture.server.totpCode())
+        await fixture.upgrades.stepUpEntered.wait()
+        fixture.flow.cancelRequest()
+        let outcome = await fixture.system.outcome(within: 10)
+        #expect(outcome == .cancelled(.userCanceled, failureReason: nil), "ended although the step-up never answered")
+        #expect(fixture.upgrades.calls.last == "cancelPasswordChange(userCanceled)")
+        #expect(await fixture.passwordWorks(Self.demo, DevelopmentEnvironment.demoPassword))
+    }
+
+    @Test(
+        "Cancel while the Apple credential is in flight and converts the account: completeUpgrade, not userCanceled",
+        arguments: AnswerTiming.allCases
+    )
+    func cancelWhileCredentialConverts(_ timing: AnswerTiming) async throws {
+        let hold = Gate()
+        defer { hold.open() }
+        let converting = FaultyTransport.Fault.problem(
+            409,
+            slug: "not-allowed-in-state",
+            members: ["upgradeStatus": "converting"],
+            retryAfter: nil
+        )
+        let fixture = try Fixture(
+            faults: timing == .lateWhileConverting ? [("/cancel", converting)] : [],
+            holdCredentialAnswer: hold,
+            cleanupTimeout: timing == .inTime ? 3 : 0.5
+        )
+        fixture.flow.convertWithoutUserInteraction(
+            user: "plain",
+            password: "pw-plain",
+            serviceIdentifier: "s",
+            userInfo: nil
+        )
+        await fixture.upgrades.answerHeld.wait()
+        fixture.flow.cancelRequest()
+        if timing == .inTime { hold.open() }
+        #expect(await fixture.system.outcome() == .upgraded)
+        hold.open()
+        await fixture.flow.ending?.value
+        await fixture.settled()
+        #expect(fixture.system.outcomes == [.upgraded])
+        // Late, the server's answer to the cancel says the upgrade completed, or its status once converted.
+        let calls = fixture.upgrades.calls
+        let afterCredential = try #require(calls.firstIndex(of: "submitAppleCredential")).advanced(by: 1)
+        let expected: [String] =
+            switch timing {
+            case .inTime: []
+            case .late: ["cancel(userCanceled)"]
+            case .lateWhileConverting: ["cancel(userCanceled)", "status"]
+            }
+        #expect(Array(calls[afterCredential...]) == expected)
+        #expect(try fixture.credentialKind("plain") == .appleOnly)
+    }
+
     @Test("Apple's sheet dismissed or failed: the upgrade cancelled on the server, the request with the matching code")
     func appleSheetEnds() async throws {
         for (thrown, expected) in [
@@ -405,6 +590,24 @@ struct AccountModificationFlowTests {
             serviceIdentifier: "s"
         )
         #expect(upgrade.upgradeID.isEmpty == false)
+    }
+
+    @Test("a password change's step-up whose answer is lost: the server completed it, so does the request")
+    func changeStepUpAnswerLost() async throws {
+        let fixture = try Fixture(faults: [("/step-up", .loseAnswer)])
+        fixture.flow.prepareToChangePassword(
+            user: Self.demo,
+            password: DevelopmentEnvironment.demoPassword,
+            newPassword: Self.strong,
+            serviceIdentifier: "s",
+            userInfo: nil
+        )
+        await fixture.settled()
+        fixture.flow.submitCode(fixture.server.totpCode())
+        #expect(await fixture.system.outcome() == .passwordChanged(user: Self.demo, newPassword: Self.strong))
+        #expect(fixture.transport.sent("/step-up").count == 1, "a step-up is sent once")
+        #expect(fixture.upgrades.calls.last == "cancelPasswordChange(failed)", "the cancel's answer told")
+        #expect(await fixture.passwordWorks(Self.demo, Self.strong))
     }
 
     @Test("failures end the request in the person's language, never the server's English detail")

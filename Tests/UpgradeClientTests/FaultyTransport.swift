@@ -7,8 +7,8 @@ import FoundationNetworking
 #endif
 
 /// A transport to the real server that records every request and, for the requests named, first
-/// plays a failure: an answer lost after the server acted, a `503`, `upgrade-in-progress`, or no
-/// connection at all.
+/// plays a failure: an answer lost after the server acted, a `503`, `upgrade-in-progress`, another
+/// problem document, or no connection at all.
 final class FaultyTransport: Sendable {
     enum Fault: Sendable {
         /// The server acts on the request; its answer never arrives (the connection broke).
@@ -19,6 +19,9 @@ final class FaultyTransport: Sendable {
         case inProgress
         /// No connection; nothing reaches the server.
         case unreachable(URLError.Code)
+        /// A problem document with `status`, `slug` and these members besides, as the server sends
+        /// it (`upgradeStatus`, `changeStatus`, ...), and `Retry-After` when given; nothing reaches the API.
+        case problem(Int, slug: String, members: [String: String], retryAfter: String?)
     }
 
     struct Sent: Sendable {
@@ -78,14 +81,25 @@ final class FaultyTransport: Sendable {
             )
         case .unreachable(let code):
             throw URLError(code)
+        case .problem(let status, let slug, let members, let retryAfter):
+            var headers = ["Content-Type": "application/problem+json", "X-Request-Id": "played-request"]
+            if let retryAfter { headers["Retry-After"] = retryAfter }
+            return Self.answer(url, status, slug: slug, headers: headers, members: members)
         }
     }
 
-    static func answer(_ url: URL, _ status: Int, slug: String, headers: [String: String]) -> (Data, URLResponse) {
-        let body: [String: Any] = [
+    static func answer(
+        _ url: URL,
+        _ status: Int,
+        slug: String,
+        headers: [String: String],
+        members: [String: String] = [:]
+    ) -> (Data, URLResponse) {
+        var body: [String: Any] = [
             "type": "https://siwa-upgrade.dev/problems/\(slug)", "title": slug, "status": status,
             "detail": "played by the test",
         ]
+        body.merge(members) { _, member in member }
         let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
         return (try! JSONSerialization.data(withJSONObject: body), response)
     }

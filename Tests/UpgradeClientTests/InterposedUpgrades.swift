@@ -5,25 +5,42 @@ import UpgradeClient
 @testable import AccountModificationExtension
 
 /// The real client with a hand on it, as an app's test double would be written against
-/// `UpgradeServing`: it records every call and can hold a step-up or a cancel at a gate that
-/// ignores task cancellation, as a request stuck on the network would.
+/// `UpgradeServing`: it records every call and can hold a step-up, the answer of a call that changes
+/// the account, or a cancel at a gate that ignores task cancellation, as a request stuck on the network
+/// would.
 final class InterposedUpgrades: UpgradeServing {
     let real: UpgradeClient
     /// Opened when a step-up begins.
     let stepUpEntered = Gate()
     /// When set, a step-up waits for it before it is sent.
     let holdStepUp: Gate?
-    /// When set, a step-up's answer waits for it after the server acted.
+    /// When set, a step-up's answer (an upgrade's or a password change's) waits for it after the
+    /// server acted.
     let holdStepUpAnswer: Gate?
+    /// When set, a password change's first answer waits for it after the server acted.
+    let holdChangeAnswer: Gate?
+    /// When set, the Apple credential's answer waits for it after the server acted.
+    let holdCredentialAnswer: Gate?
+    /// Opened when an answer is held at one of the gates above.
+    let answerHeld = Gate()
     /// When set, a cancel waits for it before it goes on.
     let holdCancel: Gate?
     private let record = Mutex<[String]>([])
     private let started = Mutex<String?>(nil)
 
-    init(_ real: UpgradeClient, holdStepUp: Gate? = nil, holdStepUpAnswer: Gate? = nil, holdCancel: Gate? = nil) {
+    init(
+        _ real: UpgradeClient,
+        holdStepUp: Gate? = nil,
+        holdStepUpAnswer: Gate? = nil,
+        holdChangeAnswer: Gate? = nil,
+        holdCredentialAnswer: Gate? = nil,
+        holdCancel: Gate? = nil
+    ) {
         self.real = real
         self.holdStepUp = holdStepUp
         self.holdStepUpAnswer = holdStepUpAnswer
+        self.holdChangeAnswer = holdChangeAnswer
+        self.holdCredentialAnswer = holdCredentialAnswer
         self.holdCancel = holdCancel
     }
 
@@ -31,6 +48,14 @@ final class InterposedUpgrades: UpgradeServing {
     var calls: [String] { record.withLock { $0 } }
 
     private func note(_ call: String) { record.withLock { $0.append(call) } }
+
+    /// `answer` once `gate` (if any) is open.
+    private func held<T: Sendable>(_ answer: T, at gate: Gate?) async -> T {
+        guard let gate else { return answer }
+        answerHeld.open()
+        await gate.wait()
+        return answer
+    }
 
     /// The upgrade the last `startUpgrade` opened.
     var upgradeID: String? { started.withLock { $0 } }
@@ -74,8 +99,7 @@ final class InterposedUpgrades: UpgradeServing {
         stepUpEntered.open()
         await holdStepUp?.wait()
         let step = try await real.stepUp(upgradeID: upgradeID, code: code)
-        await holdStepUpAnswer?.wait()
-        return step
+        return await held(step, at: holdStepUpAnswer)
     }
 
     func stepUp(upgradeID: String, recoveryCode: String) async throws -> UpgradeStep {
@@ -95,7 +119,7 @@ final class InterposedUpgrades: UpgradeServing {
         fullName: PersonNameComponents?
     ) async throws -> CompletedUpgrade {
         note("submitAppleCredential")
-        return try await real.submitAppleCredential(
+        let completed = try await real.submitAppleCredential(
             upgradeID: upgradeID,
             identityToken: identityToken,
             authorizationCode: authorizationCode,
@@ -104,6 +128,7 @@ final class InterposedUpgrades: UpgradeServing {
             email: email,
             fullName: fullName
         )
+        return await held(completed, at: holdCredentialAnswer)
     }
 
     func cancel(upgradeID: String, reason: ExtensionErrorCode) async throws {
@@ -143,7 +168,7 @@ final class InterposedUpgrades: UpgradeServing {
         entry: UpgradeEntry?
     ) async throws -> PasswordChangeStep {
         note("changePassword")
-        return try await real.changePassword(
+        let step = try await real.changePassword(
             username: username,
             password: password,
             ticket: ticket,
@@ -151,13 +176,15 @@ final class InterposedUpgrades: UpgradeServing {
             serviceIdentifier: serviceIdentifier,
             entry: entry
         )
+        return await held(step, at: holdChangeAnswer)
     }
 
     func stepUpPasswordChange(id: String, code: String) async throws -> PasswordChangeStep {
         note("stepUpPasswordChange")
         stepUpEntered.open()
         await holdStepUp?.wait()
-        return try await real.stepUpPasswordChange(id: id, code: code)
+        let step = try await real.stepUpPasswordChange(id: id, code: code)
+        return await held(step, at: holdStepUpAnswer)
     }
 
     func stepUpPasswordChange(id: String, recoveryCode: String) async throws -> PasswordChangeStep {

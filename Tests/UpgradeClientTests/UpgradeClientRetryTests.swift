@@ -8,8 +8,9 @@ import UpgradeTestSupport
 @testable import AccountModificationExtension
 
 /// Which calls the client repeats: those the server documents as safe to repeat (the Apple credential
-/// with the same state, cancel, the upgrade's status) after a lost answer, a `503` or
-/// `upgrade-in-progress`, within the deadline; never start, step-up or a password change.
+/// with the same state, cancel, the upgrade's status) after a lost answer, a `503`,
+/// `upgrade-in-progress` or Apple's keys out of reach, within the deadline; never start, step-up or a
+/// password change.
 @Suite("UpgradeClient: repeating what is safe to repeat")
 struct UpgradeClientRetryTests {
     /// Short waits, so that a test spends little time in back-off.
@@ -55,6 +56,63 @@ struct UpgradeClientRetryTests {
             try server.application.store.read { try $0.account(username: try Username("plain")) }
         )
         #expect(account.credentialKind == .appleOnly)
+    }
+
+    @Test(
+        "Apple's keys out of reach (502 apple-unavailable, the upgrade awaiting the credential): asked again after Retry-After"
+    )
+    func appleUnavailableRepeated() async throws {
+        let harness = try TicketHarness(.sqlite)
+        let server = harness.server
+        let step = try await direct(server).startUpgrade(
+            username: "plain",
+            password: "pw-plain",
+            serviceIdentifier: "s"
+        )
+        guard case .readyForApple(let id, let state, let nonce) = step else {
+            Issue.record("\(step)")
+            return
+        }
+        let sheet = try FakeSystem.emulatorCredential(server, state: state, nonce: nonce)
+        func submit(_ client: UpgradeClient) async throws -> CompletedUpgrade {
+            try await client.submitAppleCredential(
+                upgradeID: id,
+                identityToken: String(decoding: try #require(sheet.identityToken), as: UTF8.self),
+                authorizationCode: String(decoding: try #require(sheet.authorizationCode), as: UTF8.self),
+                state: try #require(sheet.state),
+                user: sheet.user
+            )
+        }
+        func keysDown(_ members: [String: String], retryAfter: String? = nil) -> FaultyTransport {
+            FaultyTransport([
+                (
+                    "/apple-credential",
+                    .problem(502, slug: "apple-unavailable", members: members, retryAfter: retryAfter)
+                )
+            ])
+        }
+
+        // A 502 that ended the upgrade, or that does not say the upgrade is still open, is final.
+        for members in [["upgradeStatus": "failed"], [:]] {
+            let ended = keysDown(members)
+            let refused = await refusal { _ = try await submit(ended.client(server.base, retryPolicy: Self.quick)) }
+            #expect(refused?.status == 502 && refused?.slug == "apple-unavailable")
+            #expect(ended.sent("/apple-credential").count == 1, "not repeated: \(members)")
+        }
+
+        let outage = keysDown(["upgradeStatus": "awaitingAppleCredential", "id": id], retryAfter: "1")
+        let clock = ContinuousClock()
+        let began = clock.now
+        let completed = try await submit(outage.client(server.base, retryPolicy: Self.quick))
+        #expect(completed.upgradeID == id)
+        #expect(outage.sent("/apple-credential").count == 2, "the outage, then the answer")
+        #expect(clock.now - began >= .seconds(1), "waited the Retry-After, not the 0.05 s back-off")
+        #expect(try await direct(server).status(upgradeID: id).isCompleted)
+    }
+
+    /// The client straight to the server.
+    func direct(_ server: DevServer) -> UpgradeClient {
+        FaultyTransport().client(server.base, retryPolicy: Self.quick)
     }
 
     @Test("cancel and the upgrade's status are repeated after transport failures and 503s")

@@ -4,9 +4,11 @@ import Foundation
 /// status (`GET`), `cancel` (a cancelled upgrade answers a second cancel the same), and the Apple
 /// credential (the same `state` gets the same answer, so a lost answer is asked for again).
 /// They are repeated after a transport failure (no answer, a broken connection, a timeout), a `503`
-/// (`database-unavailable`, `server-busy`, ...) and `409 upgrade-in-progress` (another request is
-/// converting the upgrade), waiting `Retry-After` when the server sends it, until `deadline` seconds
-/// after the call began. Every other call (start, step-up, password change) is sent once: repeating
+/// (`database-unavailable`, `server-busy`, ...), `409 upgrade-in-progress` (another request is
+/// converting the upgrade) and `502 apple-unavailable` with `upgradeStatus` `awaitingAppleCredential`
+/// (Apple's signing keys could not be fetched and the server kept the upgrade open; not a `502` that
+/// ended it), waiting `Retry-After` when the server sends it, until `deadline` seconds after the call
+/// began. Every other call (start, step-up, password change) is sent once: repeating
 /// it could spend a ticket or count a code twice.
 public struct RetryPolicy: Sendable, Equatable {
     /// The longest a repeatable call takes, all attempts and waits included, in seconds.

@@ -119,7 +119,7 @@ extension UpgradeClient {
                 requestID: requestID,
                 retryAfterHeader: http?.value(forHTTPHeaderField: "Retry-After")
             )
-            return .failure(error, transient: status == 503 || error.slug == "upgrade-in-progress")
+            return .failure(error, transient: Self.isTransient(error))
         }
         guard let object else {
             let error = UpgradeClientError(
@@ -131,6 +131,17 @@ extension UpgradeClient {
             return .failure(error, transient: false)
         }
         return .answer(Answer(status: status, object: object, requestID: requestID))
+    }
+
+    /// A refusal a repeatable call may try again: a `503` (the server or its database briefly away),
+    /// `409 upgrade-in-progress` (another request is converting the upgrade, whose outcome the next
+    /// attempt gets), and `502 apple-unavailable` while the upgrade still awaits the credential (Apple's
+    /// signing keys could not be fetched; the server keeps the upgrade open for the retry). A `502`
+    /// that ended the upgrade (Apple refused the code exchange: `upgradeStatus` `failed`) is final.
+    static func isTransient(_ error: UpgradeClientError) -> Bool {
+        error.status == 503 || error.slug == "upgrade-in-progress"
+            || (error.status == 502 && error.slug == "apple-unavailable"
+                && error.upgradeStatus == "awaitingAppleCredential")
     }
 
     /// A refusal with every member the server sent. An error without a problem document keeps its

@@ -9,9 +9,9 @@ import FoundationNetworking
 /// in-app ticket) and the strong-password change. It depends on Foundation alone, so an iOS
 /// extension target can add it; `Examples/AccountModificationExtension` shows one.
 ///
-/// Calls the server documents as safe to repeat are repeated after a transport failure, a `503` or
-/// `upgrade-in-progress`, within ``RetryPolicy/deadline``; the others are sent once. Write test
-/// doubles against ``UpgradeServing``.
+/// Calls the server documents as safe to repeat are repeated after a transport failure, a `503`,
+/// `upgrade-in-progress` or Apple's keys out of reach (``RetryPolicy``), within
+/// ``RetryPolicy/deadline``; the others are sent once. Write test doubles against ``UpgradeServing``.
 public struct UpgradeClient: UpgradeServing {
     /// Sends one request and returns the answer, as `URLSession.data(for:)` does.
     public typealias Transport = @Sendable (URLRequest) async throws -> (Data, URLResponse)
@@ -84,7 +84,7 @@ public struct UpgradeClient: UpgradeServing {
             "identityToken": identityToken, "authorizationCode": authorizationCode, "state": state,
         ]
         if let user { body["user"] = user }
-        if let email = Self.forwarded(email, limit: Self.maxEmailLength) { body["email"] = email }
+        if let email = Self.forwardedEmail(email) { body["email"] = email }
         if let name = fullName.flatMap(Self.nameMembers) { body["fullName"] = name }
         let answer = try await send(
             .post,
@@ -178,21 +178,40 @@ public struct UpgradeClient: UpgradeServing {
         }
     }
 
-    /// The server's bounds on what the device forwards (docs: Schema/openapi.yaml,
-    /// `AppleCredentialRequest`). A value over them, or with a control character, is left out rather
-    /// than sent: it is a courtesy the server may store, and a `422` after Apple's sheet would lose the
-    /// whole upgrade.
-    static let maxEmailLength = 320
-    static let maxNameComponentLength = 256
+    /// What the server accepts of what the device forwards (Schema/openapi.yaml, `GivenEmail` and
+    /// `GivenPersonName`), checked here by the same rules: a value the server would refuse is left out
+    /// rather than sent, since it is a courtesy the server may store, and a `422` after Apple's sheet
+    /// would lose the whole upgrade.
+    static let maxEmailBytes = 320
+    static let maxNamePartBytes = 256
 
-    static func forwarded(_ value: String?, limit: Int) -> String? {
-        guard let value, !value.isEmpty, value.unicodeScalars.count <= limit,
-            !value.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) })
+    /// `email` as the server accepts it, or nil: not empty, at most 320 bytes of UTF-8, no space,
+    /// control or invisible character (no byte up to 0x20 nor 0x7F, no control, format, space, line or
+    /// paragraph separator), and `local@domain` with exactly one `@`.
+    static func forwardedEmail(_ email: String?) -> String? {
+        guard let email, !email.isEmpty else { return nil }
+        let bytes = Array(email.utf8)
+        guard bytes.count <= maxEmailBytes, bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7f }),
+            !email.unicodeScalars.contains(where: isHiddenInEmail)
         else { return nil }
-        return value
+        guard let at = bytes.firstIndex(of: UInt8(ascii: "@")), at > 0, at < bytes.count - 1,
+            bytes.lastIndex(of: UInt8(ascii: "@")) == at
+        else { return nil }
+        return email
     }
 
-    /// `fullName` as the server reads it: the components Apple filled in, none when all are empty.
+    private static func isHiddenInEmail(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator: true
+        default: false
+        }
+    }
+
+    /// `fullName` as the server accepts it: the parts Apple filled in, each left out when it is blank
+    /// (the server counts it absent) or when the server would refuse it (over 256 bytes of UTF-8, or a
+    /// control, line or paragraph separator, or bidirectional embedding, override or isolate
+    /// character); none when no part is left, or when the display name the server forms from given,
+    /// middle and family name would be over 256 bytes (the server refuses the whole name then).
     static func nameMembers(_ name: PersonNameComponents) -> [String: String]? {
         let components: [(String, String?)] = [
             ("namePrefix", name.namePrefix), ("givenName", name.givenName), ("middleName", name.middleName),
@@ -200,9 +219,41 @@ public struct UpgradeClient: UpgradeServing {
         ]
         var members: [String: String] = [:]
         for (key, value) in components {
-            if let value = forwarded(value, limit: maxNameComponentLength) { members[key] = value }
+            guard let value, !isBlank(value), isAcceptedNamePart(value) else { continue }
+            members[key] = value
         }
-        return members.isEmpty ? nil : members
+        guard !members.isEmpty else { return nil }
+        // The display name: the parts spaced, or unspaced when one is Chinese, Japanese or Korean.
+        let formed = ["givenName", "middleName", "familyName"].compactMap { members[$0] }
+        let spaces = formed.contains(where: isCJK) ? 0 : max(0, formed.count - 1)
+        guard formed.reduce(spaces, { $0 + $1.utf8.count }) <= maxNamePartBytes else { return nil }
+        return members
+    }
+
+    private static func isBlank(_ value: String) -> Bool {
+        value.unicodeScalars.allSatisfy { $0.properties.isWhitespace }
+    }
+
+    private static func isAcceptedNamePart(_ value: String) -> Bool {
+        guard value.utf8.count <= maxNamePartBytes else { return false }
+        return !value.unicodeScalars.contains { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator: true
+            default: (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+            }
+        }
+    }
+
+    /// Han, Hiragana, Katakana or Hangul: scripts whose names are written family name first, unspaced.
+    private static func isCJK(_ text: String) -> Bool {
+        text.unicodeScalars.contains { scalar in
+            switch scalar.value {
+            case 0x1100...0x11FF, 0x3040...0x30FF, 0x3130...0x318F, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+                0xAC00...0xD7AF, 0xF900...0xFAFF, 0x20000...0x2FA1F:
+                true
+            default: false
+            }
+        }
     }
 
     // MARK: - Answers
