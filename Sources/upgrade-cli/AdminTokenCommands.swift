@@ -8,7 +8,11 @@ enum AdminTokensFileOption {
             guard !path.isEmpty else { throw UsageError("--file must name a file") }
             return path
         }
-        guard let path = ProcessInfo.processInfo.environment[AdminTokenFile.environmentVariable], !path.isEmpty else {
+        guard
+            let path = ProcessInfo.processInfo.environment[AdminTokenFile.environmentVariable]?
+                .trimmingCharacters(in: .whitespaces),
+            !path.isEmpty
+        else {
             throw UsageError("missing --file (or \(AdminTokenFile.environmentVariable))")
         }
         return path

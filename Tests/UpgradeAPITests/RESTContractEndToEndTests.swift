@@ -36,6 +36,17 @@ struct RESTContractEndToEndTests {
         #expect(try harness.storedHash("grace") == nil)
     }
 
+    @Test("under --dev, a provisioned appleSub is linked under the emulator's team and client")
+    func developmentLink() async throws {
+        let harness = try Harness(.sqlite)
+        let linked = try await harness.put("jill", ["appleSub": "001234.abcdef0123456789abcdef0123456789.0123"])
+        #expect(linked.status == 201, "\(Self.text(linked))")
+        let link = try harness.server.application.store.read { tx in
+            try tx.account(username: Username("jill")).flatMap { try tx.appleLink(accountID: $0.id) }
+        }
+        #expect(link?.clientID == DevelopmentEnvironment.clientID)
+    }
+
     @Test("an unknown field is refused naming it first; PUT does not offer username; a batch row keeps its username")
     func unknownFields() async throws {
         let harness = try Harness(.sqlite)

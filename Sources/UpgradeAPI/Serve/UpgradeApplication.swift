@@ -277,7 +277,9 @@ public final class UpgradeApplication: Sendable {
             store: store,
             auditCursors: AuditCursors(secrets: secrets),
             revocations: revocations,
-            appleClientID: settings.clientIDs.first,
+            // Provisioned `appleSub` links record the first client id; under --dev with none set,
+            // the emulator's, which its tokens carry (the audiences above accept it the same way).
+            appleClientID: settings.clientIDs.first ?? (settings.development ? DevelopmentEnvironment.clientID : nil),
             clock: clock,
             metrics: metrics,
             log: log,
