@@ -341,7 +341,14 @@ struct RESTEndToEndTests {
         for method in ["FROB", "BLORT"] {
             #expect(try await server.send(method, "/v1/upgrades", body: nil, contentType: nil).status == 405)
         }
+        // A request the HTTP server refuses itself (two Host fields) is counted apart.
+        let client = try TestClient(port: server.application.server.port)
+        try client.send("GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+        #expect(try client.readResponse().status == 400)
         let metrics = String(decoding: try await server.get("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains(#"http_requests_refused_total{reason="malformed"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"http_requests_refused_total{reason="server-busy"} 0"#))
+        #expect(metrics.contains(#"http_connections_refused_total{reason="client-connection-limit"} 0"#))
         #expect(metrics.contains(#"http_requests_total{route="/v1/upgrades",method="POST",status="201"} 1"#))
         #expect(metrics.contains(#"http_requests_total{route="/v1/upgrades",method="OTHER",status="405"} 2"#))
         #expect(!metrics.contains("FROB") && !metrics.contains("BLORT"))

@@ -207,7 +207,7 @@ public final class Metrics: Sendable {
         out += "upgrade_webhooks_failed_total \(snapshot.webhooksFailed)\n"
         out +=
             "# HELP upgrade_legacy_verify_calls_total Checks for the legacy login system, by outcome "
-            + "(paused: not sent, within the pause after an outage).\n"
+            + "(busy: not sent, too many already waiting).\n"
         out += "# TYPE upgrade_legacy_verify_calls_total counter\n"
         for (outcome, value) in snapshot.legacyCalls.sorted(by: { $0.key < $1.key }) {
             out += "upgrade_legacy_verify_calls_total{outcome=\"\(outcome)\"} \(value)\n"
@@ -242,6 +242,18 @@ public final class Metrics: Sendable {
             out += "http_worker_queue_wait_seconds_sum \(Self.seconds(statistics.queueWaitTotal))\n"
             out += "http_worker_queue_wait_seconds_count \(statistics.requestsDequeued)\n"
             gauge("http_connections_open", "Open client connections.", statistics.connectionsOpen)
+            // What the HTTP server refuses itself, before any handler: never in http_requests_total.
+            out += "# HELP http_connections_refused_total Connections answered 503 and closed at accept, by reason.\n"
+            out += "# TYPE http_connections_refused_total counter\n"
+            out += "http_connections_refused_total{reason=\"connection-limit\"} \(statistics.connectionsRefused)\n"
+            out +=
+                "http_connections_refused_total{reason=\"client-connection-limit\"} \(statistics.connectionsRefusedPerClient)\n"
+            out += "# HELP http_requests_refused_total Requests the HTTP server answered itself, by reason: "
+            out += "server-busy (shed by queueing delay), malformed (4xx and closed), timed-out (408).\n"
+            out += "# TYPE http_requests_refused_total counter\n"
+            out += "http_requests_refused_total{reason=\"server-busy\"} \(statistics.requestsRefusedBusy)\n"
+            out += "http_requests_refused_total{reason=\"malformed\"} \(statistics.requestsMalformed)\n"
+            out += "http_requests_refused_total{reason=\"timed-out\"} \(statistics.requestsTimedOut)\n"
         }
         guard let backlog else { return out }
         let revocations = "Apple refresh tokens of deleted accounts not yet revoked at Apple."

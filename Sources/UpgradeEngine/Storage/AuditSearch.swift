@@ -7,7 +7,7 @@ public struct AuditSearch: Sendable, Equatable {
     public static let defaultLimit = 100
 
     public var accountID: String?
-    /// The event type, exactly (`upgrade.started`, `account.created`, ...).
+    /// The event type, exactly (`upgrade.passwordEvaluated`, `account.created`, ...).
     public var event: String?
     /// Events at or after this Unix time.
     public var since: Int64?
