@@ -36,7 +36,7 @@ start() {
         # before the server has seen the old one close.
         # The log exists before the server starts: the shell opens it in the child, which may run late.
         : >"$workdir/log"
-        "$ours" serve --dev --listen 127.0.0.1:0 --max-connections-per-client $((connections + 16)) \
+        "$ours" serve --dev --listen 127.0.0.1:0 --emulator-port 0 --max-connections-per-client $((connections + 16)) \
             >>"$workdir/log" 2>&1 &
         server_pid=$!
         for _ in $(seq 100); do

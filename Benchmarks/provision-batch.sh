@@ -23,7 +23,7 @@ PY
 token=$("$cli" admin tokens add bench --scopes provisioning --file "$dir/tokens")
 db=${UPGRADE_DB:-sqlite:$dir/provision.db}
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$cli" serve --dev --db "$db" --listen "127.0.0.1:$port" --admin-tokens-file "$dir/tokens" >"$dir/serve.log" 2>&1 &
+"$cli" serve --dev --emulator-port 0 --db "$db" --listen "127.0.0.1:$port" --admin-tokens-file "$dir/tokens" >"$dir/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 run() {

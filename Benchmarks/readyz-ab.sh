@@ -28,7 +28,7 @@ run() {
     local dir="$1"
     # The log exists before the server starts: the shell opens it in the child, which may run late.
     : >"$workdir/log"
-    "$dir/upgrade-cli" serve --dev --listen 127.0.0.1:0 --max-connections-per-client 80 >>"$workdir/log" 2>&1 &
+    "$dir/upgrade-cli" serve --dev --listen 127.0.0.1:0 --emulator-port 0 --max-connections-per-client 80 >>"$workdir/log" 2>&1 &
     server_pid=$!
     local port=""
     for _ in $(seq 100); do
