@@ -73,6 +73,27 @@ struct CLISettingsTests {
         }
     }
 
+    @Test("serve outside --dev refuses a database file that does not exist, and creates none")
+    func serveNeedsDatabase() throws {
+        let dir = try Directory()
+        try Data(P256PrivateKey().pemRepresentation.utf8).write(to: URL(fileURLWithPath: dir.path("AuthKey.p8")))
+        try Self.privateFile(dir.path("key"), Data(SecureRandom.bytes(32)))
+        let environment = [
+            "APPLE_TEAM_ID": "TEAMA12345", "APPLE_KEY_ID": "KEY1234567",
+            "APPLE_PRIVATE_KEY_FILE": dir.path("AuthKey.p8"),
+            "APPLE_CLIENT_IDS": "com.example.app", "UPGRADE_SECRET_KEY_FILE": dir.path("key"),
+            "UPGRADE_DB": "sqlite:" + dir.path("typo.db"), "UPGRADE_LISTEN": "127.0.0.1:0",
+        ]
+        let served = try runCLI(["serve"], environment: environment)
+        #expect(served.status == 2)
+        #expect(
+            served.stderr
+                == "error: UPGRADE_DB: no database at sqlite:\(dir.path("typo.db")); 'upgrade-cli db migrate' creates one\n",
+            "\(served.stderr)"
+        )
+        #expect(!dir.exists("typo.db"))
+    }
+
     @Test("UPGRADE_DB with blanks around it names the same file for db migrate as for serve")
     func blanksAroundDatabase() throws {
         let dir = try Directory()

@@ -53,6 +53,15 @@ public final class UpgradeApplication: Sendable {
     ) throws {
         self.settings = settings
         let now = clock()
+        // Outside --dev nothing creates the database but `db migrate`: a mistyped path says so
+        // and leaves no empty file behind (README, Command line).
+        if !settings.development, case .sqlite(let path, _) = settings.database,
+            !FileManager.default.fileExists(atPath: path)
+        {
+            throw ServerSettingsError(problems: [
+                "UPGRADE_DB: no database at \(settings.database); 'upgrade-cli db migrate' creates one"
+            ])
+        }
         store = try settings.database.open()
         if settings.development {
             _ = try store.migrate(now: now)
