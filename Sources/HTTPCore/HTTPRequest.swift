@@ -8,17 +8,23 @@ public struct HTTPRequest: Sendable {
     /// The TCP peer; `UpgradeAPIHandler` replaces it with the forwarded client when the peer is a
     /// trusted proxy (`TrustedProxies`).
     public var client: HTTPClientAddress?
+    /// When the event loop had read the whole request, before it waited for a worker: what a
+    /// handler that answers no sooner than a fixed time measures from, so that the wait is inside
+    /// that time and cannot add to it.
+    public var received: ContinuousClock.Instant
 
     public init(
         head: HTTPRequestHead,
         body: [UInt8] = [],
         id: HTTPRequestID = HTTPRequestID(rawValue: 0),
-        client: HTTPClientAddress? = nil
+        client: HTTPClientAddress? = nil,
+        received: ContinuousClock.Instant = .now
     ) {
         self.head = head
         self.body = body
         self.id = id
         self.client = client
+        self.received = received
     }
 
     public var method: String { head.method }

@@ -118,6 +118,41 @@ struct FailureFloorTests {
         #expect(audit.contains { $0.detail["hash"] == "parameterOutOfBounds" })
     }
 
+    @Test("the floor runs from the request's arrival, so a wait for a worker is inside it")
+    func fromArrival() throws {
+        let h = try UpgradeHarness()
+        try Self.accounts(h)
+        let floor = Self.floor
+        let service = Self.service(h, floor: floor)
+        // The request arrived a while ago and waited behind other checks for a worker.
+        let received = ContinuousClock.now - .seconds(3)
+        for username in ["nobody", "bcrypt"] {
+            var caught: ServiceFailure?
+            do {
+                _ = try service.start(
+                    username: username,
+                    password: "a guess",
+                    serviceIdentifier: "s",
+                    received: received,
+                    now: now
+                )
+            } catch { caught = error }
+            #expect(caught?.notBefore == received.advanced(by: floor), "upgrade, \(username)")
+            caught = nil
+            do {
+                _ = try service.startPasswordChange(
+                    username: username,
+                    password: "a guess",
+                    newPassword: "Another-Strong-Passw0rd",
+                    serviceIdentifier: "s",
+                    received: received,
+                    now: now
+                )
+            } catch { caught = error }
+            #expect(caught?.notBefore == received.advanced(by: floor), "password change, \(username)")
+        }
+    }
+
     @Test("a wrong current password for a password change is held to the floor, known username or not")
     func passwordChangeRefusals() throws {
         let h = try UpgradeHarness()

@@ -20,6 +20,7 @@ extension UpgradeAPIHandler {
             serviceIdentifier: try body.requiredString("serviceIdentifier"),
             entry: try Self.entry(body),
             clientKey: request.clientKey,
+            received: request.received,
             now: now
         )
         return Self.render(answer, status: 201)

@@ -18,6 +18,7 @@ extension UpgradeAPIHandler {
                 serviceIdentifier: try body.requiredString("serviceIdentifier"),
                 entry: try Self.entry(body),
                 clientKey: request.clientKey,
+                received: request.received,
                 now: now
             )
         }

@@ -5,8 +5,8 @@ extension UpgradeService {
         configuration.failureFloor ?? passwords.limits.failureFloor
     }
 
-    /// `failure`, to be answered no sooner than the floor after `started` (the call's start on the
-    /// monotonic clock): a refused password costs what its stored hash costs (bcrypt 12 about 7
+    /// `failure`, to be answered no sooner than the floor after `started` (the request's arrival, or
+    /// the call's start, on the monotonic clock): a refused password costs what its stored hash costs (bcrypt 12 about 7
     /// times the dummy check of an unknown username), so without the floor the answer's timing would
     /// tell which usernames exist and which hashes they hold. The floor is raised for a while after a
     /// check overran it (`FailureFloorTracker`). The caller holds the answer; nothing here waits.

@@ -21,9 +21,11 @@ extension UpgradeService {
         serviceIdentifier: String,
         entry: FlowEntry? = nil,
         clientKey: String? = nil,
+        received: ContinuousClock.Instant? = nil,
         now: Int64
     ) throws(ServiceFailure) -> PasswordChangeAnswer {
-        let started = ContinuousClock.now
+        // Held to the floor from the request's arrival, as `start` is.
+        let started = received ?? ContinuousClock.now
         let prepared = try Self.credentialFields(username: username, password: password, ticket: ticket)
         try Self.require(newPassword, "newPassword", maxBytes: Self.maxPasswordBytes)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)

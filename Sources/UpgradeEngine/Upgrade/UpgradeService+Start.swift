@@ -8,7 +8,10 @@ extension UpgradeService {
     /// same and look the same; both count against the username's enforced form (`Username`), so
     /// look-alike spellings share one lockout, and a refused ticket counts the same way; with a
     /// `clientKey` (the caller's address, `HTTPClientAddress.throttleKey`) they count against the
-    /// client too (`ClientThrottle`).
+    /// client too (`ClientThrottle`). `received`: when the request arrived (the REST layer's
+    /// `HTTPRequest.received`); a refusal is held to the floor from then, so time spent waiting for a
+    /// worker, which other requests' checks decide, is inside the floor and tells nothing
+    /// (docs/architecture.md §10.3). Nil: from this call's start.
     public func start(
         username: String,
         password: String,
@@ -16,9 +19,10 @@ extension UpgradeService {
         serviceIdentifier: String,
         entry: FlowEntry? = nil,
         clientKey: String? = nil,
+        received: ContinuousClock.Instant? = nil,
         now: Int64
     ) throws(ServiceFailure) -> UpgradeAnswer {
-        let started = ContinuousClock.now
+        let started = received ?? ContinuousClock.now
         let prepared = try Self.credentialFields(username: username, password: password, ticket: ticket)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
         let id = Self.newUpgradeID()
