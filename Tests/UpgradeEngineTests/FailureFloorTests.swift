@@ -153,6 +153,18 @@ struct FailureFloorTests {
         }
     }
 
+    @Test("a held legacy outage answer is still due when it leaves the service, whichever path decided it")
+    func legacyOutageHeldByTheTimer() throws {
+        // A legacy account's own call took the hold already: without a margin its answer was due at
+        // once, about a millisecond before an unknown username's, which the event loop's timer wrote.
+        let hold = Duration.milliseconds(1)
+        let started = ContinuousClock.now - hold
+        let failure = UpgradeService.legacyUnavailable(heldFor: hold, since: started)
+        #expect(failure.notBefore == started.advanced(by: hold + UpgradeService.legacyHoldMargin))
+        #expect(try #require(failure.notBefore) > ContinuousClock.now.advanced(by: .milliseconds(1)))
+        #expect(UpgradeService.legacyUnavailable(heldFor: nil, since: started).notBefore == nil)
+    }
+
     @Test("a wrong current password for a password change is held to the floor, known username or not")
     func passwordChangeRefusals() throws {
         let h = try UpgradeHarness()

@@ -9,9 +9,15 @@ extension UpgradeService {
             "the password cannot be checked right now; retry in \(LegacyPasswordVerifier.retryAfterSeconds) s",
             retryAfter: LegacyPasswordVerifier.retryAfterSeconds
         )
-        if let hold { failure.notBefore = started.advanced(by: hold) }
+        if let hold { failure.notBefore = started.advanced(by: hold + legacyHoldMargin) }
         return failure
     }
+
+    /// Added to every held outage answer, so that both kinds are written by the event loop's timer
+    /// (whose sleeps are whole milliseconds, rounded up): without it a legacy account's answer, whose
+    /// own call used up `hold`, was due at once and left about a millisecond before an unknown
+    /// username's, which waited for the timer.
+    static let legacyHoldMargin = Duration.milliseconds(2)
 
     /// A `legacyPassword` account's password, checked by the legacy login system
     /// (docs/legacy-verification.md), once the lockout and the client's limit let the check go on. A
