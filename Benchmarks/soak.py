@@ -60,7 +60,10 @@ CLIENT_ID = "com.example.soak"
 TEAM = "TEAMA12345"
 # Connections an instance keeps open while idle, at most: PostgresStore's pool; AppleClientTransport's
 # idle handles (8 each) for the two Apple clients (exchanges and revocations) and the webhook sender.
-KEPT_ALIVE = {"db": 8, "apple": 16, "webhook": 8}
+# Each of those 24 libcurl handles also keeps, once used, the socket pair of the multi handle that
+# curl_easy_perform made inside it (its wake-up pair): two Unix sockets a handle, whether or not its
+# connection is still open, so a run that leaves more handles idle than the baseline had holds more.
+KEPT_ALIVE = {"db": 8, "apple": 16, "webhook": 8, "unix": 2 * (16 + 8)}
 TOTP_SECRET = base64.b32encode(b"soak-totp-secret-20b").decode().rstrip("=")
 PASSWORD = "Soak-Passw0rd-initial"
 
@@ -173,6 +176,15 @@ def database_connections(url):
 # ---------------------------------------------------------------- sampling
 
 
+def unix_sockets(pid):
+    """The inodes of the Unix sockets in the process's network namespace."""
+    try:
+        lines = open(f"/proc/{pid}/net/unix").read().splitlines()[1:]
+    except OSError:
+        return set()
+    return {line.split()[6] for line in lines if len(line.split()) > 6}
+
+
 def socket_table(pid):
     """inode -> (local port, remote port, state) for the process's network namespace."""
     table = {}
@@ -195,7 +207,8 @@ def sample(instance):
     rss = int(re.search(r"^VmRSS:\s+(\d+)", status, re.M).group(1)) / 1024
     threads = int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))
     table = socket_table(pid)
-    counts = {"db": 0, "clients": 0, "apple": 0, "webhook": 0, "otherSockets": 0}
+    unix = unix_sockets(pid)
+    counts = {"db": 0, "clients": 0, "apple": 0, "webhook": 0, "unix": 0, "otherSockets": 0}
     descriptors = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -204,6 +217,9 @@ def sample(instance):
             continue
         descriptors += 1
         found = re.fullmatch(r"socket:\[(\d+)\]", target)
+        if found and found.group(1) in unix:
+            counts["unix"] += 1
+            continue
         if not found or found.group(1) not in table:
             continue
         local, remote, state = table[found.group(1)]
@@ -693,7 +709,7 @@ def main():
 
     # Settle: until every count is back, at most --settle-seconds.
     def returned(now, then):
-        kept = ("db", "apple", "webhook")
+        kept = ("db", "apple", "webhook", "unix")
         return (now["fds"] - sum(now[key] for key in kept) <= then["fds"] - sum(then[key] for key in kept)
                 and now["threads"] <= then["threads"]
                 and all(now[key] <= max(then[key], KEPT_ALIVE[key]) for key in kept))
@@ -751,7 +767,8 @@ def main():
         b, a = baseline[index], after[index]
         print(f"  serve {index + 1} after {settled:.0f} s of settling: fds {b['fds']} -> {a['fds']} "
               f"(database sockets {b['db']} -> {a['db']}, clients {b['clients']} -> {a['clients']}, "
-              f"apple {b['apple']} -> {a['apple']}, webhook {b['webhook']} -> {a['webhook']}), threads "
+              f"apple {b['apple']} -> {a['apple']}, webhook {b['webhook']} -> {a['webhook']}, "
+              f"libcurl wake-up sockets {b['unix']} -> {a['unix']}), threads "
               f"{b['threads']} -> {a['threads']}: {'RETURNED' if ok else 'DID NOT RETURN'}")
     print(f"  backends on the database: {baseline_total} -> {after_total} (the CLI batch's closed with it)")
     for route in sorted({route for route, _ in recorder.latencies}):
