@@ -1,4 +1,5 @@
 import Foundation
+import UpgradeAPI
 import UpgradeEngine
 
 /// The secret box for TOTP secrets and refresh tokens, chosen as `serve` chooses it:
@@ -9,9 +10,7 @@ import UpgradeEngine
 enum SecretKeyOption {
     /// `UPGRADE_SECRET_KEY_FILE` as `serve` reads it: surrounding blanks dropped, blank is unset.
     static var keyFile: String? {
-        let path = ProcessInfo.processInfo.environment[SecretKeyFile.environmentVariable]?
-            .trimmingCharacters(in: .whitespaces)
-        return path?.isEmpty == false ? path : nil
+        ServerSettings.setting(SecretKeyFile.environmentVariable, in: ProcessInfo.processInfo.environment)
     }
 
     /// The box for a command that needs one only when a key is configured: nil without

@@ -89,9 +89,7 @@ struct AccountsDeleteCommand: CLICommand {
     /// team key's variables is set. One attempt per call with short timeouts: the retries are ours.
     static func revocationClient(_ environment: [String: String]) throws -> AppleClient? {
         let names = ["APPLE_TEAM_ID", "APPLE_KEY_ID", "APPLE_KEY_ID_FILE", "APPLE_PRIVATE_KEY_FILE"]
-        guard names.contains(where: { !(environment[$0] ?? "").trimmingCharacters(in: .whitespaces).isEmpty }) else {
-            return nil
-        }
+        guard names.contains(where: { ServerSettings.setting($0, in: environment) != nil }) else { return nil }
         let configuration = try TransferCommandConfiguration.load(environment)
         do {
             var client = AppleClient.Configuration(

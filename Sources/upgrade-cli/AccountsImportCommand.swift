@@ -1,4 +1,5 @@
 import Foundation
+import UpgradeAPI
 import UpgradeEngine
 
 #if canImport(Glibc)
@@ -75,12 +76,7 @@ struct AccountsImportCommand: CLICommand {
         if dryRun {
             // A dry run writes into a scratch database and only reads the real one, which is not
             // created if it does not exist.
-            var reference: (any UpgradeStore)?
-            if case .sqlite(let file, _) = location, !FileManager.default.fileExists(atPath: file) {
-                reference = nil
-            } else {
-                reference = try StoreOption.open(location)
-            }
+            let reference = location.isMissingFile ? nil : try StoreOption.open(location)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "upgrade-import-\(getpid())-\(UUID().uuidString.prefix(8))"
             ).path
@@ -282,24 +278,15 @@ extension AccountsImportCommand {
     ) throws -> (
         team: String?, client: String?
     ) {
-        func value(_ name: String) -> String? {
-            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-            return text
-        }
-        let teamID = team ?? value("APPLE_TEAM_ID")
+        let teamID = team ?? ServerSettings.setting("APPLE_TEAM_ID", in: environment)
         if let teamID, !ClientSecretSigner.isAppleIdentifier(teamID) {
             let message = "must be 10 characters A-Z or 0-9, as Apple issues team ids"
             if team != nil { throw UsageError("--team-id \(message)") }
             throw CommandFailure.configuration("APPLE_TEAM_ID \(message)")
         }
-        let listed = value("APPLE_CLIENT_IDS").map {
-            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        }
-        if let listed, listed.isEmpty || !listed.allSatisfy(ClientSecretSigner.isClientID) {
-            throw CommandFailure.configuration(
-                "APPLE_CLIENT_IDS must list bundle ids or Services ids separated by commas (printable ASCII, no spaces)"
-            )
-        }
+        let listed = try ServerSettings.setting("APPLE_CLIENT_IDS", in: environment).map(
+            TransferCommandConfiguration.clientIDs
+        )
         guard let client else { return (teamID, listed?.first) }
         guard ClientSecretSigner.isClientID(client) else {
             throw UsageError("--client-id must be a bundle id or Services id (printable ASCII, no spaces)")

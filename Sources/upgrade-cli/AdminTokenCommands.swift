@@ -1,4 +1,5 @@
 import Foundation
+import UpgradeAPI
 import UpgradeEngine
 
 /// `--file PATH`, or `UPGRADE_ADMIN_TOKENS_FILE`: the file `serve` reads its admin tokens from.
@@ -9,9 +10,10 @@ enum AdminTokensFileOption {
             return path
         }
         guard
-            let path = ProcessInfo.processInfo.environment[AdminTokenFile.environmentVariable]?
-                .trimmingCharacters(in: .whitespaces),
-            !path.isEmpty
+            let path = ServerSettings.setting(
+                AdminTokenFile.environmentVariable,
+                in: ProcessInfo.processInfo.environment
+            )
         else {
             throw UsageError("missing --file (or \(AdminTokenFile.environmentVariable))")
         }

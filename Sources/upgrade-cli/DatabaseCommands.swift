@@ -1,14 +1,12 @@
 import Foundation
+import UpgradeAPI
 import UpgradeEngine
 
 /// Opens the store named by `--db` or `UPGRADE_DB` (default `sqlite:upgrade.db`; with `--dev`,
 /// `sqlite:siwa-dev.db`, the database `serve --dev` uses).
 enum StoreOption {
     /// `UPGRADE_DB` as `serve` reads it: surrounding blanks dropped, blank is unset.
-    static var variable: String? {
-        let text = ProcessInfo.processInfo.environment["UPGRADE_DB"]?.trimmingCharacters(in: .whitespaces)
-        return text?.isEmpty == false ? text : nil
-    }
+    static var variable: String? { ServerSettings.setting("UPGRADE_DB", in: ProcessInfo.processInfo.environment) }
 
     /// Reads the location without touching the database: commands call `open` only after every
     /// argument is validated, so bad input never creates a database file. A bad `--db` is a usage
@@ -41,7 +39,7 @@ enum StoreOption {
     ) throws
         -> any UpgradeStore
     {
-        if !create, case .sqlite(let path, _) = location, !FileManager.default.fileExists(atPath: path) {
+        if !create, location.isMissingFile {
             throw CommandFailure.configuration(
                 "no database at \(location) (from --db, UPGRADE_DB or the default); 'upgrade-cli db migrate' creates one"
             )

@@ -20,13 +20,12 @@ struct PasswordRulesCommand: CLICommand {
         let fileFlag = try arguments.option("--password-rules-file")
         try arguments.finish()
         let environment = ProcessInfo.processInfo.environment
-        // As `serve` reads them: blank is unset.
-        func given(_ value: String?) -> String? {
-            guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-            return value
-        }
-        let text = given(flag ?? environment["UPGRADE_PASSWORD_RULES"])
-        let file = given(fileFlag ?? environment["UPGRADE_PASSWORD_RULES_FILE"])
+        // As `serve` reads them: the flag folded in over its variable.
+        var values = environment
+        if let flag { values["UPGRADE_PASSWORD_RULES"] = flag }
+        if let fileFlag { values["UPGRADE_PASSWORD_RULES_FILE"] = fileFlag }
+        let text = ServerSettings.setting("UPGRADE_PASSWORD_RULES", in: values)
+        let file = ServerSettings.setting("UPGRADE_PASSWORD_RULES_FILE", in: values)
         let source = flag != nil ? "--password-rules" : "UPGRADE_PASSWORD_RULES"
         switch (text, file) {
         case (.some, .some):

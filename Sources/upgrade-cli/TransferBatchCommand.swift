@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import UpgradeAPI
 import UpgradeEngine
 
 /// What `transfer prepare` and `transfer complete` share: the batch options, the `--report` file,
@@ -53,8 +54,7 @@ enum TransferBatchCommand {
     /// `UPGRADE_JOB_LEASE_SECONDS`: how long a batch's lease outlives its last heartbeat (README,
     /// Operations); the default suits production, a short one lets a test see a lease lapse.
     static func leaseTiming(_ environment: [String: String]) throws -> JobLease.Timing {
-        guard let text = environment["UPGRADE_JOB_LEASE_SECONDS"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty
-        else { return .default }
+        guard let text = ServerSettings.setting("UPGRADE_JOB_LEASE_SECONDS", in: environment) else { return .default }
         guard let seconds = Int64(text), let timing = JobLease.Timing(expiry: seconds) else {
             throw CommandFailure.configuration("UPGRADE_JOB_LEASE_SECONDS must be a number of seconds from 2 to 3600")
         }

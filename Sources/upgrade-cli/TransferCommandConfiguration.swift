@@ -24,11 +24,7 @@ struct TransferCommandConfiguration {
     }
 
     static func load(_ environment: [String: String]) throws -> TransferCommandConfiguration {
-        // As `serve` reads them: surrounding blanks dropped, blank is unset.
-        func value(_ name: String) -> String? {
-            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-            return text
-        }
+        func value(_ name: String) -> String? { ServerSettings.setting(name, in: environment) }
         func required(_ name: String, _ what: String) throws -> String {
             guard let value = value(name) else {
                 throw Self.problem("\(name) is not set: \(what)")
@@ -76,12 +72,7 @@ struct TransferCommandConfiguration {
             "APPLE_CLIENT_IDS",
             "a comma-separated list of bundle ids and Services ids; the first is the default --client-id"
         )
-        let clientIDs = clientList.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard !clientIDs.isEmpty, clientIDs.allSatisfy(ClientSecretSigner.isClientID) else {
-            throw Self.problem(
-                "APPLE_CLIENT_IDS must list bundle ids or Services ids separated by commas (printable ASCII, no spaces)"
-            )
-        }
+        let clientIDs = try Self.clientIDs(clientList)
         // The same rule and message as `serve`: https://, or http:// only to a loopback emulator.
         let urlText = value("APPLE_BASE_URL") ?? defaultBaseURL
         let url: URL
@@ -97,6 +88,17 @@ struct TransferCommandConfiguration {
             baseURL: url,
             isEmulator: url.scheme?.lowercased() == "http"
         )
+    }
+
+    /// `APPLE_CLIENT_IDS`' list, each a bundle id or Services id; anything else is one line, exit 2.
+    static func clientIDs(_ list: String) throws -> [String] {
+        let clientIDs = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !clientIDs.isEmpty, clientIDs.allSatisfy(ClientSecretSigner.isClientID) else {
+            throw Self.problem(
+                "APPLE_CLIENT_IDS must list bundle ids or Services ids separated by commas (printable ASCII, no spaces)"
+            )
+        }
+        return clientIDs
     }
 
     /// `--client-id`, which must be one of ours, or the first of `APPLE_CLIENT_IDS`.

@@ -75,9 +75,9 @@ package struct JSONBody {
         }
         guard let object = parsed.members else { throw APIProblem.validation("the body must be a JSON object") }
         // The parser refuses repeated names, so each allowed name appears at most once.
-        for member in object where allowed.map({ !$0.contains(member.key) }) ?? false {
+        if let allowed, let unknown = object.first(where: { !allowed.contains($0.key) }) {
             throw APIProblem.validation(
-                "unknown field '\(Self.printable(member.key))'; expected \((allowed ?? []).sorted().joined(separator: ", "))"
+                "unknown field '\(Self.printable(unknown.key))'; expected \(allowed.sorted().joined(separator: ", "))"
             )
         }
         self.members = object

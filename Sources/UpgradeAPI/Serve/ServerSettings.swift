@@ -108,15 +108,18 @@ public struct ServerSettings: Sendable {
 
     public static let appleProductionURL = "https://appleid.apple.com"
 
+    /// A setting as every command reads it: surrounding blanks dropped, a blank value unset.
+    public static func setting(_ name: String, in values: [String: String]) -> String? {
+        guard let text = values[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        return text
+    }
+
     /// Reads and validates. `values` maps variable names to values (flags already folded in).
     /// Throws `ServerSettingsError` listing every problem.
     public static func load(_ values: [String: String], development: Bool) throws(ServerSettingsError) -> ServerSettings
     {
         var problems: [String] = []
-        func value(_ name: String) -> String? {
-            guard let text = values[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-            return text
-        }
+        func value(_ name: String) -> String? { setting(name, in: values) }
 
         var database = development ? DatabaseLocation.development : DatabaseLocation.default
         if let text = value("UPGRADE_DB") {

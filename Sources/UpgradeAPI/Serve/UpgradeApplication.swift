@@ -55,9 +55,7 @@ public final class UpgradeApplication: Sendable {
         let now = clock()
         // Outside --dev nothing creates the database but `db migrate`: a mistyped path says so
         // and leaves no empty file behind (README, Command line).
-        if !settings.development, case .sqlite(let path, _) = settings.database,
-            !FileManager.default.fileExists(atPath: path)
-        {
+        if !settings.development, settings.database.isMissingFile {
             throw ServerSettingsError(problems: [
                 "UPGRADE_DB: no database at \(settings.database); 'upgrade-cli db migrate' creates one"
             ])

@@ -130,6 +130,15 @@ public final class AccountImporter: Sendable {
         var row: Result<ValidatedImportRow, ImportRowError>
     }
 
+    /// A source row as the writer decides it: validated if it could be read, named as it was typed.
+    private func pending(_ source: ImportSourceRow) -> Pending {
+        Pending(
+            line: source.line,
+            typedUsername: source.row.typedUsername,
+            row: source.row.flatMap { validator.validate($0) }
+        )
+    }
+
     /// Reads `reader` to its end. `onRow` gets every row's outcome in input order; `onBatch` is
     /// called after each commit with this run's counts and the bytes read; a true `shouldStop`
     /// (checked between batches) ends the run with `ImportFailure` after its last commit.
@@ -259,14 +268,7 @@ public final class AccountImporter: Sendable {
                 )
                 continue
             }
-            switch source.row {
-            case .failure(let error):
-                batch.append(Pending(line: source.line, typedUsername: error.typedUsername, row: .failure(error)))
-            case .success(let raw):
-                batch.append(
-                    Pending(line: source.line, typedUsername: raw.values[.username], row: validator.validate(raw))
-                )
-            }
+            batch.append(pending(source))
             if batch.count >= options.batchSize { try commit(finished: false) }
         }
         try commit(finished: true)
@@ -276,13 +278,7 @@ public final class AccountImporter: Sendable {
     /// Writes `rows` (lines from 1) in one transaction, without an import run's progress: the
     /// provisioning API's rows, decided and written exactly as an import's batch.
     public func write(_ rows: [ImportSourceRow], now: Int64) throws -> [ImportRowReport] {
-        let pending = rows.map { source in
-            Pending(
-                line: source.line,
-                typedUsername: source.row.typedUsername,
-                row: source.row.flatMap { validator.validate($0) }
-            )
-        }
+        let pending = rows.map(pending)
         var ids = AccountIDGenerator()
         ids.reserve(pending.count)
         return try store.write { tx in

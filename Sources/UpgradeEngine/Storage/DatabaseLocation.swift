@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where `UPGRADE_DB` points: `sqlite:PATH` (the default, `sqlite:upgrade.db`; `?synchronous=normal`
 /// trades durability against power loss for commit rate: `SQLiteDurability`) or `postgres://...`.
 public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
@@ -53,6 +55,13 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
             limits.outageWaitSeconds = outageWaitSeconds
             return try PostgresStore(configuration: configuration, limits: limits)
         }
+    }
+
+    /// An SQLite file that is not there: opening would create an empty database. Only `db migrate`
+    /// and `serve --dev` may; everything else refuses such a path (README, Command line).
+    public var isMissingFile: Bool {
+        guard case .sqlite(let path, _) = self else { return false }
+        return !FileManager.default.fileExists(atPath: path)
     }
 
     /// Printable without credentials: a postgres URL shows `(redacted)` for its password.
