@@ -98,6 +98,45 @@ struct FailureFloorEndToEndTests {
         }
     }
 
+    /// `password_hashes_total` as the server counts it.
+    static func hashes(_ server: DevServer) async throws -> Int {
+        let metrics = String(decoding: try await server.get("/metrics").body, as: UTF8.self)
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix("password_hashes_total ") }
+        return Int(line?.split(separator: " ").last ?? "") ?? -1
+    }
+
+    @Test("simultaneous wrong passwords for one username: one is checked, the others answer 429 at once")
+    func simultaneousGuesses() async throws {
+        // Four at once for an account with a costly admitted hash used to share the CPU, overrun the
+        // floor and answer later than an unknown username's; now they cannot run together.
+        let server = try DevServer(environment: ["UPGRADE_FAILURE_FLOOR_MS": "400"])
+        try Self.importAccounts(server)
+        for username in ["imported-django", "nobody-here"] {
+            let before = try await Self.hashes(server)
+            let answers = try await withThrowingTaskGroup(of: (DevServer.Response, Duration).self) { group in
+                for attempt in 0..<4 {
+                    group.addTask {
+                        try await Self.timed(
+                            server,
+                            "/v1/upgrades",
+                            ["username": username, "password": "guess \(attempt)", "serviceIdentifier": "example.com"]
+                        )
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let checked = answers.filter { $0.0.problem == "invalid-credentials" }
+            let refused = answers.filter { $0.0.status == 429 && $0.0.problem == "rate-limited" }
+            #expect(checked.count == 1 && refused.count == 3, "\(username): \(answers.map { $0.0.status })")
+            #expect(checked.allSatisfy { $0.1 >= Self.floor }, "\(username): the checked one still takes the floor")
+            for (answer, _) in refused {
+                #expect(answer.headers["retry-after"] == "1", "\(username)")
+                #expect(answer.json["upgradeId"] == nil && answer.json["id"] == nil, "\(username): nothing opened")
+            }
+            #expect(try await Self.hashes(server) - before == 1, "\(username): one key derivation")
+        }
+    }
+
     @Test("UPGRADE_FAILURE_FLOOR_MS: a default derived from the hash limits, and one clear line for a bad value")
     func settings() throws {
         let base = ["UPGRADE_DB": "sqlite:unused.db", "UPGRADE_LISTEN": "127.0.0.1:8080"]

@@ -44,6 +44,10 @@ final class UpgradeHarness: Sendable {
                 var configuration = UpgradeServiceConfiguration(policy: policy, appleTeamID: Self.teamID)
                 configuration.onEffect = onEffect
                 configuration.passwordHasher = try! PasswordHasher(parameters: Self.fastHash)
+                // Off: these tests call one after another without waiting for a refusal's answer to be
+                // due, which would hold its username (`CredentialCheckGate`). FailureFloorTests and
+                // CredentialCheckGateTests configure a floor of their own.
+                configuration.failureFloor = .zero
                 return configuration
             }()
         )

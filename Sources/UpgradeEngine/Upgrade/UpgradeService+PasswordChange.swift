@@ -37,6 +37,37 @@ extension UpgradeService {
             try refuseNewPassword(.sameAsCurrent, machine: &machine, now: now)
         }
 
+        return try oneCheckAtATime(for: prepared, ticket: ticket) { () throws(ServiceFailure) in
+            try startPasswordChangeChecked(
+                prepared,
+                password: password,
+                ticket: ticket,
+                newPassword: newPassword,
+                serviceIdentifier: serviceIdentifier,
+                entry: entry,
+                clientKey: clientKey,
+                machine: machine,
+                started: started,
+                now: now
+            )
+        }
+    }
+
+    /// `startPasswordChange` once its fields and new password pass and no other check for the
+    /// username is in flight (`CredentialCheckGate`).
+    private func startPasswordChangeChecked(
+        _ prepared: Username,
+        password: String,
+        ticket: String?,
+        newPassword: String,
+        serviceIdentifier: String,
+        entry: FlowEntry?,
+        clientKey: String?,
+        machine: PasswordChangeStateMachine,
+        started: ContinuousClock.Instant,
+        now: Int64
+    ) throws(ServiceFailure) -> PasswordChangeAnswer {
+        var machine = machine
         let id = Self.newPasswordChangeID()
         let check = try checkCredential(
             prepared,

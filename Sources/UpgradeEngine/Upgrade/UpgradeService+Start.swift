@@ -11,7 +11,9 @@ extension UpgradeService {
     /// client too (`ClientThrottle`). `received`: when the request arrived (the REST layer's
     /// `HTTPRequest.received`); a refusal is held to the floor from then, so time spent waiting for a
     /// worker, which other requests' checks decide, is inside the floor and tells nothing
-    /// (docs/architecture.md §10.3). Nil: from this call's start.
+    /// (docs/architecture.md §10.3). Nil: from this call's start. A second password for a username
+    /// whose check is in flight, or whose refusal is not yet due, is refused `rate-limited` at once
+    /// (`CredentialCheckGate`).
     public func start(
         username: String,
         password: String,
@@ -25,6 +27,31 @@ extension UpgradeService {
         let started = received ?? ContinuousClock.now
         let prepared = try Self.credentialFields(username: username, password: password, ticket: ticket)
         try Self.require(serviceIdentifier, "serviceIdentifier", maxBytes: Self.maxServiceIdentifierBytes)
+        return try oneCheckAtATime(for: prepared, ticket: ticket) { () throws(ServiceFailure) in
+            try startChecked(
+                prepared,
+                password: password,
+                ticket: ticket,
+                serviceIdentifier: serviceIdentifier,
+                entry: entry,
+                clientKey: clientKey,
+                started: started,
+                now: now
+            )
+        }
+    }
+
+    /// `start` once its fields are valid and no other check for the username is in flight.
+    private func startChecked(
+        _ prepared: Username,
+        password: String,
+        ticket: String?,
+        serviceIdentifier: String,
+        entry: FlowEntry?,
+        clientKey: String?,
+        started: ContinuousClock.Instant,
+        now: Int64
+    ) throws(ServiceFailure) -> UpgradeAnswer {
         let id = Self.newUpgradeID()
         let check = try checkCredential(
             prepared,

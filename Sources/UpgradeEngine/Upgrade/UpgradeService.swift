@@ -13,6 +13,8 @@ public final class UpgradeService: Sendable {
     let configuration: UpgradeServiceConfiguration
     /// Raises the failure floor after refusals that overran it (`heldToFloor`).
     let failureFloors = FailureFloorTracker()
+    /// One password check per username at a time, until its answer is due (`oneCheckAtATime`).
+    let credentialChecks = CredentialCheckGate()
     /// Failed credential checks per client, counted in the credential check's own transactions.
     public let clientThrottle: ClientThrottle?
     /// `configuration.passwordRules` until a reload replaces them (`replacePasswordRules`); a
