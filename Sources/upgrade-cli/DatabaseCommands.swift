@@ -41,7 +41,8 @@ enum StoreOption {
     {
         if !create, location.isMissingFile {
             throw CommandFailure.configuration(
-                "no database at \(location) (from --db, UPGRADE_DB or the default); 'upgrade-cli db migrate' creates one"
+                "no database at \(location) (from --db, UPGRADE_DB or the default); "
+                    + "'upgrade-cli db migrate --db \(location)' creates it"
             )
         }
         do {
@@ -71,10 +72,12 @@ enum Clock {
 struct DatabaseMigrateCommand: CLICommand {
     static let path = ["db", "migrate"]
     static let summary = "apply pending schema migrations"
-    static let usage = "upgrade-cli db migrate [--db URL]"
+    static let usage = "upgrade-cli db migrate [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
-        let location = try StoreOption.location(&arguments)
+        // --dev: serve --dev's database, as for every other command.
+        let dev = arguments.flag("--dev")
+        let location = try StoreOption.location(&arguments, dev: dev)
         try arguments.finish()
         let store = try StoreOption.open(location, create: true)
         let applied = try store.migrate(now: Clock.nowSeconds)

@@ -66,11 +66,29 @@ struct CLISettingsTests {
             #expect(missing.status == 2, "\(arguments)")
             #expect(
                 missing.stderr
-                    == "error: no database at sqlite:upgrade.db (from --db, UPGRADE_DB or the default); 'upgrade-cli db migrate' creates one\n",
+                    == "error: no database at sqlite:upgrade.db (from --db, UPGRADE_DB or the default); 'upgrade-cli db migrate --db sqlite:upgrade.db' creates it\n",
                 "\(arguments): \(missing.stderr)"
             )
             #expect(!dir.exists("upgrade.db"), "\(arguments) left a file")
         }
+    }
+
+    @Test("a command given --dev without the development database names the command that creates that one")
+    func developmentDatabaseHint() throws {
+        let dir = try Directory()
+        let missing = try runCLI(["db", "check", "--dev"], directory: dir.url)
+        #expect(missing.status == 2)
+        #expect(
+            missing.stderr
+                == "error: no database at sqlite:siwa-dev.db (from --db, UPGRADE_DB or the default); 'upgrade-cli db migrate --db sqlite:siwa-dev.db' creates it\n",
+            "\(missing.stderr)"
+        )
+        // `db migrate --dev` creates the same one; the command then finds it.
+        let migrated = try runCLI(["db", "migrate", "--dev"], directory: dir.url)
+        #expect(migrated.status == 0, "\(migrated.stderr)")
+        #expect(dir.exists("siwa-dev.db") && !dir.exists("upgrade.db"))
+        let added = try runCLI(["accounts", "add", "bob", "--dev"], stdin: "bob-password-1", directory: dir.url)
+        #expect(added.status == 0, "\(added.stderr)")
     }
 
     @Test("serve outside --dev refuses a database file that does not exist, and creates none")
