@@ -254,7 +254,7 @@ struct AdminQueriesEndToEndTests {
         let scope = try await get(harness, "/v1/admin/accounts/plain", token: harness.backendToken)
         #expect(scope.status == 403 && scope.problem == "insufficient-scope")
         let other = try await harness.server.post("/v1/admin/accounts/plain", [:])
-        #expect(other.status == 405 && other.headers["allow"] == "GET, DELETE, PUT")
+        #expect(other.status == 405 && other.headers["allow"] == "GET, HEAD, DELETE, PUT")
         // DELETE on the same path takes the same usernames: gone, the GET says so.
         let deleted = try await harness.server.send(
             "DELETE",

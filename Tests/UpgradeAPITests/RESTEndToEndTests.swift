@@ -303,6 +303,16 @@ struct RESTEndToEndTests {
         let method = try await server.send("PUT", "/v1/upgrades", body: nil, contentType: nil)
         #expect(method.status == 405)
         #expect(method.headers["allow"] == "POST")
+        // HEAD is GET without the body: the same status and headers, the body's length included.
+        let view = try await server.get("/v1/upgrades/upg_missing")
+        let head = try await server.send("HEAD", "/v1/upgrades/upg_missing", body: nil, contentType: nil)
+        #expect(head.status == 404 && head.body.isEmpty)
+        #expect(head.headers["content-length"] == String(view.body.count))
+        #expect(head.headers["content-type"] == view.headers["content-type"])
+        let health = try await server.send("HEAD", "/healthz", body: nil, contentType: nil)
+        #expect(health.status == 200 && health.body.isEmpty)
+        let headOfPost = try await server.send("HEAD", "/v1/upgrades", body: nil, contentType: nil)
+        #expect(headOfPost.status == 405 && headOfPost.headers["allow"] == "POST")
         // None of that created an upgrade or counted a failure for the demo user.
         let throttle = try server.application.store.read { try $0.throttle(usernameKey: "demo") }
         #expect(throttle == nil)

@@ -58,12 +58,26 @@ struct RouterTests {
             Issue.record("expected 405")
             return
         }
-        #expect(allowed == ["POST", "GET"] && pattern == "/v1/upgrades")
+        #expect(allowed == ["POST", "GET", "HEAD"] && pattern == "/v1/upgrades")
         guard case .methodNotAllowed(let one, _) = Self.router.match(method: "POST", path: "/v1/upgrades/u1") else {
             Issue.record("expected 405")
             return
         }
-        #expect(one == ["GET"])
+        #expect(one == ["GET", "HEAD"])
+    }
+
+    @Test("HEAD finds the path's GET route, with its captures; a path without GET has no HEAD")
+    func head() throws {
+        let view = try #require(found("HEAD", "/v1/upgrades/u1"))
+        #expect(view.0 == .view && view.1 == ["id": "u1"])
+        #expect(found("HEAD", "/healthz")?.0 == .health)
+        guard
+            case .methodNotAllowed(let allowed, _) = Self.router.match(method: "HEAD", path: "/v1/upgrades/u1/step-up")
+        else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == ["POST"])
     }
 
     @Test("a capture of 64 identifier bytes is the longest accepted")

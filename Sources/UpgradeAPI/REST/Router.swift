@@ -1,5 +1,6 @@
 /// Matches a method and path to an operation. Patterns are fixed segments and `{name}` captures;
-/// the pattern string doubles as the `route` label in metrics and logs (bounded cardinality).
+/// the pattern string doubles as the `route` label in metrics and logs (bounded cardinality). A
+/// HEAD request matches its path's GET route.
 ///
 /// A path is matched as bytes: it is split once into segment ranges, and each route compares its
 /// fixed segments byte for byte (a path is bytes, not text to compare as Unicode), so routes that
@@ -61,10 +62,12 @@ struct Router<Operation: Sendable>: Sendable {
         var allowed: [String] = []
         var allowedPattern = ""
         for route in routes where Self.fits(route.segments, segments, bytes) {
-            if route.method == method {
+            // HEAD is GET without the body (RFC 9110 §9.3.2), which the server leaves out.
+            if route.method == method || (method == "HEAD" && route.method == "GET") {
                 return .found(route, parameters: Self.captures(route.segments, segments, bytes))
             }
             allowed.append(route.method)
+            if route.method == "GET" { allowed.append("HEAD") }
             allowedPattern = route.pattern
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed, pattern: allowedPattern)
