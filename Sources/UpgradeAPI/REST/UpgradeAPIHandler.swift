@@ -113,7 +113,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
 
     public func respondOnEventLoop(to request: HTTPRequest) -> HTTPResponse? {
         // Liveness answers without a thread hop, even when every worker is busy.
-        guard request.method == "GET", request.path == "/healthz" else { return nil }
+        guard request.method == "GET" || request.method == "HEAD", request.path == "/healthz" else { return nil }
         return Self.ok
     }
 
