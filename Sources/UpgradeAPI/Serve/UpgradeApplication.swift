@@ -86,12 +86,21 @@ public final class UpgradeApplication: Sendable {
             guard let development else {
                 throw ServerSettingsError(problems: ["--dev: this program has no stand-in for Apple to run"])
             }
-            let environment = try development.init(
-                clientIDs: settings.clientIDs,
-                emulatorPort: settings.emulatorPort,
-                clock: clock,
-                log: { line in log.log("info", "emulator", [("detail", .string(line))]) }
-            )
+            let environment: any DevelopmentApple
+            do {
+                environment = try development.init(
+                    clientIDs: settings.clientIDs,
+                    emulatorPort: settings.emulatorPort,
+                    clock: clock,
+                    log: { line in log.log("info", "emulator", [("detail", .string(line))]) }
+                )
+            } catch {
+                // Like UPGRADE_LISTEN's: a configuration problem naming the setting, not a crash.
+                throw ServerSettingsError(problems: [
+                    "UPGRADE_DEV_EMULATOR_PORT: cannot run the Apple emulator on port \(settings.emulatorPort): \(error); "
+                        + "--emulator-port 0 picks a free one"
+                ])
+            }
             self.development = environment
             apple = try environment.connections(audiences: Set(settings.clientIDs))
             teamID = DevelopmentEnvironment.teamID
