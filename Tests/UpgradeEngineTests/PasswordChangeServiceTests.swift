@@ -51,6 +51,10 @@ struct PasswordChangeServiceTests {
         #expect(change?.status == "completed" && change?.newPasswordHash == nil)
         #expect(audit.contains { $0.event == "password.changed" && $0.detail["passwordChange"] == answer.id })
         #expect(!audit.contains { "\($0.detail)".contains(Self.new) || "\($0.detail)".contains(Self.old) })
+        // A step-up on the completed change is refused: a failure, not the change's `success`.
+        let late = failure { try h.service.stepUpPasswordChange(id: answer.id, code: .totp("123456"), now: now + 2) }
+        #expect(late?.kind == .notAllowedInState && late?.result == .failure)
+        #expect(late?.passwordChangeStatus == .completed)
     }
 
     @Test("a broken rule is answered before the password is checked: nothing counted or stored")

@@ -111,6 +111,53 @@ struct UpgradeServiceTests {
         let refused = await failure { try await h.service.submitAppleCredential(id: started.id, forged, now: now + 3) }
         #expect(refused?.kind == .stateMismatch)
         #expect(try h.service.view(id: started.id, now: now + 3).status == .completed)
+        // The right state with another Apple account's token: the upgrade linked the first, so the
+        // retry is refused, as a failure, and nothing changes.
+        var other = request
+        other.identityToken = H.identityToken(sub: "001234.another.apple.user", nonce: started.nonce)
+        let conflict = await failure { try await h.service.submitAppleCredential(id: started.id, other, now: now + 4) }
+        #expect(conflict?.kind == .subConflict, "\(conflict?.message ?? "answered")")
+        #expect(conflict?.result == .failure)
+        #expect(conflict?.status == .completed)
+        // A token that does not verify is refused the same way, and so is a `user` naming another.
+        var forgedToken = request
+        forgedToken.identityToken = "not.a.token"
+        let invalid = await failure {
+            try await h.service.submitAppleCredential(id: started.id, forgedToken, now: now + 5)
+        }
+        #expect(invalid?.kind == .invalidIdentityToken && invalid?.result == .failure)
+        var otherUser = request
+        otherUser.user = "001234.another.apple.user"
+        let mismatch = await failure {
+            try await h.service.submitAppleCredential(id: started.id, otherUser, now: now + 6)
+        }
+        #expect(mismatch?.kind == .invalidIdentityToken)
+        #expect(try h.store.read { try $0.auditTrail(upgradeID: started.id, limit: 100) } == auditBefore)
+        #expect(h.apple.exchangeCount == 1)
+        #expect(try await h.service.submitAppleCredential(id: started.id, request, now: now + 7) == first)
+    }
+
+    @Test("a call the upgrade's state refuses is a failure, whatever that state's own result")
+    func refusedCallIsAFailure() async throws {
+        let h = try UpgradeHarness()
+        try h.addAccount("alice", password: "pw")
+        try h.addAccount("bob", password: "pw", totpSecret: Array("12345678901234567890".utf8))
+        // Awaiting Apple's credential (`success`): a step-up is refused, not a success.
+        let ready = try h.service.start(username: "alice", password: "pw", serviceIdentifier: "s", now: now)
+        let stepUp = await failure { try h.service.stepUp(id: ready.id, code: .totp("123456"), now: now + 1) }
+        #expect(stepUp?.kind == .notAllowedInState && stepUp?.result == .failure)
+        #expect(stepUp?.status == .awaitingAppleCredential)
+        // Waiting for a code (`twoFactorAuthRequired`): Apple's credential is refused, not a code request.
+        let waiting = try h.service.start(username: "bob", password: "pw", serviceIdentifier: "s", now: now)
+        let early = await failure {
+            try await h.service.submitAppleCredential(id: waiting.id, credential(ready), now: now + 1)
+        }
+        #expect(early?.kind == .notAllowedInState && early?.result == .failure)
+        #expect(early?.status == .stepUpRequired)
+        // Completed (`success`): a cancel is refused.
+        _ = try await h.service.submitAppleCredential(id: ready.id, credential(ready), now: now + 2)
+        let cancel = await failure { try h.service.cancel(id: ready.id, reason: .userCanceled, now: now + 3) }
+        #expect(cancel?.kind == .notAllowedInState && cancel?.result == .failure)
     }
 
     @Test(

@@ -62,8 +62,8 @@ extension UpgradeService {
         // The machine says whether this call can change anything before any token is verified.
         switch machine.admission(of: .appleCredentialEvaluated, now: now) {
         case .replay:
-            // The extension's retry of the call that completed the upgrade: the same `state` gets the
-            // same answer, and nothing changes.
+            // The extension's retry of the call that completed the upgrade: the same `state` and a
+            // token of the Apple account it linked get the same answer, and nothing changes.
             guard stateMatches else {
                 throw ServiceFailure(
                     .stateMismatch,
@@ -72,6 +72,7 @@ extension UpgradeService {
                     status: machine.status
                 )
             }
+            try await checkReplay(credential, machine: machine, id: id, now: now)
             return answer(machine, id: id, accountID: record.accountID)
         case .inProgress:
             return try await awaitConversion(id: id, state: credential.state)
@@ -306,6 +307,52 @@ extension UpgradeService {
             )
         }
         return answer(machine, id: claimed.id, accountID: claimed.accountID)
+    }
+
+    /// A retry of the call that completed the upgrade must bring a token of the Apple account the
+    /// upgrade linked: the machine refuses another `sub` (`conflict`, answered `sub-conflict`), so a
+    /// device that switched Apple accounts between its tries is not told it is linked as the second.
+    /// The token is verified without its nonce, which the conversion forgot; the matching `state`
+    /// already shows the call comes from the upgrade's device. Nothing is written either way.
+    private func checkReplay(
+        _ credential: AppleCredential,
+        machine: UpgradeStateMachine,
+        id: String,
+        now: Int64
+    ) async throws(ServiceFailure) {
+        let claims: AppleIdentityClaims
+        do {
+            claims = try await identityTokens.verifyIdentityToken(credential.identityToken, nonce: nil, now: now)
+        } catch  where error.code == .keysUnavailable {
+            throw ServiceFailure(
+                .appleUnavailable,
+                "Apple's signing keys could not be fetched to check the identity token; retry shortly",
+                upgradeID: id,
+                status: machine.status,
+                cause: error.message
+            )
+        } catch {
+            throw ServiceFailure(
+                .invalidIdentityToken,
+                "the identity token is not valid (\(error.code)); the upgrade completed before and nothing changed",
+                upgradeID: id,
+                status: machine.status
+            )
+        }
+        if let user = credential.user, !ConstantTime.equals(user, claims.subject) {
+            throw ServiceFailure(
+                .invalidIdentityToken,
+                "user does not match the identity token's sub; the upgrade completed before and nothing changed",
+                upgradeID: id,
+                status: machine.status
+            )
+        }
+        var probe = machine
+        do {
+            _ = try probe.apply(.appleCredentialEvaluated(.verified(sub: claims.subject)), now: now)
+        } catch {
+            throw failure(for: error, machine: machine, id: id)
+        }
     }
 
     /// Whether `state` is the one issued for this upgrade (its SHA-256 equals the stored hash).

@@ -523,7 +523,6 @@ extension UpgradeService {
             var failure = ServiceFailure(
                 .notAllowedInState,
                 "this call is not allowed while the password change is '\(machine.status.rawValue)'",
-                result: machine.result ?? .failure,
                 upgradeID: id
             )
             failure.passwordChangeStatus = machine.status

@@ -254,11 +254,14 @@ public final class UpgradeService: Sendable {
             failure.message = Self.alreadyEnded("failed", failure.message)
             return failure
         default:
-            let kind: ServiceFailure.Kind = error.code == .conflict ? .subConflict : .notAllowedInState
+            // The refused call failed, whatever the upgrade's own state says (a `success` here would
+            // tell the extension its call worked).
+            if error.code == .conflict {
+                return ServiceFailure(.subConflict, error.message, upgradeID: id, status: machine.status)
+            }
             return ServiceFailure(
-                kind,
+                .notAllowedInState,
                 "this call is not allowed while the upgrade is '\(machine.status.rawValue)'",
-                result: machine.result ?? .failure,
                 upgradeID: id,
                 status: machine.status
             )
