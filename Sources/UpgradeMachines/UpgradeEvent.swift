@@ -85,7 +85,10 @@ public enum UpgradeEvent: Sendable, Hashable {
     }
 
     public enum ConversionFailure: String, Sendable, Hashable, CaseIterable {
+        /// Apple refused the code.
         case appleExchangeFailed
+        /// Apple could not be reached, or failed.
+        case appleUnavailable
         case subConflict
         case notEligible
         /// The `id_token` of the exchange names another user or client than the identity token.
@@ -159,6 +162,7 @@ extension UpgradeEvent.ConversionFailure {
     var failureReason: UpgradeFailureReason {
         switch self {
         case .appleExchangeFailed: .appleExchangeFailed
+        case .appleUnavailable: .appleUnavailable
         case .subConflict: .subConflict
         case .notEligible: .notEligible
         case .codeMismatch: .invalidAuthorizationCode

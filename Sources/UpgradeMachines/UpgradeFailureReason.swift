@@ -20,9 +20,13 @@ public enum UpgradeFailureReason: String, Sendable, Hashable, CaseIterable, Coda
     case invalidIdentityToken = "invalid-identity-token"
     /// The Apple `sub` is already linked to another account: a conflict, never a merge.
     case subConflict = "sub-conflict"
-    /// Apple refused the authorization code (expired, used, issued to another client) or could not
-    /// be reached.
+    /// Apple refused the authorization code (expired, used, issued to another client): answered
+    /// `invalid-authorization-code`, the slug the report counts it under too. Until `appleUnavailable`
+    /// existed it also stood for Apple not answering.
     case appleExchangeFailed = "apple-exchange-failed"
+    /// Apple could not be reached for the code exchange, or failed (a 5xx, a timeout, an answer that is
+    /// not Apple's): nothing was linked, answered `apple-unavailable`.
+    case appleUnavailable = "apple-unavailable"
     /// The authorization code is not the identity token's: its `c_hash` differs, or the `id_token` Apple
     /// returned with the exchange names another user. Nothing was linked; the grant was revoked.
     case invalidAuthorizationCode = "invalid-authorization-code"

@@ -135,9 +135,9 @@ struct OpenAPIContractTests {
             .union(UpgradeProblems.table.values.map(\.slug))
             .union(UpgradeProblems.signInTable.values.map(\.slug))
             .union(UpgradeProblems.transferTable.values.map(\.slug))
-        // How an upgrade ended is also shown as a slug; `apple-exchange-failed` only ever in its history.
+        // How an upgrade ended is also shown as a slug, the one its failing call was answered with.
         let endings = UpgradeFailureReason.allCases.filter(\.endsUpgrade).map(UpgradeProblems.slug(for:))
-        let written = writtenInSources.union(endings.filter { $0 != "apple-exchange-failed" })
+        let written = writtenInSources.union(endings)
         #expect(written.contains("request-timeout") && written.contains("invalid-credentials"))
         let unregistered = written.subtracting(Self.sendableSlugs)
         #expect(
@@ -164,7 +164,7 @@ struct UpgradeProblemsTests {
             #expect(document.contains("|\(entry.slug)|") || document.contains("/(\(entry.slug)|"), "\(entry.slug)")
         }
         for reason in UpgradeFailureReason.allCases {
-            #expect(document.contains(UpgradeProblems.slug(for: reason)) || reason == .appleExchangeFailed)
+            #expect(document.contains(UpgradeProblems.slug(for: reason)))
         }
         let failure = ServiceFailure(.internalError, "could not store", cause: "storage io: disk I/O error")
         let problem = APIProblem(failure)

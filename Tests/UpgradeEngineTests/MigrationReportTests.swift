@@ -189,7 +189,29 @@ struct MigrationReportTests {
         expected.upgrades["withUI"]!.started += 1
         expected.upgrades["withUI"]!.credentialAccepted += 1
         expected.upgrades["withUI"]!.reachedApple += 1
-        expected.upgrades["withUI"]!.failed["apple-exchange-failed", default: 0] += 1
+        expected.upgrades["withUI"]!.failed["invalid-authorization-code", default: 0] += 1
+
+        // Apple down during the exchange: counted apart, under the slug its call was answered with.
+        try h.addAccount("apple-is-down", password: "pw")
+        let down = try service.start(
+            username: "apple-is-down",
+            password: "pw",
+            serviceIdentifier: "s",
+            entry: .withUI,
+            now: now + 212
+        )
+        h.apple.fail(with: .unavailable)
+        do {
+            _ = try await service.submitAppleCredential(id: down.id, credential(down, sub: nextSub()), now: now + 213)
+            Issue.record("an unreachable Apple completed the upgrade")
+        } catch {
+            #expect(error.kind == .appleUnavailable, "\(error)")
+        }
+        h.apple.fail(with: nil)
+        expected.upgrades["withUI"]!.started += 1
+        expected.upgrades["withUI"]!.credentialAccepted += 1
+        expected.upgrades["withUI"]!.reachedApple += 1
+        expected.upgrades["withUI"]!.failed["apple-unavailable", default: 0] += 1
 
         // Expired: the cancel arrives after the deadline.
         try h.addAccount("late", password: "pw")
@@ -314,7 +336,7 @@ struct MigrationReportTests {
         #expect(report.passwordChanges.funnel.medianSecondsToComplete == 0)
 
         // Accounts: each completed upgrade converted one; no account was created or deleted through a service.
-        let added = 13
+        let added = 14
         #expect(report.accounts == MigrationReport.Accounts(password: added - 3, legacyPassword: 0, appleOnly: 3))
         #expect(report.accountsPerDay.map(\.day) == [first])
         #expect(report.accountsPerDay.first?.converted == 3)

@@ -422,7 +422,14 @@ struct UpgradeServiceTests {
             try await h.service.submitAppleCredential(id: started.id, credential(started), now: now + 1)
         }
         #expect(refused?.kind == (code == .invalidGrant ? .invalidAuthorizationCode : .appleUnavailable))
-        #expect(try h.service.view(id: started.id, now: now + 1).status == .failed)
+        let view = try h.service.view(id: started.id, now: now + 1)
+        #expect(view.status == .failed)
+        // What is stored says which of the two it was, and a later call is answered as the first was.
+        #expect(view.problem == (code == .invalidGrant ? .appleExchangeFailed : .appleUnavailable))
+        let again = await failure {
+            try await h.service.submitAppleCredential(id: started.id, credential(started), now: now + 2)
+        }
+        #expect(again?.kind == refused?.kind)
         #expect(try h.account("alice")?.credentialKind == .password)
         #expect(try h.store.read { try $0.appleLink(sub: sub) } == nil)
     }

@@ -302,6 +302,7 @@ struct UpgradeStateMachineScenarioTests {
                 "invalid-credentials", "invalid-ticket", "locked", "not-eligible", "invalid-code", "too-many-attempts",
                 "state-mismatch",
                 "nonce-mismatch", "invalid-identity-token", "sub-conflict", "apple-exchange-failed",
+                "apple-unavailable",
                 "invalid-authorization-code", "conversion-interrupted", "upgrade-expired", "credentials-changed",
             ]
         )

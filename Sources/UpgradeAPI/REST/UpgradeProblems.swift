@@ -93,7 +93,9 @@ enum UpgradeProblems {
         case .nonceMismatch: "nonce-mismatch"
         case .invalidIdentityToken: "invalid-identity-token"
         case .subConflict: "sub-conflict"
-        case .appleExchangeFailed: "apple-exchange-failed"
+        // The stored code predates the slug its call is answered with.
+        case .appleExchangeFailed: "invalid-authorization-code"
+        case .appleUnavailable: "apple-unavailable"
         case .invalidAuthorizationCode: "invalid-authorization-code"
         case .conversionInterrupted: "conversion-interrupted"
         case .upgradeExpired: "upgrade-expired"

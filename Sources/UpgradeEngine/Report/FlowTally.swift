@@ -5,7 +5,8 @@
 /// - `stepUpRequired`, `reachedApple`: a move into `stepUpRequired`, `awaitingAppleCredential`;
 /// - `completed`, `expired`: a move into that status;
 /// - `superseded`: the `superseded` event, or a failure with problem `superseded`;
-/// - `cancelled` by the detail's `reason`, `failed` by the detail's `problem` (`unknown` without one).
+/// - `cancelled` by the detail's `reason`, `failed` by the detail's `problem` as the failing call was
+///   answered (`answeredAs`; `unknown` without one).
 struct FlowTally {
     private(set) var total = MigrationReport.Outcomes()
     private(set) var byEntry: [String: MigrationReport.Outcomes] = Dictionary(
@@ -21,6 +22,14 @@ struct FlowTally {
     }
 
     static let endings: Set<String> = ["failed", "cancelled", "expired"]
+
+    /// Stored reasons whose calls are answered as another reason: the report counts a failure as the
+    /// client saw it. Apple refusing a code is stored as `apple-exchange-failed` and answered as
+    /// `invalid-authorization-code`; rows from before `apple-unavailable` existed may be an outage
+    /// counted there too.
+    static let answeredAs = [
+        UpgradeFailureReason.appleExchangeFailed.rawValue: UpgradeFailureReason.invalidAuthorizationCode.rawValue
+    ]
 
     static func add(_ step: FlowStepCount, to outcomes: inout MigrationReport.Outcomes) {
         let count = step.count
@@ -41,7 +50,8 @@ struct FlowTally {
             } else if step.toStatus == "cancelled" {
                 outcomes.cancelled[step.reason ?? "unknown", default: 0] += count
             } else {
-                outcomes.failed[step.problem ?? "unknown", default: 0] += count
+                let problem = step.problem.map { Self.answeredAs[$0] ?? $0 } ?? "unknown"
+                outcomes.failed[problem, default: 0] += count
             }
         default: break
         }

@@ -90,7 +90,8 @@ public struct ServiceFailure: Error, Sendable, Equatable, CustomStringConvertibl
             case .nonceMismatch: self = .nonceMismatch
             case .invalidIdentityToken: self = .invalidIdentityToken
             case .subConflict: self = .subConflict
-            case .appleExchangeFailed: self = .appleUnavailable
+            case .appleExchangeFailed: self = .invalidAuthorizationCode
+            case .appleUnavailable: self = .appleUnavailable
             case .invalidAuthorizationCode: self = .invalidAuthorizationCode
             case .conversionInterrupted: self = .conversionInterrupted
             case .upgradeExpired: self = .upgradeExpired

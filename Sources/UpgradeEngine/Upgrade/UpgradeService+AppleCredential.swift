@@ -161,7 +161,7 @@ extension UpgradeService {
                 switch error.code {
                 case .notForThisToken: (.codeMismatch, .invalidAuthorizationCode)
                 case .refused: (.appleExchangeFailed, .invalidAuthorizationCode)
-                default: (.appleExchangeFailed, .appleUnavailable)
+                default: (.appleUnavailable, .appleUnavailable)
                 }
             var detail = ["apple": error.appleCode?.rawValue ?? "\(error.code)"]
             if let revoked = error.grantRevoked { detail["grantRevoked"] = revoked ? "true" : "false" }

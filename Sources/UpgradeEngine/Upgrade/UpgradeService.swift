@@ -234,6 +234,7 @@ public final class UpgradeService: Sendable {
         case .invalidIdentityToken: "the identity token was rejected"
         case .subConflict: "this Apple account is already linked to another account"
         case .appleExchangeFailed: "Apple did not accept the authorization code"
+        case .appleUnavailable: "Apple could not be reached to exchange the authorization code; nothing was linked"
         case .invalidAuthorizationCode:
             "the authorization code does not belong to the identity token; nothing was linked, start a new upgrade"
         case .conversionInterrupted:
