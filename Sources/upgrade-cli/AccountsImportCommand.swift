@@ -62,7 +62,12 @@ struct AccountsImportCommand: CLICommand {
 
         let input = try ImportInput(path: path)
         defer { input.close() }
-        var runID = try input.identity(format: format, onConflict: onConflict)
+        var runID = try input.identity(
+            format: format,
+            onConflict: onConflict,
+            appleLinkOwner: teamID.map { "\($0) \(clientID ?? "")" },
+            sealing: secrets != nil
+        )
         var options = AccountImportOptions(runID: runID, source: "\(path == "-" ? "stdin" : path) (\(format.rawValue))")
         options.onConflict = onConflict
         options.batchSize = batchSize
@@ -241,9 +246,19 @@ private struct ImportInput {
     }
 
     /// The import's identity: SHA-256 of the arguments that change what a row does and of the
-    /// input's whole content (read once here, then again from the start by the import).
-    func identity(format: ImportFormat, onConflict: ImportConflictPolicy) throws -> String {
-        var context = Array("siwa-upgrade accounts import v1\n\(format.rawValue)\n\(onConflict.rawValue)\n".utf8)
+    /// input's whole content (read once here, then again from the start by the import). The team and
+    /// client `appleSub` rows link under, and whether `totp` rows can be sealed, are among them: a row
+    /// refused for want of one is tried again when a rerun gives it, not skipped as done.
+    func identity(
+        format: ImportFormat,
+        onConflict: ImportConflictPolicy,
+        appleLinkOwner: String?,
+        sealing: Bool
+    ) throws -> String {
+        var context = Array(
+            ("siwa-upgrade accounts import v2\n\(format.rawValue)\n\(onConflict.rawValue)\n"
+                + "\(appleLinkOwner ?? "-")\n\(sealing ? "sealing" : "-")\n").utf8
+        )
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var hasher = [UInt8]()
         var total: Int64 = 0

@@ -7,7 +7,9 @@ import Glibc
 
 /// Where an import's rows go: one JSON line per input row in the `--report` file (buffered, written
 /// at each batch), and progress on standard error: a bar with rate and ETA redrawn in place on a
-/// terminal, a plain line every 5 seconds otherwise. Called from the importing thread only.
+/// terminal, a plain line every 5 seconds otherwise. Without a report, each refused row's line and
+/// reason go to standard error too (the first `shownRefusals`, then a count), so no refusal goes
+/// unexplained. Called from the importing thread only.
 final class ImportCommandOutput {
     private var report: FileHandle?
     private var pending = Data()
@@ -17,6 +19,10 @@ final class ImportCommandOutput {
     private var lastPlain = Date()
     private var drewBar = false
     private var rows = 0
+    /// Refused rows printed on standard error (without `--report`), and those past the limit.
+    static let shownRefusals = 20
+    private var refusalsShown = 0
+    private var refusalsUnshown = 0
 
     init(reportPath: String?, totalBytes: Int64) throws {
         if let reportPath {
@@ -38,7 +44,18 @@ final class ImportCommandOutput {
 
     func row(_ row: ImportRowReport) {
         rows += 1
-        guard report != nil else { return }
+        guard report != nil else {
+            guard row.action == .error else { return }
+            guard refusalsShown < Self.shownRefusals else {
+                refusalsUnshown += 1
+                return
+            }
+            refusalsShown += 1
+            // Over a progress bar, the line replaces it; the next progress redraws it below.
+            if drewBar { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+            Console.err("line \(row.line)\(row.username.map { " (\($0))" } ?? ""): \(row.reason ?? "refused")")
+            return
+        }
         pending.append(contentsOf: row.jsonLine.utf8)
         pending.append(0x0a)
         if pending.count >= 1 << 16 { flush() }
@@ -78,6 +95,10 @@ final class ImportCommandOutput {
     func finish() {
         flush()
         if drewBar { FileHandle.standardError.write(Data("\n".utf8)) }
+        if refusalsUnshown > 0 {
+            Console.err("... and \(refusalsUnshown) more refused row(s); --report FILE lists every row with its reason")
+            refusalsUnshown = 0
+        }
         drewBar = false
         try? report?.close()
         report = nil

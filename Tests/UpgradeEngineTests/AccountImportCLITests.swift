@@ -34,12 +34,15 @@ struct AccountImportCLITests {
         #expect(dry.status == 1, "\(dry.stderr)")
         #expect(dry.stdout.contains("dry run: would have created 2, updated 0, skipped 0, failed 1"))
         #expect(!FileManager.default.fileExists(atPath: missing), "a dry run creates no database file")
+        // Without a report the refusal is explained on standard error.
+        #expect(dry.stderr.contains("line 4 (bad user): username: "), "\(dry.stderr)")
 
         let db = dir.appendingPathComponent("real.db").path
         #expect(try runCLI(["db", "migrate", "--db", "sqlite:" + db]).status == 0)
         let report = dir.appendingPathComponent("report.jsonl").path
         let run = try runCLI(["accounts", "import", file, "--db", "sqlite:" + db, "--report", report])
         #expect(run.status == 1)
+        #expect(!run.stderr.contains("line 4"), "with a report, the report says it")
         let lines = try String(contentsOfFile: report, encoding: .utf8).split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
         #expect(lines[0] == #"{"line":2,"username":"alice","action":"created","reason":null}"#)
@@ -67,6 +70,23 @@ struct AccountImportCLITests {
         let badHeader = try runCLI(["accounts", "import", header, "--db", "sqlite:" + db])
         #expect(badHeader.status == 2)
         #expect(badHeader.stderr.split(separator: "\n").count == 1, "one line: \(badHeader.stderr)")
+    }
+
+    @Test("without a report, the first 20 refused rows are printed with their reasons, then a count")
+    func refusalsOnStandardError() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("users.jsonl").path
+        let rows = (1...25).map { #"{"username":"user\#($0)","passwordHash":"not a hash"}"# }
+        try rows.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let db = "sqlite:" + dir.appendingPathComponent("real.db").path
+        #expect(try runCLI(["db", "migrate", "--db", db]).status == 0)
+        let run = try runCLI(["accounts", "import", file, "--db", db])
+        #expect(run.status == 1)
+        let lines = run.stderr.split(separator: "\n").filter { $0.hasPrefix("line ") }
+        #expect(lines.count == 20, "\(run.stderr)")
+        #expect(lines.first?.hasPrefix("line 1 (user1): passwordHash: ") == true, "\(run.stderr)")
+        #expect(run.stderr.contains("... and 5 more refused row(s); --report FILE lists every row with its reason"))
     }
 
     @Test(

@@ -213,6 +213,15 @@ struct CLISettingsTests {
             #expect(refused.stderr.hasPrefix(message), "\(options): \(refused.stderr)")
         }
         #expect(try runCLI(["accounts", "show", "carol", "--db", db]).status == 1, "nothing written")
+        // Neither given: the row is refused naming the options and the variables that exist.
+        let unowned = try runCLI(["accounts", "import", file, "--db", db])
+        #expect(unowned.status == 1, "\(unowned.stdout)\(unowned.stderr)")
+        #expect(
+            (unowned.stdout + unowned.stderr).contains(
+                "give --team-id and --client-id, or set APPLE_TEAM_ID and APPLE_CLIENT_IDS"
+            ),
+            "\(unowned.stdout)\(unowned.stderr)"
+        )
 
         let imported = try runCLI(
             ["accounts", "import", file, "--db", db, "--client-id", "com.example.web"],

@@ -139,7 +139,7 @@ public struct ImportRowValidator: Sendable {
             guard canLinkApple else {
                 return fail(
                     .appleSub,
-                    "an Apple link records the team and client: set APPLE_TEAM_ID and APPLE_CLIENT_ID"
+                    "an Apple link records the team and client: give --team-id and --client-id, or set APPLE_TEAM_ID and APPLE_CLIENT_IDS"
                 )
             }
             valid.appleSub = sub
