@@ -166,52 +166,39 @@ struct MigrationReportTests {
             expected.upgrades["silent"]!.started += 1
             expected.upgrades["silent"]!.failed["invalid-credentials", default: 0] += 1
         }
-        try h.addAccount("apple-says-no", password: "pw")
-        let refused = try service.start(
-            username: "apple-says-no",
-            password: "pw",
-            serviceIdentifier: "s",
-            entry: .withUI,
-            now: now + 210
-        )
-        h.apple.fail(with: .invalidGrant)
-        do {
-            _ = try await service.submitAppleCredential(
-                id: refused.id,
-                credential(refused, sub: nextSub()),
-                now: now + 211
+        // Apple refusing the code, then Apple down: each counted under the slug its call was answered with.
+        for (username, code, kind, slug, at) in [
+            (
+                "apple-says-no", AppleEndpointError.Code.invalidGrant, ServiceFailure.Kind.invalidAuthorizationCode,
+                "invalid-authorization-code", 210
+            ),
+            ("apple-is-down", .unavailable, .appleUnavailable, "apple-unavailable", 212),
+        ] {
+            try h.addAccount(username, password: "pw")
+            let started = try service.start(
+                username: username,
+                password: "pw",
+                serviceIdentifier: "s",
+                entry: .withUI,
+                now: now + Int64(at)
             )
-            Issue.record("Apple's refusal completed the upgrade")
-        } catch {
-            #expect(error.status == .failed, "\(error)")
+            h.apple.fail(with: code)
+            do {
+                _ = try await service.submitAppleCredential(
+                    id: started.id,
+                    credential(started, sub: nextSub()),
+                    now: now + Int64(at) + 1
+                )
+                Issue.record("\(code) at Apple completed the upgrade")
+            } catch {
+                #expect(error.kind == kind && error.status == .failed, "\(error)")
+            }
+            h.apple.fail(with: nil)
+            expected.upgrades["withUI"]!.started += 1
+            expected.upgrades["withUI"]!.credentialAccepted += 1
+            expected.upgrades["withUI"]!.reachedApple += 1
+            expected.upgrades["withUI"]!.failed[slug, default: 0] += 1
         }
-        h.apple.fail(with: nil)
-        expected.upgrades["withUI"]!.started += 1
-        expected.upgrades["withUI"]!.credentialAccepted += 1
-        expected.upgrades["withUI"]!.reachedApple += 1
-        expected.upgrades["withUI"]!.failed["invalid-authorization-code", default: 0] += 1
-
-        // Apple down during the exchange: counted apart, under the slug its call was answered with.
-        try h.addAccount("apple-is-down", password: "pw")
-        let down = try service.start(
-            username: "apple-is-down",
-            password: "pw",
-            serviceIdentifier: "s",
-            entry: .withUI,
-            now: now + 212
-        )
-        h.apple.fail(with: .unavailable)
-        do {
-            _ = try await service.submitAppleCredential(id: down.id, credential(down, sub: nextSub()), now: now + 213)
-            Issue.record("an unreachable Apple completed the upgrade")
-        } catch {
-            #expect(error.kind == .appleUnavailable, "\(error)")
-        }
-        h.apple.fail(with: nil)
-        expected.upgrades["withUI"]!.started += 1
-        expected.upgrades["withUI"]!.credentialAccepted += 1
-        expected.upgrades["withUI"]!.reachedApple += 1
-        expected.upgrades["withUI"]!.failed["apple-unavailable", default: 0] += 1
 
         // Expired: the cancel arrives after the deadline.
         try h.addAccount("late", password: "pw")
