@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import UpgradeEngine
 
 /// The calling thread's CPU time so far.
@@ -113,6 +114,9 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
         categories.append(Category(name: "costliest: \(sample.name)", hash: sample.hash, password: sample.password))
     }
 
+    // Rounds of simultaneous guesses for one username, after the samples (each on accounts of its own).
+    let simultaneousRounds = quick ? 1 : 5
+
     // The accounts, written directly into the server's SQLite file.
     let database = directory.appendingPathComponent("bench.db").path
     let store = try SQLiteStore(path: database)
@@ -120,7 +124,7 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
     let verifier = PasswordVerifier()
     try store.write { tx in
         for (index, category) in categories.enumerated() where category.hash != nil || category.appleOnly {
-            for sample in 0...samples {
+            for sample in 0...(samples + simultaneousRounds) {
                 let account = AccountRecord(
                     id: "acct-\(runTag)-\(index)-\(sample)",
                     username: "u\(runTag)-\(index)-\(sample)",
@@ -205,8 +209,9 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
         "  \("what the username holds".padding(toLength: 76, withPad: " ", startingAt: 0))  check CPU here   answer"
             + "   × unknown"
     )
-    let base = median(latencies[0])
+    let unknownMedian = median(latencies[0])
     var ratios: [Double] = []
+    var cpus = [Double?](repeating: nil, count: categories.count)
     for (index, category) in categories.enumerated() {
         let cpu: Double?
         if let hash = category.hash {
@@ -220,12 +225,13 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
             verifier.verifyDummy(password: category.password)
             cpu = threadCPUSeconds() - started
         }
+        cpus[index] = cpu
         let answer = median(latencies[index])
-        ratios.append(answer / base)
+        ratios.append(answer / unknownMedian)
         print(
             "  \(category.name.padding(toLength: 76, withPad: " ", startingAt: 0)) "
                 + (cpu.map { String(format: "%9.1f ms", $0 * 1000) } ?? "  refused  ")
-                + String(format: "  %7.1f ms  %6.3f", answer * 1000, answer / base)
+                + String(format: "  %7.1f ms  %6.3f", answer * 1000, answer / unknownMedian)
         )
     }
     let spread = (ratios.max() ?? 1) / (ratios.min() ?? 1)
@@ -236,4 +242,54 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
             spread <= 1.2 ? "within" : "NOT within"
         )
     )
+
+    // Four wrong passwords at once for one username, on four connections (docs/architecture.md
+    // §10.3): for the costliest category they used to share the cores and overrun the floor. Now one
+    // is checked and the others are refused `rate-limited` at once, alike for an unknown username.
+    let costliest = categories.indices.dropFirst().max { cpus[$0] ?? 0 < cpus[$1] ?? 0 } ?? 0
+    let base = String(server.output[range].dropFirst("listening on ".count))
+    func overruns() throws -> Int {
+        let text = String(decoding: try connection.get("/metrics").body, as: UTF8.self)
+        let line = text.split(separator: "\n").first { $0.hasPrefix("credential_failure_floor_overruns_total ") }
+        return Int(line?.split(separator: " ").last ?? "") ?? -1
+    }
+    let overrunsBefore = try overruns()
+    print("four wrong passwords at once for one username, \(simultaneousRounds) round(s) each, medians")
+    for index in [0, costliest] {
+        var checked: [Double] = []
+        var refused: [Double] = []
+        var other: [Int] = []
+        for round in 0..<simultaneousRounds {
+            let sample = samples + 1 + round
+            let category = categories[index]
+            let username = index == 0 ? "nobody-\(runTag)-\(sample)" : "u\(runTag)-\(index)-\(sample)"
+            let connections = try (0..<4).map { _ in try LeanHTTPConnection(base: base) }
+            let answers = Mutex<[(Int, Double)]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { client in
+                let started = DispatchTime.now().uptimeNanoseconds
+                let status =
+                    (try? connections[client].post(
+                        "/v1/upgrades",
+                        ["username": username, "password": category.password, "serviceIdentifier": "bench"]
+                    ).status) ?? 0
+                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                answers.withLock { $0.append((status, elapsed)) }
+            }
+            for (status, elapsed) in answers.withLock({ $0 }) {
+                switch status {
+                case 401: checked.append(elapsed)
+                case 429: refused.append(elapsed)
+                default: other.append(status)
+                }
+            }
+        }
+        print(
+            "  \(categories[index].name.padding(toLength: 60, withPad: " ", startingAt: 0)) "
+                + "checked \(checked.count) of \(4 * simultaneousRounds)"
+                + (checked.isEmpty ? "" : String(format: " (%.1f ms)", median(checked) * 1000))
+                + ", 429 \(refused.count)" + (refused.isEmpty ? "" : String(format: " (%.1f ms)", median(refused) * 1000))
+                + (other.isEmpty ? "" : ", other \(other)")
+        )
+    }
+    print("  failure-floor overruns during these rounds: \(try overruns() - overrunsBefore)")
 }
