@@ -287,7 +287,8 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
             "  \(categories[index].name.padding(toLength: 60, withPad: " ", startingAt: 0)) "
                 + "checked \(checked.count) of \(4 * simultaneousRounds)"
                 + (checked.isEmpty ? "" : String(format: " (%.1f ms)", median(checked) * 1000))
-                + ", 429 \(refused.count)" + (refused.isEmpty ? "" : String(format: " (%.1f ms)", median(refused) * 1000))
+                + ", 429 \(refused.count)"
+                + (refused.isEmpty ? "" : String(format: " (%.1f ms)", median(refused) * 1000))
                 + (other.isEmpty ? "" : ", other \(other)")
         )
     }
