@@ -3,7 +3,8 @@ import UpgradeEngine
 
 struct WebhooksStatusCommand: CLICommand {
     static let path = ["webhooks", "status"]
-    static let summary = "show the webhook outbox: events pending, delivered and failed, the failed ones listed"
+    static let summary =
+        "show the webhook outbox: events pending, delivered and failed, those being retried and the failed ones listed"
     static let usage = "upgrade-cli webhooks status [--limit N] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
@@ -18,13 +19,30 @@ struct WebhooksStatusCommand: CLICommand {
             limit = value
         }
         let store = try StoreOption.openMigrated(location)
-        let (counts, failed) = try WebhooksStatusCommand.storage {
-            try store.read { tx in (try tx.webhookOutboxCounts(), try tx.failedWebhookEvents(limit: limit)) }
+        let (counts, failed, retrying) = try WebhooksStatusCommand.storage {
+            try store.read { tx in
+                (
+                    try tx.webhookOutboxCounts(), try tx.failedWebhookEvents(limit: limit),
+                    try tx.retryingWebhookEvents(limit: limit)
+                )
+            }
         }
         let oldest = counts.oldestPendingAt.map { " (oldest \(time($0)))" } ?? ""
         Console.out("pending    \(counts.pending)\(oldest)")
         Console.out("delivered  \(counts.delivered)")
         Console.out("failed     \(counts.failed)")
+        if !retrying.isEmpty {
+            Console.out(
+                "\nRETRYING SINCE        WEBHOOK-ID                  TYPE                   ACCOUNT  ATTEMPTS  NEXT ATTEMPT          LAST ERROR"
+            )
+            for event in retrying {
+                let columns = [
+                    time(event.firstAttemptAt ?? 0), event.id, event.type, event.accountID ?? "-",
+                    String(event.attempts), time(event.nextAttemptAt), event.lastError ?? "-",
+                ]
+                Console.out(columns.joined(separator: "  "))
+            }
+        }
         if !failed.isEmpty {
             Console.out(
                 "\nFAILED AT             WEBHOOK-ID                  TYPE                   ACCOUNT  ATTEMPTS  LAST ERROR"

@@ -11,31 +11,6 @@ import UpgradeEngine
 /// defaults and bounds. A scripted endpoint on loopback plays the legacy system.
 @Suite("The legacy login system's contract")
 struct LegacyContractTests {
-    /// Answers every request with the next scripted response (the last one repeats) and keeps what
-    /// it received.
-    final class ScriptedLegacy: HTTPHandler {
-        private let state: Mutex<(answers: [HTTPResponse], received: [HTTPRequest])>
-
-        init(_ answers: [HTTPResponse]) { state = Mutex((answers, [])) }
-
-        var received: [HTTPRequest] { state.withLock { $0.received } }
-
-        func answer(with answers: [HTTPResponse]) { state.withLock { $0 = (answers, []) } }
-
-        func handle(_ request: HTTPRequest) throws -> HTTPResponse {
-            state.withLock { state in
-                state.received.append(request)
-                return state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]
-            }
-        }
-    }
-
-    static func json(_ text: String, status: Int = 200) -> HTTPResponse {
-        var response = HTTPResponse(status: status, body: Array(text.utf8))
-        response.headers.replaceOrAppend(name: "Content-Type", value: "application/json")
-        return response
-    }
-
     /// A verifier of `legacy` on a loopback server, without a pause after outages.
     static func verifier(_ port: Int) throws -> LegacyPasswordVerifier {
         LegacyPasswordVerifier(
@@ -48,19 +23,10 @@ struct LegacyContractTests {
         )
     }
 
-    static func server(_ handler: ScriptedLegacy) throws -> HTTPServer {
-        var configuration = HTTPServer.Configuration()
-        configuration.port = 0
-        configuration.onEvent = { _ in }
-        let server = HTTPServer(configuration: configuration, handler: handler)
-        try server.start()
-        return server
-    }
-
     @Test("the request: POST, application/json, the three webhook headers, type, an RFC 3339 timestamp, data")
     func requestShape() throws {
-        let legacy = ScriptedLegacy([Self.json(#"{"result":"mismatch"}"#)])
-        let server = try Self.server(legacy)
+        let legacy = ScriptedEndpoint([ScriptedEndpoint.json(#"{"result":"mismatch"}"#)])
+        let server = try legacy.start()
         defer { server.shutdown() }
         let verifier = try Self.verifier(server.port)
         let before = Date()
@@ -97,8 +63,8 @@ struct LegacyContractTests {
         ]
     )
     func outages(_ what: String, status: Int, body: String, kind: LegacyPasswordVerifier.Outage.Kind) throws {
-        let legacy = ScriptedLegacy([Self.json(body, status: status)])
-        let server = try Self.server(legacy)
+        let legacy = ScriptedEndpoint([ScriptedEndpoint.json(body, status: status)])
+        let server = try legacy.start()
         defer { server.shutdown() }
         let verifier = try Self.verifier(server.port)
         guard case .unavailable(let outage) = verifier.verify(username: "alice", password: "pw") else {

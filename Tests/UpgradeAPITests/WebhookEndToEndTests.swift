@@ -172,6 +172,10 @@ struct WebhookEndToEndTests {
         #expect(wrong.status == 401)
         try await harness.changePassword("rita", from: "Old-password-1", to: "abcdEf-ghijK1-lmnoPq")
         #expect(await WebhookReceiver.eventually { receiver.refused.count >= 1 })
+        // While it is retried, `webhooks status` says which event, how often and why.
+        let retrying = try Self.cli(server, ["webhooks", "status"])
+        #expect(retrying.out.contains("RETRYING SINCE"), "\(retrying.out)")
+        #expect(retrying.out.contains(try #require(receiver.refused.first)) && retrying.out.contains("HTTP 503"))
         // Past every backoff, until an attempt 24 h after the first fails: given up.
         for _ in 0..<40 {
             let before = receiver.refused.count

@@ -66,4 +66,102 @@ struct WebhookRetryTests {
         // ... and one at the scheduled time takes it again.
         #expect(try await sender.sendDue(clock: { nextAttemptAt }).claimed == 1)
     }
+
+    /// A store with one event of account `acct`, its `sequence`-th, and a sender to `url` recording
+    /// what it did.
+    static func outbox(
+        to url: String,
+        sequence: Int
+    ) throws -> (store: SQLiteStore, sender: WebhookSender, events: EventLog, cleanup: () -> Void) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hooks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory.appendingPathComponent("outbox.db").path)
+        _ = try store.migrate(now: Self.start)
+        try store.write { tx in
+            for index in 1...sequence {
+                try tx.insertWebhookEvent(
+                    WebhookEventRecord(
+                        id: "msg_\(index)",
+                        accountID: "acct",
+                        type: "password.changed",
+                        payload:
+                            #"{"type":"password.changed","timestamp":"2027-01-15T08:00:00Z","data":{"accountId":"acct"}}"#,
+                        createdAt: Self.start,
+                        nextAttemptAt: Self.start
+                    )
+                )
+            }
+            // All but the last were delivered before.
+            for index in 1..<sequence {
+                _ = try tx.claimDueWebhookEvents(
+                    now: Self.start,
+                    token: "t\(index)",
+                    claimedUntil: Self.start + 30,
+                    limit: 1
+                )
+                _ = try tx.finishWebhookEvent(id: "msg_\(index)", token: "t\(index)", now: Self.start)
+            }
+        }
+        let events = EventLog()
+        let sender = WebhookSender(
+            store: store,
+            endpoint: WebhookSender.Endpoint(url: url, secret: try WebhookSecret(text: Self.secret)),
+            onEvent: { event in events.add(event) }
+        )
+        return (store, sender, events, { try? FileManager.default.removeItem(at: directory) })
+    }
+
+    static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+    /// What a sender reported.
+    final class EventLog: Sendable {
+        private let list = Mutex<[WebhookSender.Event]>([])
+        func add(_ event: WebhookSender.Event) { list.withLock { $0.append(event) } }
+        var all: [WebhookSender.Event] { list.withLock { $0 } }
+    }
+
+    @Test("the body carries the account's sequence, signed with it; a 2xx with a body too long to read is a delivery")
+    func sequenceAndLongAnswer() async throws {
+        let long = String(repeating: "x", count: 100 * 1024)
+        let receiver = ScriptedEndpoint([ScriptedEndpoint.json(#"{"ok":""# + long + #""}"#)])
+        let server = try receiver.start()
+        defer { server.shutdown() }
+        let (store, sender, events, cleanup) = try Self.outbox(to: "http://127.0.0.1:\(server.port)/hook", sequence: 3)
+        defer { cleanup() }
+        let batch = try await sender.sendDue(clock: { Self.start + 1 })
+        #expect(batch.claimed == 1 && batch.delivered == 1, "\(events.all)")
+        let request = try #require(receiver.received.first)
+        let body = String(decoding: request.body, as: UTF8.self)
+        #expect(body.hasSuffix(#","sequence":3}"#), "\(body)")
+        #expect(try JSONValue.parse(request.body)["sequence"] == .integer(3))
+        // The signature covers the body as sent, sequence included.
+        let id = try #require(request.headers["webhook-id"])
+        let timestamp = try #require(request.headers["webhook-timestamp"].flatMap { Int64($0) })
+        let expected = try WebhookSecrets(text: Self.secret).signature(id: id, timestamp: timestamp, body: request.body)
+        #expect(request.headers["webhook-signature"] == expected)
+        #expect(try store.read { try $0.webhookEvent(id: "msg_3") }?.deliveredAt != nil)
+    }
+
+    @Test("a Retry-After longer than the backoff is waited for, up to the backoff's longest wait")
+    func retryAfterIsHonoured() async throws {
+        for (header, least, most) in [("300", Int64(300), Int64(300)), ("999999", 3600, 3600), ("soon", 3, 5)] {
+            let receiver = ScriptedEndpoint([
+                ScriptedEndpoint.json("{}", status: 429, headers: [("Retry-After", header)])
+            ])
+            let server = try receiver.start()
+            defer { server.shutdown() }
+            let (_, sender, events, cleanup) = try Self.outbox(to: "http://127.0.0.1:\(server.port)/hook", sequence: 1)
+            defer { cleanup() }
+            _ = try await sender.sendDue(clock: { Self.start + 1 })
+            guard case .deferred(_, _, let reason, let next) = try #require(events.all.first) else {
+                Issue.record("expected a deferral")
+                continue
+            }
+            #expect(reason == "HTTP 429")
+            #expect(
+                (Self.start + 1 + least...Self.start + 1 + most).contains(next),
+                "\(header): \(next - Self.start - 1)"
+            )
+        }
+    }
 }

@@ -84,6 +84,9 @@ extension StoreConformanceTests {
         #expect(retry.map(\.id) == ["msg_a1"])
         #expect(retry.first?.attempts == 1 && retry.first?.lastError == "HTTP 503")
         #expect(retry.first?.firstAttemptAt == Self.now)
+        // What `webhooks status` lists as being retried: tried, neither delivered nor given up.
+        let retrying = try db.store.read { try $0.retryingWebhookEvents(limit: 10) }
+        #expect(retrying.map(\.id) == ["msg_a1"] && retrying.first?.lastError == "HTTP 503")
         #expect(try db.store.write { try $0.finishWebhookEvent(id: "msg_a1", token: "t4", now: Self.now + 5) })
         let second = try db.store.write {
             try $0.claimDueWebhookEvents(now: Self.now + 5, token: "t5", claimedUntil: Self.now + 35, limit: 10)

@@ -225,6 +225,18 @@ enum ConsoleRender {
             },
             numeric: [4]
         )
+        let retrying = ConsolePage.table(
+            caption: "Pending events not delivered yet, the longest retried first",
+            headers: ["First tried", "Webhook id", "Type", "Account", "Attempts", "Next attempt", "Last error"],
+            rows: status.retrying.map { event in
+                [
+                    ConsolePage.time(event.firstAttemptAt), ConsolePage.mono(event.id), ConsolePage.mono(event.type),
+                    ConsolePage.mono(event.accountID), "\(event.attempts)", ConsolePage.time(event.nextAttemptAt),
+                    ConsolePage.text(event.lastError),
+                ]
+            },
+            numeric: [4]
+        )
         let replay: HTML =
             replayCSRF.map { csrf in
                 """
@@ -246,6 +258,7 @@ enum ConsoleRender {
             \(stats)
             \(ConsolePage.facts([("Oldest pending", ConsolePage.time(status.counts.oldestPendingAt))]))
             </section>
+            <section aria-labelledby="retrying-heading"><h2 id="retrying-heading">Retrying</h2>\(retrying)</section>
             <section aria-labelledby="failed-heading"><h2 id="failed-heading">Failed</h2>\(failed)</section>
             \(replay)
             """

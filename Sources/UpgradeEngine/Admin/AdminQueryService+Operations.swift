@@ -16,6 +16,8 @@ extension AdminQueryService {
         public var counts: WebhookOutboxCounts
         /// Most recently failed first.
         public var failed: [WebhookEventRecord]
+        /// Pending events tried without success so far, the longest retried first.
+        public var retrying: [WebhookEventRecord]
     }
 
     /// Apple revocations not done yet: how many, and the first ones due.
@@ -41,7 +43,11 @@ extension AdminQueryService {
     public func webhookStatus(failed limit: Int = operationsListLimit) throws(ServiceFailure) -> WebhookStatus {
         do {
             return try store.read { tx in
-                WebhookStatus(counts: try tx.webhookOutboxCounts(), failed: try tx.failedWebhookEvents(limit: limit))
+                WebhookStatus(
+                    counts: try tx.webhookOutboxCounts(),
+                    failed: try tx.failedWebhookEvents(limit: limit),
+                    retrying: try tx.retryingWebhookEvents(limit: limit)
+                )
             }
         } catch {
             throw Self.readFailure(error)

@@ -38,7 +38,9 @@ final class AppleClientTransport: Sendable {
         case timedOut(Duration)
         /// TLS failed: an untrusted or expired certificate does not heal by retrying.
         case insecureConnection(String)
-        case tooLarge(limit: Int)
+        /// The body passed `limit`; `status` is the answer's, when its head had arrived (a caller that
+        /// needs only the status, as a webhook delivery does, may still act on it).
+        case tooLarge(limit: Int, status: Int?)
         case redirected(status: Int)
         case cancelled
 
@@ -55,7 +57,7 @@ final class AppleClientTransport: Sendable {
             case .transport(let why): "the connection failed (\(why))"
             case .timedOut(let limit): "no complete answer within \(limit.seconds) s"
             case .insecureConnection(let why): "the TLS connection could not be trusted (\(why))"
-            case .tooLarge(let limit): "the answer is larger than \(limit) bytes"
+            case .tooLarge(let limit, _): "the answer is larger than \(limit) bytes"
             case .redirected(let status): "answered a redirect (HTTP \(status)), which is not followed"
             case .cancelled: "the call was cancelled"
             }
@@ -282,7 +284,11 @@ private final class EasyHandle: @unchecked Sendable {
     /// libcurl's errors, sorted into what may heal by retrying and what will not. The
     /// descriptions carry libcurl's code and text, never the URL or a header.
     private func failure(_ code: CURLcode, timeout: Duration) -> AppleClientTransport.Failure {
-        if tooLarge || code == CURLE_FILESIZE_EXCEEDED { return .tooLarge(limit: limit) }
+        if tooLarge || code == CURLE_FILESIZE_EXCEEDED {
+            var status = 0
+            ccurl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
+            return .tooLarge(limit: limit, status: (100...599).contains(status) ? status : nil)
+        }
         if code == CURLE_ABORTED_BY_CALLBACK, cancelled?.isSet == true {
             return .cancelled
         }

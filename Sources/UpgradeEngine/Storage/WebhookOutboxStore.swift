@@ -37,6 +37,9 @@ public protocol WebhookOutboxStore {
     func webhookOutboxCounts() throws(StorageError) -> WebhookOutboxCounts
     /// Failed events, most recently failed first, at most `limit`.
     func failedWebhookEvents(limit: Int) throws(StorageError) -> [WebhookEventRecord]
+    /// Pending events that were tried and not delivered yet (with their last error and next
+    /// attempt), the longest retried first, at most `limit`.
+    func retryingWebhookEvents(limit: Int) throws(StorageError) -> [WebhookEventRecord]
     /// The events of `accountID` in whose payload one of `PersonalData.payloadKeys` appears, in sequence
     /// order: what deleting the account has to redact.
     func webhookEventsNamingPersonalData(accountID: String) throws(StorageError) -> [WebhookEventRecord]

@@ -6,10 +6,12 @@ import Foundation
 /// in order. Then, for each row, one POST of its stored body with `webhook-id` (the row's id),
 /// `webhook-timestamp` (this attempt's real time, Unix seconds) and `webhook-signature`:
 ///
-/// - **2xx**: delivered, never sent again (unless replayed).
+/// - **2xx**: delivered, never sent again (unless replayed), whatever the answer's body (one over
+///   `answerLimit` is not read, but its status still counts).
 /// - **anything else, a timeout, no connection**: counted and tried again after an exponential
-///   backoff with jitter (`Policy`), counted from when the attempt ended: an attempt that waited out
-///   its 10 s timeout must not be due again at once. The first failed attempt ending at or after
+///   backoff with jitter (`Policy`), or the receiver's `Retry-After` if longer (up to the backoff's
+///   longest wait), counted from when the attempt ended: an attempt that waited out its 15 s
+///   timeout must not be due again at once. The first failed attempt ending at or after
 ///   `retryWindow` since the first attempt gives the row up as failed. A failed row no longer holds back its account's
 ///   later events; `upgrade-cli webhooks replay` sends it again.
 ///
@@ -26,13 +28,13 @@ public final class WebhookSender: Sendable {
         /// The whole exchange, connection included; past it the attempt counts as failed.
         public var timeout: Duration
 
-        public init(url: String, secrets: WebhookSecrets, timeout: Duration = .seconds(10)) {
+        public init(url: String, secrets: WebhookSecrets, timeout: Duration = .seconds(15)) {
             self.url = url
             self.secrets = secrets
             self.timeout = timeout
         }
 
-        public init(url: String, secret: WebhookSecret, timeout: Duration = .seconds(10)) {
+        public init(url: String, secret: WebhookSecret, timeout: Duration = .seconds(15)) {
             self.init(url: url, secrets: WebhookSecrets(secret), timeout: timeout)
         }
     }
@@ -150,6 +152,25 @@ public final class WebhookSender: Sendable {
         try store.readStorageErrors { try $0.webhookOutboxCounts() }
     }
 
+    /// How much of a receiver's answer is read; only its status matters.
+    static let answerLimit = 64 * 1024
+
+    /// The body sent for `row`: its stored payload with the account's `sequence` added as the last
+    /// member (1, 2, ... in commit order; none for an event without an account). The stored payload
+    /// is what the change committed; the number is the store's, given at the insert. A receiver
+    /// orders an account's events by it and sees a gap where an event was given up.
+    static func body(_ row: WebhookEventRecord) -> String {
+        guard let sequence = row.accountSequence, row.payload.hasSuffix("}") else { return row.payload }
+        return row.payload.dropLast() + ",\"sequence\":\(sequence)}"
+    }
+
+    /// A receiver's `Retry-After` in seconds (the delta-seconds form; an HTTP date is not read).
+    static func retryAfter(_ value: String?) -> Int64? {
+        guard let value, !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+        else { return nil }
+        return Int64(value)
+    }
+
     /// The headers of one delivery of `row` at `timestamp`, as `Name: value` lines.
     static func headers(id: String, timestamp: Int64, body: [UInt8], secrets: WebhookSecrets) -> [String] {
         [
@@ -167,7 +188,7 @@ public final class WebhookSender: Sendable {
         started: Int64,
         clock: @Sendable () -> Int64
     ) async throws(StorageError) -> Bool {
-        let body = Array(row.payload.utf8)
+        let body = Array(Self.body(row).utf8)
         let request = AppleClientTransport.Request(
             method: "POST",
             url: endpoint.url,
@@ -175,17 +196,28 @@ public final class WebhookSender: Sendable {
             body: body
         )
         let reason: String
-        let outcome = await transport.send(request, limit: 64 * 1024, timeout: endpoint.timeout)
+        var retryAfter: Int64?
+        let outcome = await transport.send(request, limit: Self.answerLimit, timeout: endpoint.timeout)
         // The exchange may have taken up to `endpoint.timeout`: what follows dates from its end.
         let now = max(started, clock())
+        // A 2xx is a delivery whatever its body: one too long to keep still said the event was stored.
+        let delivered: Bool
         switch outcome {
-        case .success(let response) where (200...299).contains(response.status):
+        case .success(let response): delivered = (200...299).contains(response.status)
+        case .failure(.tooLarge(_, let status?)): delivered = (200...299).contains(status)
+        case .failure: delivered = false
+        }
+        switch outcome {
+        case _ where delivered:
             if try store.writeStorageErrors({ try $0.finishWebhookEvent(id: row.id, token: token, now: now) }) {
                 onEvent(.delivered(id: row.id, type: row.type, attempts: row.attempts + 1))
             }
             return true
         case .success(let response):
             reason = "HTTP \(response.status)"
+            retryAfter = Self.retryAfter(response.headers["retry-after"])
+        case .failure(.tooLarge(_, let status?)):
+            reason = "HTTP \(status), its answer over \(Self.answerLimit) bytes"
         case .failure(let failure):
             reason = String(failure.description.prefix(200))
         }
@@ -198,7 +230,9 @@ public final class WebhookSender: Sendable {
                 onEvent(.failed(id: row.id, attempts: attempts, reason: reason))
             }
         } else {
-            let next = now + policy.backoff.delay(failedAttempts: attempts)
+            // A receiver's Retry-After (429, 503) is honoured, up to the backoff's longest wait.
+            let wait = max(policy.backoff.delay(failedAttempts: attempts), min(retryAfter ?? 0, policy.backoff.maximum))
+            let next = now + wait
             if try store.writeStorageErrors({
                 try $0.deferWebhookEvent(id: row.id, token: token, nextAttemptAt: next, failedAt: nil, error: reason)
             }) {

@@ -92,6 +92,17 @@ extension SQLTransaction {
         ).map(WebhookEventRecord.init(row:))
     }
 
+    func retryingWebhookEvents(limit: Int) throws(StorageError) -> [WebhookEventRecord] {
+        try rows(
+            """
+            SELECT \(WebhookEventRecord.columns) FROM webhook_outbox
+            WHERE delivered_at IS NULL AND failed_at IS NULL AND attempts > 0
+            ORDER BY first_attempt_at, id LIMIT $1
+            """,
+            [.integer(Int64(max(0, limit)))]
+        ).map(WebhookEventRecord.init(row:))
+    }
+
     func webhookEventsNamingPersonalData(accountID: String) throws(StorageError) -> [WebhookEventRecord] {
         try rows(WebhookOutboxSQL.selectWebhooksNamingPersonalData, [.text(accountID)]).map(
             WebhookEventRecord.init(row:)
