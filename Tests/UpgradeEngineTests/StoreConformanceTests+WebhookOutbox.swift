@@ -84,6 +84,8 @@ extension StoreConformanceTests {
         #expect(retry.map(\.id) == ["msg_a1"])
         #expect(retry.first?.attempts == 1 && retry.first?.lastError == "HTTP 503")
         #expect(retry.first?.firstAttemptAt == Self.now)
+        // The account's later events were put off with it: not due, so not scanned, before it is.
+        #expect(try db.store.read { try $0.webhookEvent(id: "msg_a2") }?.nextAttemptAt == Self.now + 5)
         // What `webhooks status` lists as being retried: tried, neither delivered nor given up.
         let retrying = try db.store.read { try $0.retryingWebhookEvents(limit: 10) }
         #expect(retrying.map(\.id) == ["msg_a1"] && retrying.first?.lastError == "HTTP 503")

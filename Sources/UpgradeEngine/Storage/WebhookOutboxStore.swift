@@ -22,7 +22,8 @@ public protocol WebhookOutboxStore {
     /// holds it; false otherwise (changes nothing).
     func finishWebhookEvent(id: String, token: String, now: Int64) throws(StorageError) -> Bool
     /// Counts a failed attempt and ends the claim, if `token` still holds the row: schedules the next
-    /// attempt at `nextAttemptAt`, or, with `failedAt`, gives the row up as failed. False otherwise.
+    /// attempt at `nextAttemptAt` (and its account's later pending events no sooner), or, with
+    /// `failedAt`, gives the row up as failed. False otherwise.
     func deferWebhookEvent(
         id: String,
         token: String,

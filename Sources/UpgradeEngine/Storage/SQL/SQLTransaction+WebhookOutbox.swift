@@ -53,7 +53,22 @@ extension SQLTransaction {
             """,
             [.integer(nextAttemptAt), SQLValue(failedAt), .text(error), .text(id), .text(token)]
         )
-        return changes == 1
+        guard changes == 1 else { return false }
+        if failedAt == nil {
+            // The account's later events cannot go before this one: not due before it is, they stay
+            // out of the claim's scan of due rows instead of being probed and passed over at every
+            // claim while a receiver is down (Schema/webhooks.md, Guarantees).
+            try rows(
+                """
+                UPDATE webhook_outbox SET next_attempt_at = $1
+                WHERE account_id = (SELECT account_id FROM webhook_outbox WHERE id = $2)
+                    AND account_seq > (SELECT account_seq FROM webhook_outbox WHERE id = $2)
+                    AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at < $1
+                """,
+                [.integer(nextAttemptAt), .text(id)]
+            )
+        }
+        return true
     }
 
     func replayWebhookEvents(since: Int64, now: Int64) throws(StorageError) -> Int {
