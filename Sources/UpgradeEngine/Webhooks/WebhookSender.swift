@@ -200,19 +200,21 @@ public final class WebhookSender: Sendable {
         let outcome = await transport.send(request, limit: Self.answerLimit, timeout: endpoint.timeout)
         // The exchange may have taken up to `endpoint.timeout`: what follows dates from its end.
         let now = max(started, clock())
-        // A 2xx is a delivery whatever its body: one too long to keep still said the event was stored.
-        let delivered: Bool
-        switch outcome {
-        case .success(let response): delivered = (200...299).contains(response.status)
-        case .failure(.tooLarge(_, let status?)): delivered = (200...299).contains(status)
-        case .failure: delivered = false
-        }
-        switch outcome {
-        case _ where delivered:
+        // The answer's status, when one came: an answer too long to keep still had one, and a 2xx
+        // then said the event was stored.
+        let status: Int? =
+            switch outcome {
+            case .success(let response): response.status
+            case .failure(.tooLarge(_, let status)): status
+            case .failure: nil
+            }
+        if let status, (200...299).contains(status) {
             if try store.writeStorageErrors({ try $0.finishWebhookEvent(id: row.id, token: token, now: now) }) {
                 onEvent(.delivered(id: row.id, type: row.type, attempts: row.attempts + 1))
             }
             return true
+        }
+        switch outcome {
         case .success(let response):
             reason = "HTTP \(response.status)"
             retryAfter = Self.retryAfter(response.headers["retry-after"])
