@@ -236,9 +236,12 @@ struct AccountErasureEndToEndTests {
         let delivered = harness.deliveries().count
         harness.receiver.setDown(false)
         server.clock.advance(3600)
+        // Time moves on while waiting: an attempt that met the outage but ended after the advance
+        // was deferred from the advanced time, and must fall due again.
         #expect(
             await WebhookReceiver.eventually {
-                harness.deliveries().contains { $0.type == "account.deleted" && $0.accountID == accountID }
+                server.clock.advance(60)
+                return harness.deliveries().contains { $0.type == "account.deleted" && $0.accountID == accountID }
             }
         )
         // Time moves on while waiting, so an event a slow run deferred with backoff falls due again.

@@ -114,7 +114,14 @@ struct WebhookEndToEndTests {
         receiver.setDown(false)
         server.clock.advance(3600)  // past any backoff
         let total = expected.count + 2
-        #expect(await WebhookReceiver.eventually { receiver.deliveries().verified.count >= total })
+        // Time moves on while waiting: an attempt that met the outage but ended after the advance was
+        // deferred from the advanced time.
+        #expect(
+            await WebhookReceiver.eventually {
+                server.clock.advance(60)
+                return receiver.deliveries().verified.count >= total
+            }
+        )
         #expect(
             await WebhookReceiver.eventually {
                 (try? server.application.webhooks.counts().pending) == 0
@@ -207,7 +214,12 @@ struct WebhookEndToEndTests {
         // sends the failed event again, same id. Its sequence is earlier, so replayed rows go first.
         receiver.setDown(false)
         server.clock.advance(3600)
-        #expect(await WebhookReceiver.eventually { receiver.deliveries().verified.count >= 1 })
+        #expect(
+            await WebhookReceiver.eventually {
+                server.clock.advance(60)
+                return receiver.deliveries().verified.count >= 1
+            }
+        )
         #expect(receiver.deliveries().verified.map(\.type) == ["password.changed"])
         let replay = try Self.cli(server, ["webhooks", "replay", "--since", "0"])
         #expect(replay.status == 0 && replay.out.hasPrefix("2 webhook event(s)"), "\(replay.out) \(replay.err)")
