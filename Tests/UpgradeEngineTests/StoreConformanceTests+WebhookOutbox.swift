@@ -115,6 +115,45 @@ extension StoreConformanceTests {
         #expect(try db.store.read { try $0.failedWebhookEvents(limit: 10) }.map(\.id) == ["msg_a2"])
     }
 
+    @Test("outbox: an event behind a deferred one of its account is not due before it", arguments: Backend.all)
+    func webhookBehindDeferred(_ backend: Backend) throws {
+        let db = try backend.database()
+        try db.store.write { try $0.insertWebhookEvent(webhookEvent("msg_a1", account: "a")) }
+        _ = try db.store.write {
+            try $0.claimDueWebhookEvents(now: Self.now, token: "t1", claimedUntil: Self.now + 30, limit: 10)
+        }
+        #expect(
+            try db.store.write {
+                try $0.deferWebhookEvent(
+                    id: "msg_a1",
+                    token: "t1",
+                    nextAttemptAt: Self.now + 600,
+                    failedAt: nil,
+                    error: "HTTP 503"
+                )
+            }
+        )
+        try db.store.write { tx in
+            try tx.insertWebhookEvent(webhookEvent("msg_a2", account: "a", at: Self.now + 1))
+            try tx.insertWebhookEvent(webhookEvent("msg_b1", account: "b", at: Self.now + 1))
+            try tx.insertWebhookEvent(webhookEvent("msg_x", account: nil, at: Self.now + 1))
+        }
+        let next = try db.store.read { tx in
+            try ["msg_a2", "msg_b1", "msg_x"].map { try tx.webhookEvent(id: $0)?.nextAttemptAt }
+        }
+        #expect(next == [Self.now + 600, Self.now + 1, Self.now + 1])
+        // Delivered, the first lets the second go at once.
+        let due = try db.store.write {
+            try $0.claimDueWebhookEvents(now: Self.now + 600, token: "t2", claimedUntil: Self.now + 630, limit: 10)
+        }
+        #expect(Set(due.map(\.id)) == ["msg_a1", "msg_b1", "msg_x"])
+        #expect(try db.store.write { try $0.finishWebhookEvent(id: "msg_a1", token: "t2", now: Self.now + 600) })
+        let after = try db.store.write {
+            try $0.claimDueWebhookEvents(now: Self.now + 600, token: "t3", claimedUntil: Self.now + 630, limit: 10)
+        }
+        #expect(after.map(\.id) == ["msg_a2"])
+    }
+
     @Test(
         "outbox: a lapsed claim is taken over, and replay makes events since a time pending again with their ids",
         arguments: Backend.all

@@ -156,12 +156,18 @@ public struct WebhookEventRecord: Sendable, Equatable {
     }
 
     /// The INSERT's values; the sequence is computed from the account's rows (parameter 2, the
-    /// account id, typed since `IS NULL` gives PostgreSQL nothing to infer its type from).
+    /// account id, typed since `IS NULL` gives PostgreSQL nothing to infer its type from). The next
+    /// attempt (parameter 7) is no sooner than that of the account's pending events: an event behind
+    /// a deferred one is not due before it (`deferWebhookEvent`), so it stays out of the claim's scan.
     static func insertValues(_ dialect: SQLDialect) -> String {
         func p(_ number: Int) -> String { number == 2 ? dialect.parameter(2, as: "text") : "$\(number)" }
         let sequence =
             "CASE WHEN \(p(2)) IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(account_seq), 0) + 1 FROM webhook_outbox WHERE account_id = \(p(2))) END"
-        return "(" + ([p(1), p(2), sequence] + (3...13).map(p)).joined(separator: ", ") + ")"
+        let nextAttempt =
+            "COALESCE((SELECT MAX(next_attempt_at) FROM webhook_outbox WHERE account_id = \(p(2)) "
+            + "AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at > $7), $7)"
+        let values = [p(1), p(2), sequence] + (3...6).map(p) + [nextAttempt] + (8...13).map(p)
+        return "(" + values.joined(separator: ", ") + ")"
     }
 
     var insertArguments: [SQLValue] {
