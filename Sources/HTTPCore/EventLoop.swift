@@ -626,11 +626,12 @@ final class EventLoop: @unchecked Sendable {
 
     var isDraining: Bool { draining }
 
-    /// The next request id: the run's random base plus a per-loop stride, so loops never collide.
+    /// The next request id: the loop's counter, strided by the loop count so that loops never
+    /// share a value, through the run's permutation, so that ids are unique and show no order.
     func nextRequestID() -> HTTPRequestID {
         requestCounter &+= 1
-        let value = context.requestIDBase &+ requestCounter &* UInt64(context.loopCount) &+ UInt64(index)
-        return HTTPRequestID(rawValue: value)
+        let counter = requestCounter &* UInt64(context.loopCount) &+ UInt64(index)
+        return HTTPRequestID(rawValue: context.requestIDs.id(of: counter))
     }
 
     func currentDate() -> [UInt8] {

@@ -178,12 +178,11 @@ public final class HTTPServer: Sendable {
             maxQueueDelay: configuration.maxQueueDelay,
             onEvent: configuration.onEvent
         )
-        let randomBase = UInt64.random(in: .min ... .max)
         let context = ServerContext(
             configuration: configuration,
             handler: handler,
             pool: pool,
-            requestIDBase: randomBase
+            requestIDs: .random()
         )
         var loops: [EventLoop] = []
         for index in 0..<configuration.eventLoopCount {

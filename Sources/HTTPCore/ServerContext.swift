@@ -9,8 +9,8 @@ final class ServerContext: Sendable {
     let loopCount: Int
     /// Connections open across all loops; the acceptor reserves a slot before handing one off.
     let openConnections = Atomic<Int>(0)
-    /// Random start of this run's request ids.
-    let requestIDBase: UInt64
+    /// This run's request ids: a random permutation of the loops' counters.
+    let requestIDs: RequestIDPermutation
     /// Open connections per client key (`HTTPClientAddress.throttleKey`) of peers held to
     /// `maxConnectionsPerClient`. The acceptor counts a connection in, whichever loop closes it
     /// counts it out; an entry goes when its count reaches zero, so there are never more entries
@@ -46,13 +46,13 @@ final class ServerContext: Sendable {
         configuration: HTTPServer.Configuration,
         handler: any HTTPHandler,
         pool: WorkerPool,
-        requestIDBase: UInt64
+        requestIDs: RequestIDPermutation
     ) {
         self.configuration = configuration
         self.handler = handler
         self.pool = pool
         self.loopCount = configuration.eventLoopCount
-        self.requestIDBase = requestIDBase
+        self.requestIDs = requestIDs
         self.firstByteTimeout = configuration.firstByteTimeout.nanoseconds
         self.requestTimeout = configuration.requestTimeout.nanoseconds
         self.keepAliveTimeout = configuration.keepAliveTimeout.nanoseconds

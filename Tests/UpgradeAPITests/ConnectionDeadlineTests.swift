@@ -11,7 +11,7 @@ struct ConnectionDeadlineTests {
         configuration: HTTPServer.Configuration(),
         handler: TestHandler(),
         pool: WorkerPool(handler: TestHandler(), queueCapacity: 1, maxQueueDelay: .seconds(1), onEvent: { _ in }),
-        requestIDBase: 0
+        requestIDs: .random()
     )
     let accepted: UInt64 = 1_000_000_000_000
     let second: UInt64 = 1_000_000_000

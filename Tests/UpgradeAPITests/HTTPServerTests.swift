@@ -15,6 +15,7 @@ struct HTTPServerTests {
         defer { #expect(server.stop()) }
         let client = try server.client()
         var ids: Set<String> = []
+        var inOrder: [UInt64] = []
         for _ in 0..<3 {
             try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
             let response = try client.readResponse()
@@ -23,9 +24,17 @@ struct HTTPServerTests {
             #expect(response.header("Content-Length") == "5")
             #expect(response.header("Content-Type") == "text/plain; charset=utf-8")
             #expect(response.header("Connection") == nil)
-            if let id = response.requestID { ids.insert(id) }
+            if let id = response.requestID {
+                ids.insert(id)
+                inOrder.append(try #require(UInt64(id, radix: 16), "X-Request-Id \(id) is 16 hex digits"))
+            }
         }
         #expect(ids.count == 3, "each response carries its own X-Request-Id")
+        // Not a counter: one that counted up would tell a client how busy the server is.
+        for (earlier, later) in zip(inOrder, inOrder.dropFirst()) {
+            let gap = later > earlier ? later - earlier : earlier - later
+            #expect(gap > 1 << 20, "successive ids \(earlier) and \(later) are \(gap) apart")
+        }
         #expect(server.server.statistics.requestsReceived == 3)
         #expect(server.server.statistics.connectionsAccepted == 1)
     }
