@@ -14,7 +14,7 @@ struct AccountsImportCommand: CLICommand {
     static let summary = "import accounts from JSON Lines or CSV (resumable; - reads stdin)"
     static let usage =
         "upgrade-cli accounts import FILE|- [--format jsonl|csv] [--on-conflict skip|update] [--dry-run] "
-        + "[--report FILE] [--batch-size N] [--team-id ID] [--client-id ID] [--hash-parameters FILE] [--dev] [--db URL]"
+        + "[--report FILE] [--batch-size N] [--concurrency N] [--team-id ID] [--client-id ID] [--hash-parameters FILE] [--dev] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
         let dev = arguments.flag("--dev")
@@ -24,6 +24,7 @@ struct AccountsImportCommand: CLICommand {
         let dryRun = arguments.flag("--dry-run")
         let reportPath = try arguments.option("--report")
         let batchSize = try arguments.intOption("--batch-size") ?? 1000
+        let concurrency = try arguments.intOption("--concurrency") ?? 1
         let teamOption = try arguments.option("--team-id")
         let clientOption = try arguments.option("--client-id")
         let parametersPath = try arguments.option("--hash-parameters")
@@ -34,6 +35,10 @@ struct AccountsImportCommand: CLICommand {
             throw UsageError("--on-conflict must be skip or update, got '\(conflictText)'")
         }
         guard (1...10_000).contains(batchSize) else { throw UsageError("--batch-size must be between 1 and 10000") }
+        guard AccountImportOptions.concurrencyRange.contains(concurrency) else {
+            let range = AccountImportOptions.concurrencyRange
+            throw UsageError("--concurrency must be between \(range.lowerBound) and \(range.upperBound)")
+        }
         if reportPath?.isEmpty == true { throw UsageError("--report needs a file name") }
         let format: ImportFormat
         if let formatText {
@@ -71,6 +76,7 @@ struct AccountsImportCommand: CLICommand {
         var options = AccountImportOptions(runID: runID, source: "\(path == "-" ? "stdin" : path) (\(format.rawValue))")
         options.onConflict = onConflict
         options.batchSize = batchSize
+        options.concurrency = concurrency
         options.secrets = secrets
         options.appleTeamID = teamID
         options.appleClientID = clientID

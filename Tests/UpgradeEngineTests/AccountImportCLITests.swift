@@ -55,11 +55,20 @@ struct AccountImportCLITests {
         )
         #expect(stdin.status == 0, "\(stdin.stderr)")
         #expect(stdin.stdout.contains("created 0, updated 0, skipped 1, failed 0"))
+        // `--concurrency` checks a batch's rows on several threads; the writer is still one.
+        let parallel = try runCLI(
+            ["accounts", "import", "-", "--format", "csv", "--concurrency", "4", "--db", "sqlite:" + db],
+            stdin: "username,passwordHash\nalice,\(Self.hash)\ncarol,\(Self.hash)\n"
+        )
+        #expect(parallel.status == 0, "\(parallel.stderr)")
+        #expect(parallel.stdout.contains("created 1, updated 0, skipped 1, failed 0"), "\(parallel.stdout)")
 
         for (arguments, message) in [
             (["accounts", "import", file, "--on-conflict", "merge"], "--on-conflict must be skip or update"),
             (["accounts", "import", dir.appendingPathComponent("users.txt").path], "cannot tell the format"),
             (["accounts", "import", dir.appendingPathComponent("gone.csv").path], "cannot read"),
+            (["accounts", "import", file, "--concurrency", "0"], "--concurrency must be between 1 and 64"),
+            (["accounts", "import", file, "--concurrency", "65"], "--concurrency must be between 1 and 64"),
         ] {
             let refused = try runCLI(arguments + ["--db", "sqlite:" + db])
             #expect(refused.status == 2, "\(arguments)")

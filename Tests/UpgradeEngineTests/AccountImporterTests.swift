@@ -233,6 +233,48 @@ struct AccountImporterTests {
         #expect(updated[5].reason == "appleSub: already linked to another account")
     }
 
+    /// `--concurrency`: a batch's rows are checked on several threads, each a share of the batch,
+    /// and decided by one writer in input order, so the report and what is stored are those of a
+    /// run on one thread, whatever refusals, duplicates and look-alikes fall in different shares.
+    @Test("the report does not depend on the concurrency", arguments: Backend.all)
+    func concurrencyIndependent(_ backend: Backend) throws {
+        let hash = PasswordRehashTests.legacy[0].hash
+        var lines: [String] = []
+        for index in 0..<900 {
+            switch index % 9 {
+            case 1: lines.append("{\"username\":\"user\(index)\",\"passwordHash\":\"$9$nothing\"}")
+            case 2: lines.append("{\"username\":\"user\(index)\",\"passwordHash\":\"\(hash)\",\"email\":\"bad\"}")
+            case 3: lines.append("{\"username\":\"AUSER\(index - 3)\",\"passwordHash\":\"\(hash)\"}")
+            case 4: lines.append("{\"username\":\"us\u{435}r\(index)\",\"passwordHash\":\"\(hash)\"}")
+            case 5: lines.append("{\"username\":\"\u{251}user\(index - 5)\",\"passwordHash\":\"\(hash)\"}")
+            case 6: lines.append("{\"username\":\"user\(index)\",\"totp\":\"\(Self.totpURI)\",\"passwordHash\":\"\(hash)\"}")
+            case 7: lines.append("{\"username\": ")
+            default: lines.append("{\"username\":\"auser\(index)\",\"passwordHash\":\"\(hash)\"}")
+            }
+        }
+        let text = lines.joined(separator: "\n") + "\n"
+        var outcomes: [[ImportRowReport]] = []
+        var storedNames: [[String]] = []
+        for concurrency in [1, 4] {
+            let db = try backend.database()
+            var options = Self.options("run-concurrency-\(concurrency)")
+            options.batchSize = 500
+            options.concurrency = concurrency
+            let (reports, summary) = try Self.run(db.store, text, options: options)
+            #expect(reports.count == 900)
+            #expect(summary.created + summary.failed == 900)
+            outcomes.append(reports)
+            storedNames.append(try db.store.read { try $0.accounts(afterID: nil, limit: 2000) }.map(\.username).sorted())
+        }
+        #expect(outcomes[0] == outcomes[1])
+        #expect(storedNames[0] == storedNames[1])
+        // Each kind of row met its fate, so the comparison above compared refusals of each kind.
+        let reasons = outcomes[0].compactMap(\.reason)
+        for expected in ["passwordHash:", "email:", "duplicate of line", "mixes scripts", "looks like"] {
+            #expect(reasons.contains { $0.contains(expected) }, "no refusal containing '\(expected)'")
+        }
+    }
+
     @Test(
         "look-alike usernames are refused: of a stored account (named), of an earlier line, mixed scripts",
         arguments: Backend.all,

@@ -70,6 +70,10 @@ public struct AccountImportOptions: Sendable {
     public var onConflict: ImportConflictPolicy = .skip
     /// Rows per transaction. Each transaction also moves the run's progress.
     public var batchSize = 1000
+    /// Threads that check a batch's rows (`--concurrency`), each a share of the batch, before one
+    /// writer decides and writes them in input order; 1 checks them on the calling thread.
+    public var concurrency = 1
+    public static let concurrencyRange = 1...64
     /// Seals imported TOTP secrets; rows with `totp` are refused without it.
     public var secrets: SecretBox?
     /// Recorded on imported Apple links; rows with `appleSub` are refused without them.
@@ -139,6 +143,31 @@ public final class AccountImporter: Sendable {
         )
     }
 
+    /// `pending(_:)` of each row, in order. With `concurrency` above 1 the rows are split into
+    /// that many contiguous shares, each checked on a thread of its own: a row's checks read
+    /// nothing but the row (what depends on other rows or the database is decided by the writer).
+    private func pending(_ sources: [ImportSourceRow]) -> [Pending] {
+        let shares = min(options.concurrency, sources.count / Self.rowsPerShare)
+        guard shares > 1 else { return sources.map(pending) }
+        var slots = [Pending?](repeating: nil, count: sources.count)
+        slots.withUnsafeMutableBufferPointer { slots in
+            let slots = SharedSlots(base: slots.baseAddress!)
+            DispatchQueue.concurrentPerform(iterations: shares) { share in
+                let range = (sources.count * share / shares)..<(sources.count * (share + 1) / shares)
+                for index in range { slots.base[index] = pending(sources[index]) }
+            }
+        }
+        return slots.map { $0! }
+    }
+
+    /// Below this many rows a share's thread costs more than it saves.
+    private static let rowsPerShare = 64
+
+    /// The batch's result slots, written by the shares' threads at disjoint indices.
+    private struct SharedSlots: @unchecked Sendable {
+        let base: UnsafeMutablePointer<Pending?>
+    }
+
     /// Reads `reader` to its end. `onRow` gets every row's outcome in input order; `onBatch` is
     /// called after each commit with this run's counts and the bytes read; a true `shouldStop`
     /// (checked between batches) ends the run with `ImportFailure` after its last commit.
@@ -161,7 +190,7 @@ public final class AccountImporter: Sendable {
                 updatedAt: startedAt
             )
         var summary = ImportSummary(resumedAfterLine: progress.lastLine, failedInEarlierRuns: progress.failed)
-        var batch: [Pending] = []
+        var batch: [ImportSourceRow] = []
         batch.reserveCapacity(options.batchSize)
         var lastLine = progress.lastLine
         var ids = AccountIDGenerator()
@@ -176,7 +205,7 @@ public final class AccountImporter: Sendable {
             next.lastLine = max(lastLine, progress.lastLine)
             next.updatedAt = at
             if finished { next.finishedAt = at }
-            let pending = batch
+            let pending = self.pending(batch)
             ids.reserve(pending.count)
             let written: ([ImportRowReport], ImportRunRecord)?
             do {
@@ -268,7 +297,7 @@ public final class AccountImporter: Sendable {
                 )
                 continue
             }
-            batch.append(pending(source))
+            batch.append(source)
             if batch.count >= options.batchSize { try commit(finished: false) }
         }
         try commit(finished: true)
