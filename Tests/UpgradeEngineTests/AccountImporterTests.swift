@@ -247,7 +247,10 @@ struct AccountImporterTests {
             case 3: lines.append("{\"username\":\"AUSER\(index - 3)\",\"passwordHash\":\"\(hash)\"}")
             case 4: lines.append("{\"username\":\"us\u{435}r\(index)\",\"passwordHash\":\"\(hash)\"}")
             case 5: lines.append("{\"username\":\"\u{251}user\(index - 5)\",\"passwordHash\":\"\(hash)\"}")
-            case 6: lines.append("{\"username\":\"user\(index)\",\"totp\":\"\(Self.totpURI)\",\"passwordHash\":\"\(hash)\"}")
+            case 6:
+                lines.append(
+                    "{\"username\":\"user\(index)\",\"totp\":\"\(Self.totpURI)\",\"passwordHash\":\"\(hash)\"}"
+                )
             case 7: lines.append("{\"username\": ")
             default: lines.append("{\"username\":\"auser\(index)\",\"passwordHash\":\"\(hash)\"}")
             }
@@ -264,7 +267,8 @@ struct AccountImporterTests {
             #expect(reports.count == 900)
             #expect(summary.created + summary.failed == 900)
             outcomes.append(reports)
-            storedNames.append(try db.store.read { try $0.accounts(afterID: nil, limit: 2000) }.map(\.username).sorted())
+            let stored = try db.store.read { try $0.accounts(afterID: nil, limit: 2000) }
+            storedNames.append(stored.map(\.username).sorted())
         }
         #expect(outcomes[0] == outcomes[1])
         #expect(storedNames[0] == storedNames[1])
