@@ -144,7 +144,8 @@ enum TransferBatchCommand {
             dryRun: options.dryRun,
             concurrency: options.concurrency,
             limit: options.limit,
-            onRow: { output.row($0) }
+            onRow: { output.row($0) },
+            clock: { Clock.nowSeconds }
         )
         let result = runInterruptible(lease: lease) { () async -> Result<TransferBatchSummary, TransferFailure> in
             do throws(TransferFailure) {

@@ -64,6 +64,35 @@ struct TransferServiceSignInTests {
         #expect(try world.link(shared)?.email == "bob@example.com")
     }
 
+    @Test("a deployment configured as another team than the transfer's recipient migrates no one by transfer_sub")
+    func signInWrongTeam() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice")
+        _ = try await world.prepare()
+        _ = try world.transferApp()
+        world.advance(600)
+
+        // Team B's token, but the deployment still holds team A's configuration: as `complete`
+        // refuses to, the sign-in must not record team B's id as a team A link.
+        let claims = try await world.signInClaims(alice)
+        #expect(claims.transferSub != nil)
+        let audit = try world.audit(alice).count
+        do {
+            _ = try world.sender.signIn(claims: claims, now: world.now)
+            Issue.record("a sign-in migrated an account on a deployment of another team")
+        } catch {
+            #expect(error.code == .internalError, "\(error)")
+            #expect(error.cause?.contains(TransferWorld.teamB) == true, "\(error)")
+        }
+        #expect(try world.record(alice)?.status == TransferStatus.transferPrepared.rawValue)
+        let link = try #require(try world.link(alice))
+        #expect(link.sub == alice.subA && link.teamID == TransferWorld.teamA)
+        #expect(try world.audit(alice).count == audit)
+
+        // With the recipient's configuration the same token migrates the account.
+        #expect(try world.recipient.signIn(claims: claims, now: world.now).migrated)
+    }
+
     @Test("after the window the token has no transfer_sub: the sign-in finds no account and migrates none")
     func signInAfterWindow() async throws {
         let world = try TransferWorld()

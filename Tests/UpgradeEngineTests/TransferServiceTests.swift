@@ -403,6 +403,30 @@ struct TransferServiceTests {
         #expect(try world.record(alice)?.status == TransferStatus.transferred.rawValue)
     }
 
+    @Test("a batch reads its clock per row: a row begun after the window closed fails, each row is recorded when done")
+    func clockPerRow() async throws {
+        let world = try TransferWorld()
+        let alice = try world.addLinkedUser("alice")
+        let bob = try world.addLinkedUser("bob")
+        _ = try await world.prepare()
+        _ = try world.transferApp()
+        let started = world.now
+        // The window closes 100 s after the batch starts; Alice's exchange takes 200 s.
+        world.appleB.script { call, number in
+            if call == .migrate && number == 1 { world.advance(200) }
+            return nil
+        }
+        var options = TransferWorld.options(concurrency: 1)
+        options.clock = { world.now }
+        let summary = try await world.complete(windowEndsAt: started + 100, options)
+        #expect(summary.outcomes[.succeeded] == 1 && summary.reasons == ["window-closed": 1], "\(summary.line)")
+        #expect(world.appleB.count(.migrate) == 1, "Bob's row began after the window closed")
+        #expect(try world.record(bob)?.failureReason == "window-closed")
+        let migrated = try world.audit(alice).filter { $0.event == "transfer.newSubObtained" }
+        #expect(migrated.map(\.at) == [started + 200], "recorded when Apple answered, not when the batch began")
+        #expect(try world.record(alice)?.updatedAt == started + 200)
+    }
+
     @Test("complete reports accounts without a transfer identifier, and stops if prepared for another team")
     func completePreconditions() async throws {
         let world = try TransferWorld()

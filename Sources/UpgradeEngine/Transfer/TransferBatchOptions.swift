@@ -20,6 +20,10 @@ public struct TransferBatchOptions: Sendable {
     public var unavailableRowsBeforeStop: Int
     /// Called once per reported row, one call at a time, in completion order.
     public var onRow: (@Sendable (TransferRowReport) -> Void)?
+    /// The time now, in Unix seconds, read as each row begins its step (the window check) and
+    /// again when it records the outcome (the audit row's time), since a batch may run for hours.
+    /// `nil`: the batch's `now` throughout.
+    public var clock: (@Sendable () -> Int64)?
 
     public init(
         dryRun: Bool = false,
@@ -29,7 +33,8 @@ public struct TransferBatchOptions: Sendable {
         retryBaseDelayMilliseconds: UInt64 = 500,
         retryMaxDelayMilliseconds: UInt64 = 30_000,
         unavailableRowsBeforeStop: Int = 20,
-        onRow: (@Sendable (TransferRowReport) -> Void)? = nil
+        onRow: (@Sendable (TransferRowReport) -> Void)? = nil,
+        clock: (@Sendable () -> Int64)? = nil
     ) {
         self.dryRun = dryRun
         self.concurrency = concurrency
@@ -39,6 +44,7 @@ public struct TransferBatchOptions: Sendable {
         self.retryMaxDelayMilliseconds = retryMaxDelayMilliseconds
         self.unavailableRowsBeforeStop = unavailableRowsBeforeStop
         self.onRow = onRow
+        self.clock = clock
     }
 
     public static let concurrencyRange = 1...64

@@ -83,6 +83,8 @@ extension TransferService {
     /// What every row of a running batch shares.
     struct BatchContext: Sendable {
         var plan: BatchPlan
+        /// The time now: the options' clock, else the batch's `now`.
+        var clock: @Sendable () -> Int64
         var dryRun: Bool
         var retry: AppleRetry
         var tokens: TeamAccessTokenCache
@@ -105,6 +107,7 @@ extension TransferService {
         let retry = AppleRetry(options)
         let context = BatchContext(
             plan: plan,
+            clock: options.clock ?? { plan.now },
             dryRun: options.dryRun,
             retry: retry,
             tokens: TeamAccessTokenCache(apple: apple, clientID: plan.clientID, retry: retry),
@@ -308,7 +311,7 @@ extension TransferService {
         var trial = snapshot.machine
         let started: TransferTransition
         do {
-            started = try trial.apply(begin, now: plan.now)
+            started = try trial.apply(begin, now: context.clock())
         } catch {
             return report(status, status, .skipped, error.code.name)
         }
@@ -425,11 +428,12 @@ extension TransferService {
         commit.detail["clientId"] = context.plan.clientID
         if let target = context.plan.targetTeamID { commit.detail["targetTeam"] = target }
         let committed: (from: TransferStatus, result: CommitResult)
+        let now = context.clock()
         do {
-            if case .write(let write) = plan(snapshot, commit, now: context.plan.now) {
+            if case .write(let write) = plan(snapshot, commit, now: now) {
                 committed = try context.commits.submit(write).get()
             } else {
-                committed = try self.commit(accountID: accountID, commit, now: context.plan.now)
+                committed = try self.commit(accountID: accountID, commit, now: now)
             }
         } catch {
             let outcome: TransferRowReport.Outcome = error.code == .conflict ? .conflict : .error

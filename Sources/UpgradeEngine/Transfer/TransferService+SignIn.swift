@@ -30,6 +30,16 @@ extension TransferService {
             throw Self.storageFailure(error)
         }
         guard let record else { throw Self.unknownAppleID }
+        // The token's `sub` is the team the identifier was made for; a deployment configured as
+        // another team would record it as its own. `complete` stops on the same mismatch.
+        guard record.targetTeamID.isEmpty || record.targetTeamID == configuration.teamID else {
+            throw TransferFailure(
+                .internalError,
+                "this server cannot complete the account's team transfer; retry later",
+                cause:
+                    "transfer identifiers were prepared for team \(record.targetTeamID), but this deployment is configured as team \(configuration.teamID)"
+            )
+        }
 
         let event = TransferEvent.signedInWithTransferSub(
             transferSub: transferSub,
