@@ -68,8 +68,12 @@ struct TransferServiceTests {
             #expect(relinked?.detail["refreshTokenDeleted"] == "true")
         }
 
-        let status = try world.recipient.status(now: world.now)
+        var status = try world.recipient.status(now: world.now)
         #expect(status.counts[.transferred] == 3 && status.untouchedLinkedAccounts == 0)
+        // A user who signs up with team B after the transfer is nothing a batch has to do.
+        try world.addOtherAccount(linkedTo: "001234.newcomer.0001")
+        status = try world.recipient.status(now: world.now)
+        #expect(status.untouchedLinkedAccounts == 0, "a recipient team's own link is not untouched")
         #expect(status.windowEndsAt == windowEndsAt)
         #expect(status.windowSecondsLeft == windowEndsAt - world.now)
 

@@ -83,10 +83,15 @@ extension SQLTransaction {
         for row in try rows("SELECT status, count(*) FROM transfer_records GROUP BY status") {
             counts[row[0].string ?? ""] = Int(row[1].int ?? 0)
         }
+        // Linked accounts a batch still has to visit: not those it recorded, and not those linked
+        // in a team some transfer went to (the recipient's own new users, which `complete`
+        // skips as `in-recipient-team`). The second condition's subquery is uncorrelated: both
+        // backends read the (few) target teams once, not once per link.
         let untouched = try scalarInt(
             """
             SELECT count(*) FROM apple_links AS l WHERE l.status = 'linked'
                 AND NOT EXISTS (SELECT 1 FROM transfer_records AS t WHERE t.account_id = l.account_id)
+                AND l.team_id NOT IN (SELECT DISTINCT target_team_id FROM transfer_records)
             """
         )
         let windowEndsAt = try rows("SELECT max(window_ends_at) FROM transfer_records").first?[0].int
