@@ -163,6 +163,11 @@ enum TransferBatchCommand {
         }
         Console.out(summary.line)
         if let path = options.reportPath { Console.out("report: \(path) (\(summary.rows) rows)") }
+        if summary.rows > 0 && summary.skipReasons["other-team"] == summary.rows {
+            Console.out(
+                "hint: every account visited is linked under another team than APPLE_TEAM_ID; 'transfer prepare' runs with the sender team's credentials"
+            )
+        }
         if summary.outcomes[.notPrepared, default: 0] > 0 {
             Console.out(
                 "hint: accounts without a transfer identifier need 'upgrade-cli transfer prepare' with the sender team's credentials while the window is open"

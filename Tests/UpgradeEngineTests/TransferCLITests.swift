@@ -156,6 +156,28 @@ struct TransferCLITests {
         }
     }
 
+    @Test("prepare with another team's settings skips every account, and the summary and a hint say why")
+    func preparedWithTheOtherTeamsSettings() async throws {
+        let world = try TransferWorld()
+        for index in 0..<3 { try world.addLinkedUser("user\(index)") }
+        let db = try #require(world.database.url)
+        let setup = try Setup()
+        // The accounts are linked under team A; this run is configured as team B.
+        let apple = try TransferLeaseCLITests.TokenGate()
+        apple.open()
+        var environment = setup.environment.merging(["APPLE_TEAM_ID": TransferWorld.teamB]) { $1 }
+        environment["UPGRADE_DB"] = db
+        environment["APPLE_BASE_URL"] = apple.baseURL
+        let result = try runCLI(
+            ["transfer", "prepare", "--target-team", "TEAMC12345", "--dry-run", "--client-id", TransferWorld.clientID],
+            environment: environment
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("3 skipped (other-team 3)"), "\(result.stdout)")
+        #expect(result.stdout.contains("hint: every account visited is linked under another team"), "\(result.stdout)")
+        #expect(try world.transferRecordCount() == 0)
+    }
+
     @Test("transfer status refuses a database with pending migrations, and help lists the commands")
     func statusNeedsMigratedDatabase() throws {
         let setup = try Setup()

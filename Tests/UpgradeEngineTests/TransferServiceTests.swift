@@ -382,6 +382,8 @@ struct TransferServiceTests {
         #expect(summary.outcomes[.conflict] == 1 && summary.outcomes[.succeeded] == 1, "\(summary.line)")
         #expect(summary.outcomes[.skipped] == 1, "the other account is already in team B")
         #expect(rows.row("acct-other")?.reason == "in-recipient-team")
+        #expect(summary.skipReasons == ["in-recipient-team": 1])
+        #expect(summary.line.contains("1 skipped (in-recipient-team 1)"), "\(summary.line)")
         #expect(rows.row(alice.accountID)?.reason == "sub-conflict")
         #expect(try world.record(alice)?.status == TransferStatus.transferPrepared.rawValue)
         #expect(try world.link(alice)?.sub == alice.subA, "Alice's link is untouched")

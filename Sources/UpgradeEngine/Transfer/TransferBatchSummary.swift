@@ -45,6 +45,9 @@ public struct TransferBatchSummary: Sendable, Equatable {
     public var outcomes: [TransferRowReport.Outcome: Int]
     /// Rows per failure reason, for the summary line.
     public var reasons: [String: Int]
+    /// Skipped rows per reason (`other-team`, `in-recipient-team`, ...), for the summary line: a
+    /// batch run with the other team's settings skips every row, and says why.
+    public var skipReasons: [String: Int]
     public var stop: Stop?
     /// The row limit was reached; accounts after it were not visited.
     public var limitReached: Bool
@@ -54,6 +57,7 @@ public struct TransferBatchSummary: Sendable, Equatable {
         self.dryRun = dryRun
         outcomes = Dictionary(uniqueKeysWithValues: TransferRowReport.Outcome.allCases.map { ($0, 0) })
         reasons = [:]
+        skipReasons = [:]
         stop = nil
         limitReached = false
     }
@@ -74,19 +78,25 @@ public struct TransferBatchSummary: Sendable, Equatable {
         if row.outcome.isFailure, let reason = row.reason {
             reasons[reason, default: 0] += 1
         }
+        if row.outcome == .skipped, let reason = row.reason {
+            skipReasons[reason, default: 0] += 1
+        }
     }
 
-    /// One line, e.g. `prepare: 120 rows: 100 succeeded, 18 already-done, 2 failed (invalid-request 2)`.
+    /// One line, e.g. `prepare: 120 rows: 100 succeeded, 15 already-done, 3 skipped (other-team 3),
+    /// 2 failed (invalid-request 2)`: skip reasons follow the skipped count, failure reasons the line.
     public var line: String {
-        let counts = TransferRowReport.Outcome.allCases.compactMap { outcome in
-            outcomes[outcome].flatMap { $0 > 0 ? "\($0) \(outcome.rawValue)" : nil }
+        func listed(_ counts: [String: Int]) -> String {
+            " (" + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        }
+        let counts = TransferRowReport.Outcome.allCases.compactMap { outcome -> String? in
+            guard let count = outcomes[outcome], count > 0 else { return nil }
+            let text = "\(count) \(outcome.rawValue)"
+            return outcome == .skipped && !skipReasons.isEmpty ? text + listed(skipReasons) : text
         }
         var text = "\(step.rawValue)\(dryRun ? " (dry run)" : ""): \(rows) row\(rows == 1 ? "" : "s")"
         if !counts.isEmpty { text += ": " + counts.joined(separator: ", ") }
-        if !reasons.isEmpty {
-            text +=
-                " (" + reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
-        }
+        if !reasons.isEmpty { text += listed(reasons) }
         if limitReached { text += "; row limit reached" }
         return text
     }
