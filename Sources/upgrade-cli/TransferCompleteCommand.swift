@@ -24,6 +24,15 @@ struct TransferCompleteCommand: CLICommand {
             Console.out(
                 "completing the transfer of \(clientID) to team \(configuration.teamID); the window ends \(TransferBatchCommand.iso8601(windowEndsAt))\(options.dryRun ? " (dry run: nothing is written)" : "")"
             )
+            // A window an earlier run recorded differently: one of the two acceptance times is wrong.
+            if let recorded = try? TransferService.status(store: batch.store, now: now) {
+                let ends = Set(recorded.otherWindows.keys).union(recorded.windowEndsAt.map { [$0] } ?? [])
+                for end in ends.sorted() where end != windowEndsAt {
+                    Console.err(
+                        "warning: an earlier run recorded the window as ending \(TransferBatchCommand.iso8601(end)), not \(TransferBatchCommand.iso8601(windowEndsAt)); check --accepted-at"
+                    )
+                }
+            }
             if now >= windowEndsAt {
                 Console.err(
                     "warning: the 60-day window closed at \(TransferBatchCommand.iso8601(windowEndsAt)); Apple no longer exchanges transfer identifiers, and rows will fail as window-closed"

@@ -27,6 +27,16 @@ struct TransferStatusCommand: CLICommand {
             members.append(
                 JSONValue.Member("windowSecondsLeft", report.windowSecondsLeft.map(JSONValue.integer) ?? .null)
             )
+            members.append(
+                JSONValue.Member(
+                    "otherWindows",
+                    .array(
+                        report.otherWindows.sorted { $0.key < $1.key }.map {
+                            .object([.init("endsAt", .integer($0.key)), .init("records", .integer(Int64($0.value)))])
+                        }
+                    )
+                )
+            )
             Console.out(JSONValue.object(members).serializedString)
             return ExitCode.success
         }
@@ -44,6 +54,11 @@ struct TransferStatusCommand: CLICommand {
             )
         } else {
             Console.out("window            not recorded yet ('transfer complete --accepted-at' records it)")
+        }
+        for (end, records) in report.otherWindows.sorted(by: { $0.key < $1.key }) {
+            Console.out(
+                "other window      ends \(TransferBatchCommand.iso8601(end)) on \(records) record\(records == 1 ? "" : "s"), from a run given another --accepted-at"
+            )
         }
         return ExitCode.success
     }

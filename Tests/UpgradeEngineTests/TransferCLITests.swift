@@ -178,6 +178,48 @@ struct TransferCLITests {
         #expect(try world.transferRecordCount() == 0)
     }
 
+    @Test("complete given another acceptance time than an earlier run warns; status lists both windows")
+    func otherAcceptanceTime() async throws {
+        let world = try TransferWorld()
+        for index in 0..<2 { try world.addLinkedUser("user\(index)") }
+        _ = try await world.prepare(TransferWorld.options(concurrency: 1))
+        let windowEndsAt = try world.transferApp()
+        _ = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 1, limit: 1))
+        let db = try #require(world.database.url)
+        let setup = try Setup()
+        let apple = try TransferLeaseCLITests.TokenGate()
+        apple.open()
+        var environment = setup.environment.merging(["APPLE_TEAM_ID": TransferWorld.teamB]) { $1 }
+        environment["UPGRADE_DB"] = db
+        environment["APPLE_BASE_URL"] = apple.baseURL
+        let acceptedAt = windowEndsAt - TransferStateMachine.windowLength + 86_400
+        let result = try runCLI(
+            [
+                "transfer", "complete", "--accepted-at", "\(acceptedAt)", "--dry-run",
+                "--client-id", TransferWorld.clientID,
+            ],
+            environment: environment
+        )
+        let recorded = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(windowEndsAt)))
+        #expect(
+            result.stderr.contains("warning: an earlier run recorded the window as ending \(recorded)"),
+            "\(result.stderr)"
+        )
+        let same = try runCLI(
+            [
+                "transfer", "complete", "--accepted-at", "\(windowEndsAt - TransferStateMachine.windowLength)",
+                "--dry-run", "--client-id", TransferWorld.clientID,
+            ],
+            environment: environment
+        )
+        #expect(!same.stderr.contains("an earlier run"), "\(same.stderr)")
+
+        let status = try runCLI(["transfer", "status", "--json", "--db", db])
+        let object = try JSONValue.parse(Array(status.stdout.utf8))
+        #expect(object["windowEndsAt"] == .integer(windowEndsAt))
+        #expect(object["otherWindows"] == .array([]))
+    }
+
     @Test("transfer status refuses a database with pending migrations, and help lists the commands")
     func statusNeedsMigratedDatabase() throws {
         let setup = try Setup()

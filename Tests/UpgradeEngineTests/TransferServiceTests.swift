@@ -106,6 +106,25 @@ struct TransferServiceTests {
         }
     }
 
+    @Test("status shows the latest run's window, and a window an earlier run was given otherwise beside it")
+    func correctedAcceptanceTime() async throws {
+        let world = try TransferWorld()
+        let users = try (0..<2).map { try world.addLinkedUser("user\($0)") }
+        _ = try await world.prepare(TransferWorld.options(concurrency: 1))
+        world.advance(86_400)
+        let windowEndsAt = try world.transferApp()
+        world.advance(3600)
+        // First run given an acceptance time five days too late; it completes one account.
+        let mistaken = windowEndsAt + 5 * 86_400
+        _ = try await world.complete(windowEndsAt: mistaken, TransferWorld.options(concurrency: 1, limit: 1))
+        world.advance(60)
+        _ = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 1))
+        for user in users { #expect(try world.record(user)?.status == TransferStatus.transferred.rawValue) }
+        let status = try world.recipient.status(now: world.now)
+        #expect(status.windowEndsAt == windowEndsAt, "the latest run's window, not the largest")
+        #expect(status.otherWindows == [mistaken: 1])
+    }
+
     @Test(
         "re-running both batches does nothing twice: rows already done, no Apple call per user, no audit row",
         arguments: Backend.all

@@ -4,12 +4,21 @@ public struct TransferProgress: Sendable, Equatable {
     public var recordsByStatus: [String: Int]
     /// Accounts linked to Apple that no transfer step has touched yet (no record).
     public var untouchedLinkedAccounts: Int
-    /// The latest migration-window end any record was given, if one was.
+    /// The migration-window end of the record written last that has one: the latest run's, even
+    /// when an earlier run was given a later (mistaken) acceptance time.
     public var latestWindowEndsAt: Int64?
+    /// Records per window end, when runs were given different acceptance times.
+    public var windows: [Int64: Int]
 
-    public init(recordsByStatus: [String: Int], untouchedLinkedAccounts: Int, latestWindowEndsAt: Int64?) {
+    public init(
+        recordsByStatus: [String: Int],
+        untouchedLinkedAccounts: Int,
+        latestWindowEndsAt: Int64?,
+        windows: [Int64: Int] = [:]
+    ) {
         self.recordsByStatus = recordsByStatus
         self.untouchedLinkedAccounts = untouchedLinkedAccounts
         self.latestWindowEndsAt = latestWindowEndsAt
+        self.windows = windows
     }
 }

@@ -23,7 +23,8 @@ extension TransferService {
             counts: counts,
             untouchedLinkedAccounts: progress.untouchedLinkedAccounts,
             windowEndsAt: progress.latestWindowEndsAt,
-            windowSecondsLeft: progress.latestWindowEndsAt.map { max(0, $0 - now) }
+            windowSecondsLeft: progress.latestWindowEndsAt.map { max(0, $0 - now) },
+            otherWindows: progress.windows.filter { $0.key != progress.latestWindowEndsAt }
         )
     }
 }

@@ -10,6 +10,8 @@ public struct TransferStatusReport: Sendable, Equatable {
     public var windowEndsAt: Int64?
     /// Seconds until the window closes at the time asked, 0 once closed; nil when unknown.
     public var windowSecondsLeft: Int64?
+    /// Records per window end other than ``windowEndsAt``: runs given another acceptance time.
+    public var otherWindows: [Int64: Int]
 
     /// Accounts a batch visits: linked to Apple and not revoked or deleted.
     public var linkedAccounts: Int {
@@ -20,11 +22,13 @@ public struct TransferStatusReport: Sendable, Equatable {
         counts: [TransferStatus: Int],
         untouchedLinkedAccounts: Int,
         windowEndsAt: Int64?,
-        windowSecondsLeft: Int64?
+        windowSecondsLeft: Int64?,
+        otherWindows: [Int64: Int] = [:]
     ) {
         self.counts = counts
         self.untouchedLinkedAccounts = untouchedLinkedAccounts
         self.windowEndsAt = windowEndsAt
         self.windowSecondsLeft = windowSecondsLeft
+        self.otherWindows = otherWindows
     }
 }

@@ -94,11 +94,27 @@ extension SQLTransaction {
                 AND l.team_id NOT IN (SELECT DISTINCT target_team_id FROM transfer_records)
             """
         )
-        let windowEndsAt = try rows("SELECT max(window_ends_at) FROM transfer_records").first?[0].int
+        var windows: [Int64: Int] = [:]
+        for row in try rows(
+            "SELECT window_ends_at, count(*) FROM transfer_records WHERE window_ends_at IS NOT NULL GROUP BY window_ends_at"
+        ) {
+            if let end = row[0].int { windows[end] = Int(row[1].int ?? 0) }
+        }
+        // The latest run's window, not the largest: a run given a mistaken later acceptance time
+        // and then corrected would otherwise show the mistake for good.
+        let latest =
+            windows.count > 1
+            ? try rows(
+                """
+                SELECT window_ends_at FROM transfer_records WHERE window_ends_at IS NOT NULL
+                    ORDER BY updated_at DESC, window_ends_at DESC LIMIT 1
+                """
+            ).first?[0].int : windows.keys.first
         return TransferProgress(
             recordsByStatus: counts,
             untouchedLinkedAccounts: Int(untouched ?? 0),
-            latestWindowEndsAt: windowEndsAt
+            latestWindowEndsAt: latest,
+            windows: windows
         )
     }
 
