@@ -29,6 +29,16 @@ struct TransferCLITests {
 
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
+        /// The environment of a run configured as team B on `world`'s database, with `apple`
+        /// (opened here) answering team-token requests.
+        func teamB(_ world: TransferWorld, apple: TransferLeaseCLITests.TokenGate) throws -> [String: String] {
+            apple.open()
+            return environment.merging([
+                "APPLE_TEAM_ID": TransferWorld.teamB, "UPGRADE_DB": try #require(world.database.url),
+                "APPLE_BASE_URL": apple.baseURL,
+            ]) { $1 }
+        }
+
         deinit { try? FileManager.default.removeItem(at: directory) }
     }
 
@@ -160,14 +170,9 @@ struct TransferCLITests {
     func preparedWithTheOtherTeamsSettings() async throws {
         let world = try TransferWorld()
         for index in 0..<3 { try world.addLinkedUser("user\(index)") }
-        let db = try #require(world.database.url)
-        let setup = try Setup()
         // The accounts are linked under team A; this run is configured as team B.
-        let apple = try TransferLeaseCLITests.TokenGate()
-        apple.open()
-        var environment = setup.environment.merging(["APPLE_TEAM_ID": TransferWorld.teamB]) { $1 }
-        environment["UPGRADE_DB"] = db
-        environment["APPLE_BASE_URL"] = apple.baseURL
+        let (setup, apple) = (try Setup(), try TransferLeaseCLITests.TokenGate())
+        let environment = try setup.teamB(world, apple: apple)
         let result = try runCLI(
             ["transfer", "prepare", "--target-team", "TEAMC12345", "--dry-run", "--client-id", TransferWorld.clientID],
             environment: environment
@@ -186,12 +191,8 @@ struct TransferCLITests {
         let windowEndsAt = try world.transferApp()
         _ = try await world.complete(windowEndsAt: windowEndsAt, TransferWorld.options(concurrency: 1, limit: 1))
         let db = try #require(world.database.url)
-        let setup = try Setup()
-        let apple = try TransferLeaseCLITests.TokenGate()
-        apple.open()
-        var environment = setup.environment.merging(["APPLE_TEAM_ID": TransferWorld.teamB]) { $1 }
-        environment["UPGRADE_DB"] = db
-        environment["APPLE_BASE_URL"] = apple.baseURL
+        let (setup, apple) = (try Setup(), try TransferLeaseCLITests.TokenGate())
+        let environment = try setup.teamB(world, apple: apple)
         let acceptedAt = windowEndsAt - TransferStateMachine.windowLength + 86_400
         let result = try runCLI(
             [
