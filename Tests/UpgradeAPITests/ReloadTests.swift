@@ -194,4 +194,35 @@ struct ReloadTests {
         let requests = try legacy.requests()
         #expect(requests.map(\.verified) == [true, false], "\(requests)")
     }
+
+    static func keyLine(_ id: String) -> String { "\(id) \(Data(SecureRandom.bytes(32)).base64EncodedString())" }
+
+    @Test("a keyring that puts other key bytes under a running key's id is refused, and what it sealed still opens")
+    func changedKeyUnderSameID() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = directory.appendingPathComponent("keys").path
+        let old = Self.keyLine("k1")
+        try Self.write(old + "\n", to: keys)
+        let server = try DevServer(environment: ["UPGRADE_SECRET_KEY_FILE": keys])
+        let sealed = server.application.secrets.seal([1, 2, 3], context: "totp-secret:x")
+
+        // The id kept, the key regenerated: every value under k1 would stop opening.
+        let replacement = Self.keyLine("k1")
+        try Self.write(Self.keyLine("k2") + "\n" + replacement + "\n", to: keys)
+        guard case .refused(let problems) = server.application.reload() else {
+            Issue.record("a keyring that changed k1's key was accepted")
+            return
+        }
+        #expect(problems.count == 1 && problems[0].contains("'k1'") && problems[0].contains("new id"), "\(problems)")
+        for line in [old, replacement] { #expect(!problems[0].contains(line.dropFirst(3).prefix(12))) }
+        #expect(server.application.secrets.keyIDs == ["k1"])
+        #expect(try server.application.secrets.open(sealed, context: "totp-secret:x") == [1, 2, 3])
+
+        // The new key under a new id, the old line kept: accepted.
+        try Self.write(Self.keyLine("k2") + "\n" + old + "\n", to: keys)
+        #expect(server.application.reload() == .applied(summary: "keyring: k2,k1, newest k2 (was k1)"))
+        #expect(try server.application.secrets.open(sealed, context: "totp-secret:x") == [1, 2, 3])
+    }
 }
