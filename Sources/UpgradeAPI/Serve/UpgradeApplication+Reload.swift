@@ -39,7 +39,8 @@ extension UpgradeApplication {
     /// Refuses a keyring that would leave stored values unopenable (docs/architecture.md §10.4): one
     /// that lists a running key's id with other key bytes (the values sealed under that id would no
     /// longer open, and no count could tell), or one that drops a key some stored value needs, as
-    /// at start-up.
+    /// at start-up. A keyring that keeps every running key cannot make a value unopenable, so it is
+    /// not checked against the database: a reload during a database outage still rotates the rest.
     private func checkKeyring(_ keys: SecretBox) throws(ServerSettingsError) {
         guard !secrets.isDevelopmentOnly else { return }
         let changed = secrets.keyIDsWithChangedKeys(in: keys)
@@ -50,6 +51,7 @@ extension UpgradeApplication {
                     + "a key id names one key for good: give the new key a new id, first in the file, and keep the old line"
             ])
         }
+        guard !secrets.isKeptWhole(by: keys) else { return }
         let problem: String?
         do {
             problem = try KeyringStatus.load(store: store, secrets: keys).missingKeyProblem

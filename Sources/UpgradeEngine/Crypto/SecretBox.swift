@@ -128,6 +128,12 @@ public struct SecretBox: Sendable {
         }
     }
 
+    /// Whether `other` lists every key id this box lists.
+    public func isKeptWhole(by other: SecretBox) -> Bool {
+        let theirs = Set(other.keyIDs)
+        return keyIDs.allSatisfy { theirs.contains($0) }
+    }
+
     /// Whether `id` may name a key: 1-32 of `[A-Za-z0-9_-]`.
     public static func isValidKeyID(_ id: String) -> Bool {
         let bytes = Array(id.utf8)
