@@ -1,5 +1,6 @@
 import AppleEmulator
 import Foundation
+import Synchronization
 import UpgradeAPI
 import UpgradeEngine
 
@@ -14,9 +15,18 @@ struct ServeCommand: CLICommand {
     static let path = ["serve"]
     static let summary = "run the REST API (--dev: embedded defaults, in-process Apple emulator, demo account)"
     static let usage =
-        "upgrade-cli serve [--dev] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID | --key-id-file FILE] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--admin-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--max-connections-per-client N] [--health-listen ADDR:PORT] [--console-listen ADDR:PORT] [--conversion-timeout SECONDS] [--admin-tokens-file FILE] [--password-rules RULES | --password-rules-file FILE] [--failure-floor-ms MS] [--webhook-url URL --webhook-secret-file FILE] [--legacy-verify-url URL --legacy-verify-secret-file FILE] [--legacy-verify-timeout SECONDS] [--legacy-verify-outage-pause SECONDS] [--legacy-create on|off] [--apple-link-check-seconds SECONDS|off] [--apple-link-check-rate PER_SECOND] [--max-queue-delay-ms MS]"
+        "upgrade-cli serve [--dev [--emulator-port PORT]] [--db URL] [--listen ADDR:PORT] [--apple-base-url URL] [--client-ids A,B] [--team-id ID] [--key-id ID | --key-id-file FILE] [--private-key-file P8] [--secret-key-file FILE] [--client-throttle N/SECONDS|off] [--admin-throttle N/SECONDS|off] [--trusted-proxies CIDR,...] [--max-connections-per-client N] [--health-listen ADDR:PORT] [--console-listen ADDR:PORT] [--conversion-timeout SECONDS] [--admin-tokens-file FILE] [--password-rules RULES | --password-rules-file FILE] [--failure-floor-ms MS] [--webhook-url URL --webhook-secret-file FILE] [--legacy-verify-url URL --legacy-verify-secret-file FILE] [--legacy-verify-timeout SECONDS] [--legacy-verify-outage-pause SECONDS] [--legacy-create on|off] [--apple-link-check-seconds SECONDS|off] [--apple-link-check-rate PER_SECOND] [--max-queue-delay-ms MS]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
+        // Watched from the start: until then SIGHUP would end the process, and reading the
+        // configuration and assembling the server (a database connect, the start-up checks) can
+        // take seconds. A signal that comes before the server exists reloads once it does.
+        let reloads = PendingReload()
+        do {
+            try ReloadSignal.watch(SIGHUP) { reloads.signalled() }
+        } catch {
+            throw CommandFailure("cannot watch SIGHUP: \(error)", exitCode: ExitCode.failure)
+        }
         let development = arguments.flag("--dev")
         let values = try ServeOptions.read(&arguments)
         try arguments.finish()
@@ -30,11 +40,7 @@ struct ServeCommand: CLICommand {
         let logs = LogBuffer()
         defer { logs.flush() }
         let application = try ServeOptions.assemble(settings, log: RequestLog(write: logs.write))
-        do {
-            try ReloadSignal.watch(SIGHUP) { application.reload() }
-        } catch {
-            throw CommandFailure("cannot watch SIGHUP: \(error)", exitCode: ExitCode.failure)
-        }
+        reloads.ready(application)
         do {
             try application.start()
         } catch {
@@ -96,5 +102,33 @@ enum ServeOptions {
         } catch let error as StorageError {
             throw CommandFailure.configuration("UPGRADE_DB: \(error.message)")
         }
+    }
+}
+
+/// The reloads `serve` owes: a `SIGHUP` that arrives before the application exists is kept and
+/// run once `ready` hands it over; later ones reload at once.
+final class PendingReload: Sendable {
+    private struct State {
+        var application: UpgradeApplication?
+        var pending = false
+    }
+
+    private let state = Mutex(State())
+
+    func signalled() {
+        let application = state.withLock { state in
+            if state.application == nil { state.pending = true }
+            return state.application
+        }
+        application?.reload()
+    }
+
+    func ready(_ application: UpgradeApplication) {
+        let pending = state.withLock { state in
+            state.application = application
+            defer { state.pending = false }
+            return state.pending
+        }
+        if pending { application.reload() }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UpgradeAPI
+import UpgradeTestSupport
 
 @testable import AppleEmulator
 @testable import UpgradeEngine
@@ -99,5 +100,55 @@ struct ReloadSignalTests {
         #expect(try await Self.admin(base, newToken) == 404)
         #expect(try await Self.convert(fixture, base, "carol"))
         #expect(fixture.apple.clientSecretKeyIDs.last == Self.newKeyID, "the key id file was not applied alone")
+    }
+
+    @Test("SIGHUP while serve is still starting (a slow database connect) does not end the process")
+    func sighupDuringStartUp() throws {
+        // A listener that never accepts: the kernel completes the handshake, and no answer comes,
+        // so the connect waits out its connect_timeout.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(listener, raw, length) == 0 && listen(listener, 8) == 0
+                    && getsockname(listener, raw, &length) == 0
+            }
+        }
+        try #require(bound)
+        let port = UInt16(bigEndian: address.sin_port)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
+        process.arguments = ["serve", "--dev"]
+        process.environment = [
+            "PATH": "/usr/bin:/bin",
+            "UPGRADE_DB": "postgres://upgrade:secret@127.0.0.1:\(port)/upgrade?connect_timeout=4",
+            "UPGRADE_LISTEN": "127.0.0.1:0", "UPGRADE_DEV_EMULATOR_PORT": "0",
+        ]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        // Started as a service manager or a shell starts it: SIGHUP neither blocked nor ignored
+        // (the mask survives exec, and this runner's threads may block it).
+        var hangUp = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&hangUp)
+        sigaddset(&hangUp, SIGHUP)
+        pthread_sigmask(SIG_UNBLOCK, &hangUp, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        try process.run()
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(process.isRunning, "serve ended before the connect timed out")
+        kill(process.processIdentifier, SIGHUP)
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit, "serve was ended by the signal: \(text)")
+        #expect(process.terminationStatus == 2 && text.contains("UPGRADE_DB"), "\(text)")
+        #expect(!text.contains("secret"))
     }
 }

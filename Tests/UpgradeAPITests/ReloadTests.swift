@@ -194,4 +194,82 @@ struct ReloadTests {
         let requests = try legacy.requests()
         #expect(requests.map(\.verified) == [true, false], "\(requests)")
     }
+
+    static func keyLine(_ id: String) -> String { "\(id) \(Data(SecureRandom.bytes(32)).base64EncodedString())" }
+
+    @Test("a keyring that puts other key bytes under a running key's id is refused, and what it sealed still opens")
+    func changedKeyUnderSameID() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = directory.appendingPathComponent("keys").path
+        let old = Self.keyLine("k1")
+        try Self.write(old + "\n", to: keys)
+        let server = try DevServer(environment: ["UPGRADE_SECRET_KEY_FILE": keys])
+        let sealed = server.application.secrets.seal([1, 2, 3], context: "totp-secret:x")
+
+        // The id kept, the key regenerated: every value under k1 would stop opening.
+        let replacement = Self.keyLine("k1")
+        try Self.write(Self.keyLine("k2") + "\n" + replacement + "\n", to: keys)
+        guard case .refused(let problems) = server.application.reload() else {
+            Issue.record("a keyring that changed k1's key was accepted")
+            return
+        }
+        #expect(problems.count == 1 && problems[0].contains("'k1'") && problems[0].contains("new id"), "\(problems)")
+        for line in [old, replacement] { #expect(!problems[0].contains(line.dropFirst(3).prefix(12))) }
+        #expect(server.application.secrets.keyIDs == ["k1"])
+        #expect(try server.application.secrets.open(sealed, context: "totp-secret:x") == [1, 2, 3])
+
+        // The new key under a new id, the old line kept: accepted.
+        try Self.write(Self.keyLine("k2") + "\n" + old + "\n", to: keys)
+        #expect(server.application.reload() == .applied(summary: "keyring: k2,k1, newest k2 (was k1)"))
+        #expect(try server.application.secrets.open(sealed, context: "totp-secret:x") == [1, 2, 3])
+    }
+
+    @Test(
+        "with the database down, a reload that keeps every key still rotates admin tokens; one that drops a key is refused",
+        .enabled(if: ServePostgres.isAvailable, .init(rawValue: ServePostgres.reason)),
+        .timeLimit(.minutes(2))
+    )
+    func reloadDuringDatabaseOutage() async throws {
+        let postgres = try CrashablePostgres()
+        defer { postgres.remove() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = directory.appendingPathComponent("keys").path
+        let old = Self.keyLine("k1")
+        try Self.write(old + "\n", to: keys)
+        let tokens = directory.appendingPathComponent("admin-tokens").path
+        let leaked = try AdminTokenFile.add(name: "leaked", scopes: [.accounts], path: tokens, now: 1)
+        let server = try DevServer(
+            environment: [
+                "UPGRADE_DB": postgres.url, "UPGRADE_SECRET_KEY_FILE": keys, "UPGRADE_ADMIN_TOKENS_FILE": tokens,
+                // The throttle counts wrong tokens in the database; off, a wrong one is 401 without it.
+                "UPGRADE_ADMIN_THROTTLE": "off",
+            ]
+        )
+        #expect(try await Self.admin(server, leaked) == 404)
+        try postgres.kill()
+
+        // The leaked token is removed and a new key added in front: nothing stored can become
+        // unopenable, so the database is not needed.
+        try AdminTokenFile.remove(name: "leaked", path: tokens)
+        try Self.write(Self.keyLine("k2") + "\n" + old + "\n", to: keys)
+        guard case .applied(let summary) = server.application.reload() else {
+            Issue.record("a reload that drops no key was refused while the database was down")
+            return
+        }
+        #expect(summary.contains("removed leaked") && summary.contains("newest k2"), "\(summary)")
+        #expect(try await Self.admin(server, leaked) == 401)
+
+        // Dropping k1 needs the database's count: refused while it cannot be reached.
+        try Self.write(Self.keyLine("k3") + "\n", to: keys)
+        guard case .refused(let problems) = server.application.reload() else {
+            Issue.record("a keyring that drops a key was accepted unchecked")
+            return
+        }
+        #expect(problems.count == 1 && problems[0].contains("cannot check the keyring"), "\(problems)")
+        #expect(server.application.secrets.keyIDs == ["k2", "k1"])
+    }
 }

@@ -61,6 +61,25 @@ struct PostgresStoreTests {
         #expect(read == [.text("repeatable read"), .text("on"), .text("5s"), .text("30s"), .text("1min")])
     }
 
+    @Test("the readiness ping fails as unavailable on a database that answers read-only, as a standby does")
+    func pingReadOnly() throws {
+        let db = try Backend.postgres.database(forProcesses: true)
+        try db.store.ping()
+        // Twice on one connection that prepares its statements: the second run reuses the first's.
+        let prepared = try db.openPostgresStore(preparedStatements: true)
+        try prepared.ping()
+        try prepared.ping()
+        let name = try PostgresConfiguration(url: try #require(db.url)).database
+        try TestPostgres.connect().execute("ALTER DATABASE \(name) SET default_transaction_read_only = on")
+        let store = try db.reopen()
+        let error = #expect(throws: StorageError.self) { try store.ping() }
+        #expect(error?.code == .unavailable, "\(String(describing: error))")
+        #expect(error?.message.contains("read-only") == true)
+        // Writable again (promoted): the same store's next ping is ready, on a new connection.
+        try TestPostgres.connect().execute("ALTER DATABASE \(name) RESET default_transaction_read_only")
+        try store.ping()
+    }
+
     @Test("a serialization failure runs the whole closure again, and the run that commits saw the other's write")
     func serializationFailureRetries() throws {
         let db = try Backend.postgres.database()

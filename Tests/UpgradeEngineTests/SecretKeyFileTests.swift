@@ -140,6 +140,28 @@ struct SecretKeyFileTests {
         )
     }
 
+    @Test("a keyring line written key first is refused without echoing any of the key")
+    func swappedLine() throws {
+        let directory = try TemporaryDirectory()
+        // Base64 with '+' and '/' in it, as most random keys have.
+        let key = (0..<32).map { UInt8(truncatingIfNeeded: 0xfb &+ $0 &* 7) }
+        let encoded = Data(key).base64EncodedString()
+        let text = Self.line("k0", Self.key) + "\n" + encoded + " k1\n"
+        let path = try directory.file("keys", bytes: Array(text.utf8), mode: 0o600)
+        Self.expectError(.malformed, path: path, mentioning: ["line 2", "letters, digits", "write the id first"])
+        let error = #expect(throws: SecretKeyError.self) { try SecretKeyFile.load(path: path) }
+        // No run of 8 characters of the key's text appears, whatever was replaced in it.
+        let printable = String(encoded.map { $0.isLetter || $0.isNumber ? $0 : "?" })
+        for start in stride(from: 0, through: encoded.count - 8, by: 4) {
+            let begin = encoded.index(encoded.startIndex, offsetBy: start)
+            let end = encoded.index(begin, offsetBy: 8)
+            let pbegin = printable.index(printable.startIndex, offsetBy: start)
+            let pend = printable.index(pbegin, offsetBy: 8)
+            #expect(error.map { !$0.message.contains(encoded[begin..<end]) } == true)
+            #expect(error.map { !$0.message.contains(printable[pbegin..<pend]) } == true)
+        }
+    }
+
     @Test("a keyring of comments only lists no key")
     func noKeys() throws {
         let directory = try TemporaryDirectory()

@@ -20,17 +20,7 @@ extension UpgradeApplication {
             let loaded: ConfigurationReload
             do throws(ServerSettingsError) {
                 loaded = try ConfigurationReload.load(settings)
-                // A keyring that lacks a key some stored value needs is refused, as at start-up.
-                if let keys = loaded.secretKeys {
-                    let problem: String?
-                    do {
-                        problem = try KeyringStatus.load(store: store, secrets: keys).missingKeyProblem
-                    } catch {
-                        problem =
-                            "\(SecretKeyFile.environmentVariable): cannot check the keyring against the database: \(error)"
-                    }
-                    if let problem { throw ServerSettingsError(problems: [problem]) }
-                }
+                if let keys = loaded.secretKeys { try checkKeyring(keys) }
             } catch {
                 let detail = error.problems.joined(separator: "; ")
                 log.log(
@@ -44,6 +34,31 @@ extension UpgradeApplication {
             log.log("info", "configuration reloaded", [("changes", .string(summary))])
             return .applied(summary: summary)
         }
+    }
+
+    /// Refuses a keyring that would leave stored values unopenable (docs/architecture.md §10.4): one
+    /// that lists a running key's id with other key bytes (the values sealed under that id would no
+    /// longer open, and no count could tell), or one that drops a key some stored value needs, as
+    /// at start-up. A keyring that keeps every running key cannot make a value unopenable, so it is
+    /// not checked against the database: a reload during a database outage still rotates the rest.
+    private func checkKeyring(_ keys: SecretBox) throws(ServerSettingsError) {
+        guard !secrets.isDevelopmentOnly else { return }
+        let changed = secrets.keyIDsWithChangedKeys(in: keys)
+        if !changed.isEmpty {
+            let ids = changed.map { "'\($0)'" }.joined(separator: ", ")
+            throw ServerSettingsError(problems: [
+                "\(SecretKeyFile.environmentVariable): key \(ids) now holds another key than the running keyring's; "
+                    + "a key id names one key for good: give the new key a new id, first in the file, and keep the old line"
+            ])
+        }
+        guard !secrets.isKeptWhole(by: keys) else { return }
+        let problem: String?
+        do {
+            problem = try KeyringStatus.load(store: store, secrets: keys).missingKeyProblem
+        } catch {
+            problem = "\(SecretKeyFile.environmentVariable): cannot check the keyring against the database: \(error)"
+        }
+        if let problem { throw ServerSettingsError(problems: [problem]) }
     }
 
     /// Replaces each reloaded part; returns what changed, without a secret.

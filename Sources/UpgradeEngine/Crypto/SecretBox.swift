@@ -118,6 +118,22 @@ public struct SecretBox: Sendable {
         storage.keyring.withLock { $0 = replacement }
     }
 
+    /// The ids this box and `other` both list under different keys: a key replaced under its old
+    /// id, which would leave every value sealed under that id unopenable (docs/architecture.md §10.4).
+    public func keyIDsWithChangedKeys(in other: SecretBox) -> [String] {
+        let theirs = other.keyring
+        return keyring.keys.compactMap { key in
+            guard let their = theirs.key(id: key.id), !ConstantTime.equals(their.bytes, key.bytes) else { return nil }
+            return key.id
+        }
+    }
+
+    /// Whether `other` lists every key id this box lists.
+    public func isKeptWhole(by other: SecretBox) -> Bool {
+        let theirs = Set(other.keyIDs)
+        return keyIDs.allSatisfy { theirs.contains($0) }
+    }
+
     /// Whether `id` may name a key: 1-32 of `[A-Za-z0-9_-]`.
     public static func isValidKeyID(_ id: String) -> Bool {
         let bytes = Array(id.utf8)

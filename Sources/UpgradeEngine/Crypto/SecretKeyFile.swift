@@ -135,9 +135,13 @@ public enum SecretKeyFile {
             }
             let id = String(fields[0])
             guard SecretBox.isValidKeyID(id) else {
+                // The field is not quoted: a line written key first puts the key in it.
+                let swapped =
+                    SecretBox.isValidKeyID(String(fields[1]))
+                    ? " (it looks like 'BASE64 ID': write the id first, then the base64)" : ""
                 throw SecretKeyError(
                     .malformed,
-                    "\(place): key id '\(SecretBox.printable(id))' must be 1-32 letters, digits, '-' or '_'; "
+                    "\(place): the key id (the first field) must be 1-32 letters, digits, '-' or '_'\(swapped); "
                         + "rename it (the id is stored with every value it seals)"
                 )
             }

@@ -36,6 +36,16 @@ extension PostgresConnection {
         return PostgresError(.misuse, "PostgreSQL connection to \(endpoint): \(what) (\(cause))")
     }
 
+    /// The server answers read-only: the connection is dropped like a lost one (the pool discards
+    /// it), so the next one walks the host list instead of staying on a standby.
+    func readOnlyServer(_ detail: String) -> PostgresError {
+        poisoned = true
+        return PostgresError(
+            .connectionLost,
+            "PostgreSQL at \(endpoint) is read-only (a standby, or a demoted primary): \(detail)"
+        )
+    }
+
     /// A failed result as a `PostgresError`, a lost connection when libpq has given up on it:
     /// `lost`, or by default libpq's connection status.
     func error(from result: OpaquePointer?, lost: Bool? = nil) -> PostgresError {
@@ -51,11 +61,7 @@ extension PostgresConnection {
             // A write refused outside a READ ONLY transaction: the server itself is read-only (a
             // standby, or a primary demoted under this connection; docs/architecture.md §8.3,
             // "Failover"). The connection is dropped like a lost one, so the next one walks the host list.
-            poisoned = true
-            return PostgresError(
-                .connectionLost,
-                "PostgreSQL at \(endpoint) is read-only (a standby, or a demoted primary): \(error.message)"
-            )
+            return readOnlyServer(error.message)
         }
         if error.sqlstate == PostgresError.SQLState.invalidSQLStatementName {
             // Someone deallocated our statements (a pooler's DISCARD ALL): prepare them afresh.

@@ -230,8 +230,16 @@ public final class PostgresStore: UpgradeStore, Sendable {
         usleep(UInt32(Int.random(in: ceiling / 2...ceiling)))
     }
 
+    /// `/readyz`: the server answers and takes writes. A hot standby not yet promoted (or
+    /// `default_transaction_read_only`) answers too, but every write would fail there: unavailable,
+    /// and the connection is dropped, so the next ping walks the host list again.
     public func ping() throws(StorageError) {
-        try withConnection { try $0.execute("SELECT 1") }
+        try withConnection { connection in
+            let rows = try connection.query("SELECT current_setting('transaction_read_only')")
+            if rows.first?.first == .text("on") {
+                throw connection.readOnlyServer("no write can succeed, so it is not ready")
+            }
+        }
     }
 
     /// Leases a connection outside any transaction of the store's (migrations, status, ping).
