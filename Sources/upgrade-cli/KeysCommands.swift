@@ -35,8 +35,10 @@ struct KeysStatusCommand: CLICommand {
         let store = try StoreOption.openMigrated(location)
         let status = try KeyringStatus.load(store: store, secrets: secrets)
         for line in lines(status) { Console.out(line) }
+        let mismatch = try KeyChecks.check(store: store, secrets: secrets)
+        if let mismatch { Console.out("MISMATCH: \(mismatch)") }
         let unreadable = status.total(keyID: KeyringStatus.unreadableKeyID)
-        return status.missingKeys.isEmpty && unreadable == 0 ? ExitCode.success : ExitCode.failure
+        return status.missingKeys.isEmpty && unreadable == 0 && mismatch == nil ? ExitCode.success : ExitCode.failure
     }
 
     static func lines(_ status: KeyringStatus) -> [String] {
@@ -126,6 +128,8 @@ struct KeysResealCommand: CLICommand {
                 onBatch: { Console.out("\($0.kind.rawValue): \($0.resealed) of \($0.total) re-sealed") },
                 shouldStop: { lost.isSet }
             )
+        } catch let refused as KeyCheckFailure {
+            throw CommandFailure.configuration(refused.message)
         } catch {
             throw CommandFailure("the reseal stopped: \(error); committed batches stay, run it again to resume")
         }

@@ -226,6 +226,36 @@ struct ReloadTests {
         #expect(try server.application.secrets.open(sealed, context: "totp-secret:x") == [1, 2, 3])
     }
 
+    @Test("a reload adding a key whose id another instance recorded with other bytes is refused")
+    func addedKeyWithOtherBytes() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = directory.appendingPathComponent("keys").path
+        let old = Self.keyLine("k1")
+        try Self.write(old + "\n", to: keys)
+        let server = try DevServer(environment: ["UPGRADE_SECRET_KEY_FILE": keys])
+
+        // Another instance rotated first, to its own k2, and recorded that key's check.
+        let theirs = Self.keyLine("k2")
+        try Self.write(theirs + "\n" + old + "\n", to: keys)
+        let theirKeys = try SecretKeyFile.load(path: keys)
+        #expect(try KeyChecks.verify(store: server.application.store, secrets: theirKeys, now: 1) == nil)
+
+        let mine = Self.keyLine("k2")
+        try Self.write(mine + "\n" + old + "\n", to: keys)
+        guard case .refused(let problems) = server.application.reload() else {
+            Issue.record("a k2 other than the one recorded was accepted")
+            return
+        }
+        #expect(problems.count == 1 && problems[0].contains("key 'k2' is not the key that id named"), "\(problems)")
+        #expect(!problems[0].contains(mine.dropFirst(3).prefix(12)))
+        #expect(server.application.secrets.keyIDs == ["k1"])
+
+        try Self.write(theirs + "\n" + old + "\n", to: keys)
+        #expect(server.application.reload() == .applied(summary: "keyring: k2,k1, newest k2 (was k1)"))
+    }
+
     @Test(
         "with the database down, a reload that keeps every key still rotates admin tokens; one that drops a key is refused",
         .enabled(if: ServePostgres.isAvailable, .init(rawValue: ServePostgres.reason)),

@@ -334,4 +334,51 @@ struct KeysCLITests {
             "\(stderr)"
         )
     }
+
+    @Test(
+        "a key id listed with other bytes than it named is refused by keys status, keys reseal and serve, naming the id",
+        arguments: Backend.all
+    )
+    func keyIDWithOtherBytes(_ backend: Backend) throws {
+        let dir = try AccountImportCLITests.directory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = try backend.database(forProcesses: true)
+        let url = try #require(db.url)
+        let seeded = try Self.seed(db.store, box: try SecretBox(keys: [("k1", Self.oldKey)]), count: 2)
+        // Rotation step 1 on the first host: k2 becomes the newest, and the reseal records its check.
+        let rotated = try Self.keyring(dir, "rotated", [("k2", Self.newKey), ("k1", Self.oldKey)])
+        let reseal = try runCLI(["keys", "reseal", "--db", url, "--secret-key-file", rotated])
+        #expect(reseal.status == 0, "\(reseal)")
+
+        // A second host generated its own k2.
+        let other = [UInt8](repeating: 0x44, count: 32)
+        let impostor = try Self.keyring(dir, "impostor", [("k2", other), ("k1", Self.oldKey)])
+        let message = "UPGRADE_SECRET_KEY_FILE: key 'k2' is not the key that id named"
+        let status = try runCLI(["keys", "status", "--db", url, "--secret-key-file", impostor])
+        #expect(status.status == 1 && status.stdout.contains("MISMATCH: \(message)"), "\(status)")
+        let refused = try runCLI(["keys", "reseal", "--db", url, "--secret-key-file", impostor])
+        #expect(refused.status == 2, "\(refused)")
+        #expect(refused.stderr.hasPrefix("error: \(message)"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains(Data(other).base64EncodedString()), "never the key")
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
+        process.arguments = ["serve", "--dev", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"]
+        process.environment = ["PATH": "/usr/bin:/bin", "UPGRADE_DB": url, "UPGRADE_SECRET_KEY_FILE": impostor]
+        let err = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = err
+        try process.run()
+        let watchdog = DispatchWorkItem { kill(process.processIdentifier, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        watchdog.cancel()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 2, "\(stderr)")
+        #expect(stderr.contains(message), "\(stderr)")
+
+        // The first host's keyring still reads everything.
+        try Self.expectIntact(db.store, seeded, box: try SecretBox(keys: [("k2", Self.newKey), ("k1", Self.oldKey)]))
+        #expect(try runCLI(["keys", "status", "--db", url, "--secret-key-file", rotated]).status == 0)
+    }
 }

@@ -194,6 +194,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case appleRevocationsID
     case accountProfilesAccount, importRunsID
     case webhookOutboxID, usernameSkeletonSourceID, hashParameterSetsID, adminTokenUsesToken, consoleSessionsHash
+    case keyChecksKeyID
 
     var testDescription: String { rawValue }
 
@@ -227,6 +228,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .hashParameterSetsID: .hashParameterSetsID
         case .adminTokenUsesToken: .adminTokenUsesToken
         case .consoleSessionsHash: .consoleSessionsHash
+        case .keyChecksKeyID: .keyChecksKeyID
         }
     }
 
@@ -377,6 +379,14 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
             )
             try tx.insertConsoleSession(session)
             try tx.insertConsoleSession(session)
+        case .keyChecksKeyID:
+            // The store inserts with ON CONFLICT DO NOTHING; a second plain INSERT is what the key refuses.
+            _ = try tx.insertKeyCheck(keyID: "k1", sealed: Array("s3cret".utf8), now: Seed.now)
+            try Seed.raw(
+                tx,
+                "INSERT INTO key_checks (key_id, sealed, created_at) VALUES ('k1', ?, 1)",
+                [.blob(Array("s3cret".utf8))]
+            )
         }
     }
 }

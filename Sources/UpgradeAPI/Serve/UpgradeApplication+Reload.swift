@@ -51,12 +51,23 @@ extension UpgradeApplication {
                     + "a key id names one key for good: give the new key a new id, first in the file, and keep the old line"
             ])
         }
-        guard !secrets.isKeptWhole(by: keys) else { return }
+        let dropsKeys = !secrets.isKeptWhole(by: keys)
+        let addsKeys = !keys.isKeptWhole(by: secrets)
+        guard dropsKeys || addsKeys else { return }
         let problem: String?
         do {
-            problem = try KeyringStatus.load(store: store, secrets: keys).missingKeyProblem
+            // An added key must open the check value another instance may have recorded for its id,
+            // and the newest gets one if it has none.
+            problem =
+                try KeyChecks.verify(store: store, secrets: keys, now: Int64(Date().timeIntervalSince1970))
+                ?? (dropsKeys ? KeyringStatus.load(store: store, secrets: keys).missingKeyProblem : nil)
         } catch {
-            problem = "\(SecretKeyFile.environmentVariable): cannot check the keyring against the database: \(error)"
+            // Without the database an added key goes unchecked (nothing can be sealed under it until
+            // the database is back, and the next start or `keys reseal` checks it); a dropped key
+            // cannot be, since values may need it.
+            problem =
+                dropsKeys
+                ? "\(SecretKeyFile.environmentVariable): cannot check the keyring against the database: \(error)" : nil
         }
         if let problem { throw ServerSettingsError(problems: [problem]) }
     }

@@ -80,6 +80,11 @@ public final class UpgradeApplication: Sendable {
         if let problem = try KeyringStatus.load(store: store, secrets: secrets).missingKeyProblem {
             throw ServerSettingsError(problems: [problem])
         }
+        // A listed id whose recorded check value this keyring cannot open names another key than
+        // the one that sealed values under it; the newest key's check is recorded if it has none.
+        if let problem = try KeyChecks.verify(store: store, secrets: secrets, now: now) {
+            throw ServerSettingsError(problems: [problem])
+        }
 
         let teamID: String
         if settings.development {

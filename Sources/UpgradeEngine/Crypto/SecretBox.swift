@@ -174,6 +174,19 @@ public struct SecretBox: Sendable {
         seal(plaintext, context: context, nonce: SecureRandom.bytes(Self.nonceLength))
     }
 
+    /// Encrypts `plaintext` for `context` under the listed key `keyID` (not necessarily the newest),
+    /// or nil when the keyring does not list it: a key's check value (`KeyChecks`).
+    public func seal(_ plaintext: [UInt8], context: String, keyID: String) -> [UInt8]? {
+        guard let key = keyring.key(id: keyID) else { return nil }
+        return Self.seal(
+            plaintext,
+            context: context,
+            nonce: SecureRandom.bytes(Self.nonceLength),
+            key: key.bytes,
+            header: Header.bytes(keyID: key.id)
+        )
+    }
+
     /// Sealing with a chosen nonce, for known-answer tests only: reusing a nonce under one key breaks GCM.
     func seal(_ plaintext: [UInt8], context: String, nonce: [UInt8]) -> [UInt8] {
         let key = keyring.newest

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Moves every sealed value to the newest key of a keyring (`keys reseal`; docs/architecture.md §10.4),
 /// in batches of one write transaction each:
 /// read up to `batchSize` values not under the newest key, open each with the key it names, seal it
@@ -50,11 +52,17 @@ public struct SealedValueResealer: Sendable {
     /// Re-seals every value not under `secrets`' newest key. `shouldStop` is asked between batches
     /// (a lost job lease); `onBatch` after each committed batch.
     public func run(
+        now: Int64 = Int64(Date().timeIntervalSince1970),
         onBatch: (Progress) -> Void = { _ in },
         shouldStop: () -> Bool = { false }
     ) throws -> Summary {
         let newest = secrets.newestKeyID
         var summary = Summary(newestKeyID: newest)
+        // Re-sealing under a key that is not the one its id names elsewhere would move values out of
+        // every other instance's reach: refused, and the newest key's check recorded if it has none.
+        if let problem = try KeyChecks.verify(store: store, secrets: secrets, now: now) {
+            throw KeyCheckFailure(problem)
+        }
         let before = try KeyringStatus.load(store: store, secrets: secrets)
         for kind in SealedValueKind.allCases {
             let total = before.counts.filter { $0.kind == kind && $0.keyID != newest }.reduce(0) { $0 + $1.count }

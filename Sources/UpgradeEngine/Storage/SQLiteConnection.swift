@@ -205,6 +205,7 @@ final class SQLiteConnection {
         "hash_parameter_sets.id": .hashParameterSetsID,
         "admin_token_uses.name, admin_token_uses.created_at": .adminTokenUsesToken,
         "console_sessions.session_hash": .consoleSessionsHash,
+        "key_checks.key_id": .keyChecksKeyID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

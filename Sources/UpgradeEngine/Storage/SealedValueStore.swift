@@ -22,6 +22,11 @@ public protocol SealedValueStore {
         expected: [UInt8],
         replacement: [UInt8]
     ) throws(StorageError) -> Bool
+    /// The stored check value of each key id that has one (`KeyChecks`).
+    func keyChecks() throws(StorageError) -> [String: [UInt8]]
+    /// Stores `sealed` as the check value of `keyID` unless the id has one already; false, changing
+    /// nothing, if it has (another instance recorded it first: read it back and open it).
+    func insertKeyCheck(keyID: String, sealed: [UInt8], now: Int64) throws(StorageError) -> Bool
 }
 
 /// How many values of `kind` are sealed under `keyID`.

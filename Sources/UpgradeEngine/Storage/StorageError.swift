@@ -59,6 +59,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case hashParameterSetsID = "hash_parameter_sets.id"
             case adminTokenUsesToken = "admin_token_uses.(name, created_at)"
             case consoleSessionsHash = "console_sessions.session_hash"
+            case keyChecksKeyID = "key_checks.key_id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -115,6 +116,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let adminTokenUsesToken = Constraint(name: .adminTokenUsesToken)
         /// A console session id drawn twice (256 random bits: never, in practice).
         public static let consoleSessionsHash = Constraint(name: .consoleSessionsHash)
+        /// A second check value for one key id (inserted with `ON CONFLICT DO NOTHING`, so never raised).
+        public static let keyChecksKeyID = Constraint(name: .keyChecksKeyID)
     }
 
     public let code: Code

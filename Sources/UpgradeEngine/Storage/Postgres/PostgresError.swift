@@ -146,6 +146,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "account_profiles": .accountProfilesAccount, "import_runs": .importRunsID,
         "webhook_outbox": .webhookOutboxID, "username_skeleton_source": .usernameSkeletonSourceID,
         "hash_parameter_sets": .hashParameterSetsID, "admin_token_uses": .adminTokenUsesToken,
-        "console_sessions": .consoleSessionsHash,
+        "console_sessions": .consoleSessionsHash, "key_checks": .keyChecksKeyID,
     ]
 }

@@ -43,6 +43,22 @@ extension SQLTransaction {
         try rows(table.replace, [.blob(replacement), rowKey, .blob(expected)])
         return changes == 1
     }
+
+    func keyChecks() throws(StorageError) -> [String: [UInt8]] {
+        var checks: [String: [UInt8]] = [:]
+        for row in try rows("SELECT key_id, sealed FROM key_checks") {
+            if let id = row[0].string { checks[id] = row[1].bytes ?? [] }
+        }
+        return checks
+    }
+
+    func insertKeyCheck(keyID: String, sealed: [UInt8], now: Int64) throws(StorageError) -> Bool {
+        try rows(
+            "INSERT INTO key_checks (key_id, sealed, created_at) VALUES ($1, $2, $3) ON CONFLICT (key_id) DO NOTHING",
+            [.text(keyID), .blob(sealed), .integer(now)]
+        )
+        return changes == 1
+    }
 }
 
 private enum SealedValueSQL {
