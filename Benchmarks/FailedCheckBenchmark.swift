@@ -163,6 +163,8 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
     }
     environment["UPGRADE_DB"] = "sqlite:" + database
     environment["UPGRADE_LISTEN"] = "127.0.0.1:0"
+    // `/metrics` needs a token on the API listener; the operator's listener serves it without one.
+    environment["UPGRADE_HEALTH_LISTEN"] = "127.0.0.1:0"
     environment["UPGRADE_SECRET_KEY_FILE"] = secretKey.path
     environment["UPGRADE_CLIENT_THROTTLE"] = "off"
     if let floorMilliseconds { environment["UPGRADE_FAILURE_FLOOR_MS"] = String(floorMilliseconds) }
@@ -170,10 +172,11 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
         cli,
         ["serve"],
         environment: environment,
-        readyWhen: "listening on http://",
+        readyWhen: "health checks on http://",
         logFile: directory.appendingPathComponent("server.log")
     )
     defer { server.stop() }
+    let metrics = try LeanHTTPConnection(base: try metricsBase(server.output))
     guard let range = server.output.range(of: #"listening on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
     else {
         throw BenchmarkError("the server printed no address")
@@ -249,7 +252,7 @@ func runFailedCheckBenchmark(samples: Int, floorMilliseconds: Int?) throws {
     let costliest = categories.indices.dropFirst().max { cpus[$0] ?? 0 < cpus[$1] ?? 0 } ?? 0
     let base = String(server.output[range].dropFirst("listening on ".count))
     func overruns() throws -> Int {
-        let text = String(decoding: try connection.get("/metrics").body, as: UTF8.self)
+        let text = String(decoding: try metrics.get("/metrics").body, as: UTF8.self)
         let line = text.split(separator: "\n").first { $0.hasPrefix("credential_failure_floor_overruns_total ") }
         return Int(line?.split(separator: " ").last ?? "") ?? -1
     }

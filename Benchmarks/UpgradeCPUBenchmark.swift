@@ -89,6 +89,8 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     environment["UPGRADE_DB"] =
         postgres == nil ? "sqlite:" + database : ProcessInfo.processInfo.environment["UPGRADE_DB"]
     environment["UPGRADE_LISTEN"] = "127.0.0.1:0"
+    // `/metrics` needs a token on the API listener; the operator's listener serves it without one.
+    environment["UPGRADE_HEALTH_LISTEN"] = "127.0.0.1:0"
     environment["UPGRADE_SECRET_KEY_FILE"] = secretKey.path
     // The server logs a JSON line per request. Into a file, as a deployment's log collector would
     // take them: through a pipe, each line would also pay for waking this process's reader.
@@ -96,10 +98,11 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
         cli,
         ["serve"],
         environment: environment,
-        readyWhen: "listening on http://",
+        readyWhen: "health checks on http://",
         logFile: directory.appendingPathComponent("server.log")
     )
     defer { server.stop() }
+    let metrics = try LeanHTTPConnection(base: try metricsBase(server.output))
     guard let range = server.output.range(of: #"listening on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
     else {
         throw BenchmarkError("the server printed no address")
@@ -159,7 +162,7 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     let devices = try (0..<clients).map { _ in try device() }
     // Warm-up: JWKS fetched, client secret made, caches filled.
     for index in 0..<warmUps { _ = try upgrade(index, on: setup) }
-    let hashesBefore = try passwordHashMetrics(setup.server)
+    let hashesBefore = try passwordHashMetrics(metrics)
     let before = try server.cpuSeconds()
     let switchesBefore = server.contextSwitches()
     let othersBefore = (
@@ -188,7 +191,7 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
     let driverCPU = processCPUSeconds() - othersBefore.driver
     let emulatorCPU = try emulator.cpuSeconds() - othersBefore.emulator
     let databaseCPU = postgresServerCPUSeconds().flatMap { after in othersBefore.database.map { after - $0 } }
-    let hashesAfter = try passwordHashMetrics(setup.server)
+    let hashesAfter = try passwordHashMetrics(metrics)
     guard hashesAfter.count - hashesBefore.count == Double(count) else {
         throw BenchmarkError(
             "expected \(count) password checks, the server counted \(hashesAfter.count - hashesBefore.count)"
@@ -274,6 +277,16 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
             serverHashMilliseconds
         )
     )
+}
+
+/// Where a `serve` started with `UPGRADE_HEALTH_LISTEN` serves `/metrics` without a token, from
+/// the line it prints once listening.
+func metricsBase(_ output: String) throws -> String {
+    guard let range = output.range(of: #"health checks on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
+    else {
+        throw BenchmarkError("the server printed no health listener")
+    }
+    return String(output[range].dropFirst("health checks on ".count))
 }
 
 /// The server's password-hash counters from `/metrics`: how many key derivations, and the CPU

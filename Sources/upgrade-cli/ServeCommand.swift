@@ -54,7 +54,9 @@ struct ServeCommand: CLICommand {
         }
         Console.err("listening on http://\(settings.host):\(application.server.port) (database \(settings.database))")
         if let health = application.healthServer, let listen = settings.healthListen {
-            Console.err("health checks on http://\(listen.host):\(health.port)/healthz and /readyz")
+            Console.err(
+                "health checks on http://\(listen.host):\(health.port)/healthz and /readyz, metrics on /metrics"
+            )
         }
         if let console = application.consoleServer, let listen = settings.consoleListen {
             Console.err("support console on http://\(listen.host):\(console.port)/")

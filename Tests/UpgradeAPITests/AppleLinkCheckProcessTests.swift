@@ -26,9 +26,14 @@ struct AppleLinkCheckProcessTests {
     func silentRevocationOnTwoInstances() async throws {
         let database = try ServePostgres.createDatabase()
         defer { database.drop() }
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: tokens) }
+        let scraper = try AdminTokenFile.add(name: "prometheus", scopes: [.metrics], path: tokens, now: 1)
         let fixture = try await ServeFixture(
             database: database.url,
-            environment: ["UPGRADE_APPLE_LINK_CHECK_SECONDS": String(Self.period)]
+            environment: [
+                "UPGRADE_APPLE_LINK_CHECK_SECONDS": String(Self.period), "UPGRADE_ADMIN_TOKENS_FILE": tokens,
+            ]
         )
         defer { fixture.stop() }
         let bases = [try await fixture.startServe(), try await fixture.startServe()]
@@ -106,7 +111,7 @@ struct AppleLinkCheckProcessTests {
         var valid = 0
         var revoked = 0
         for base in bases {
-            let text = try await Self.metrics(base)
+            let text = try await Self.metrics(base, token: scraper)
             valid += Self.counter(text, "upgrade_apple_link_checks_total{outcome=\"valid\"}")
             revoked += Self.counter(text, "upgrade_apple_link_checks_total{outcome=\"revoked\"}")
             #expect(text.contains("upgrade_apple_link_check_oldest_due_age_seconds "))
@@ -136,8 +141,10 @@ struct AppleLinkCheckProcessTests {
         return types
     }
 
-    static func metrics(_ base: String) async throws -> String {
-        let (data, _) = try await URLSession.shared.data(from: URL(string: base + "/metrics")!)
+    static func metrics(_ base: String, token: String) async throws -> String {
+        var request = URLRequest(url: URL(string: base + "/metrics")!)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let (data, _) = try await URLSession.shared.data(for: request)
         return String(decoding: data, as: UTF8.self)
     }
 

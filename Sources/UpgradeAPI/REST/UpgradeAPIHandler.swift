@@ -33,6 +33,9 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let store: any UpgradeStore
     let clock: @Sendable () -> Int64
     let metrics: Metrics
+    /// `GET /metrics` on this listener without a token (`serve --dev` only); otherwise it needs a
+    /// token with the `metrics` scope, and `UPGRADE_HEALTH_LISTEN` serves it without one.
+    let openMetrics: Bool
     let log: RequestLog
     /// Proxies whose `X-Forwarded-For` names the client (`UPGRADE_TRUSTED_PROXIES`).
     let trustedProxies: TrustedProxies
@@ -58,8 +61,10 @@ public final class UpgradeAPIHandler: HTTPHandler {
         trustedProxies: TrustedProxies = .none,
         adminTokens: AdminTokenSet? = nil,
         reloadableAdminTokens: Reloadable<AdminTokenSet?>? = nil,
-        statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil }
+        statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil },
+        openMetrics: Bool = false
     ) {
+        self.openMetrics = openMetrics
         self.upgrades = upgrades
         self.transfers = transfers
         self.signIns = signIns
@@ -118,6 +123,12 @@ public final class UpgradeAPIHandler: HTTPHandler {
     }
 
     public func handle(_ received: HTTPRequest) throws -> HTTPResponse {
+        try handle(received, internalListener: false)
+    }
+
+    /// `handle`, for the internal listener too (`HealthCheckHandler`), where `GET /metrics` needs
+    /// no token: that listener is the operator's, not the public's (README, Health and metrics).
+    func handle(_ received: HTTPRequest, internalListener: Bool) throws -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
         // From here on `client` is the client, the peer only when no trusted proxy forwarded it.
         var request = received
@@ -134,7 +145,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             switch router.match(method: request.method, path: request.path) {
             case .found(let matched, let parameters):
                 route = matched.pattern
-                response = try perform(matched.operation, request, parameters)
+                response = try perform(matched.operation, request, parameters, internalListener: internalListener)
             case .methodNotAllowed(let allowed, let pattern):
                 route = pattern
                 var problem = APIProblem(
@@ -187,7 +198,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     private func perform(
         _ operation: Operation,
         _ request: HTTPRequest,
-        _ parameters: [String: String]
+        _ parameters: [String: String],
+        internalListener: Bool
     ) throws -> HTTPResponse {
         let now = clock()
         let id = parameters["id"] ?? ""
@@ -213,7 +225,11 @@ public final class UpgradeAPIHandler: HTTPHandler {
         case .provisionBatch: return try provisionBatch(request, now: now)
         case .health: return Self.ok
         case .ready: return try ready()
-        case .metrics: return scrape(now: now)
+        case .metrics:
+            // The counters tell which usernames exist (a failed start queues a webhook only for an
+            // account) and what their hashes cost: not for strangers (docs/architecture.md §10.3).
+            if !internalListener && !openMetrics { _ = try admin.authorize(request, scope: .metrics, now: now) }
+            return scrape(now: now)
         }
     }
 

@@ -307,7 +307,9 @@ public final class UpgradeApplication: Sendable {
             adminThrottle: settings.adminThrottle,
             trustedProxies: settings.trustedProxies,
             reloadableAdminTokens: adminTokens,
-            statistics: { statistics.server?.statistics }
+            statistics: { statistics.server?.statistics },
+            // Development only: a loopback server whose banner says it is not for production.
+            openMetrics: settings.development
         )
         operations = handler.operations
         server = HTTPServer(configuration: configuration, handler: handler)

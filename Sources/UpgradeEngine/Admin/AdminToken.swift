@@ -8,6 +8,9 @@ public enum AdminScope: String, Sendable, Hashable, CaseIterable, Comparable {
     case audit
     /// Create and update accounts (`PUT /v1/admin/accounts/{username}`, `POST /v1/admin/accounts/batch`).
     case provisioning
+    /// Scrape `GET /metrics` on the API listener: its counters tell which usernames exist and what
+    /// their stored hashes cost, so strangers may not read them (docs/architecture.md §10.3).
+    case metrics
 
     public static func < (lhs: AdminScope, rhs: AdminScope) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
