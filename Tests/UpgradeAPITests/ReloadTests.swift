@@ -197,15 +197,29 @@ struct ReloadTests {
 
     static func keyLine(_ id: String) -> String { "\(id) \(Data(SecureRandom.bytes(32)).base64EncodedString())" }
 
+    /// A development server on a keyring file that lists one key, `k1`: the file, the key's line,
+    /// and the server.
+    struct KeyringServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString)")
+        let keys: String
+        let old = ReloadTests.keyLine("k1")
+        let server: DevServer
+
+        init() throws {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            keys = directory.appendingPathComponent("keys").path
+            try ReloadTests.write(old + "\n", to: keys)
+            server = try DevServer(environment: ["UPGRADE_SECRET_KEY_FILE": keys])
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: directory) }
+    }
+
     @Test("a keyring that puts other key bytes under a running key's id is refused, and what it sealed still opens")
     func changedKeyUnderSameID() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let keys = directory.appendingPathComponent("keys").path
-        let old = Self.keyLine("k1")
-        try Self.write(old + "\n", to: keys)
-        let server = try DevServer(environment: ["UPGRADE_SECRET_KEY_FILE": keys])
+        let setup = try KeyringServer()
+        defer { setup.remove() }
+        let (keys, old, server) = (setup.keys, setup.old, setup.server)
         let sealed = server.application.secrets.seal([1, 2, 3], context: "totp-secret:x")
 
         // The id kept, the key regenerated: every value under k1 would stop opening.
@@ -228,13 +242,9 @@ struct ReloadTests {
 
     @Test("a reload adding a key whose id another instance recorded with other bytes is refused")
     func addedKeyWithOtherBytes() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let keys = directory.appendingPathComponent("keys").path
-        let old = Self.keyLine("k1")
-        try Self.write(old + "\n", to: keys)
-        let server = try DevServer(environment: ["UPGRADE_SECRET_KEY_FILE": keys])
+        let setup = try KeyringServer()
+        defer { setup.remove() }
+        let (keys, old, server) = (setup.keys, setup.old, setup.server)
 
         // Another instance rotated first, to its own k2, and recorded that key's check.
         let theirs = Self.keyLine("k2")

@@ -22,6 +22,26 @@ struct KeysCLITests {
         return url.path
     }
 
+    /// Runs `serve --dev` on `database` with `keyring`, expecting it to refuse to start: its exit
+    /// status (-1 if it had to be killed) and standard error.
+    static func serveRefusal(database: String, keyring: String) throws -> (status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
+        process.arguments = ["serve", "--dev", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"]
+        process.environment = ["PATH": "/usr/bin:/bin", "UPGRADE_DB": database, "UPGRADE_SECRET_KEY_FILE": keyring]
+        let err = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = err
+        try process.run()
+        // A server that started anyway is stopped rather than left to hang the test.
+        let watchdog = DispatchWorkItem { kill(process.processIdentifier, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        watchdog.cancel()
+        return (process.terminationReason == .exit ? process.terminationStatus : -1, stderr)
+    }
+
     /// What was sealed, to check against after the rotation.
     struct Seeded {
         var totpSecrets: [String: [UInt8]] = [:]
@@ -308,23 +328,8 @@ struct KeysCLITests {
         let db = try backend.database(forProcesses: true)
         _ = try Self.seed(db.store, box: try SecretBox(keys: [("k1", Self.oldKey)]), count: 2)
         let onlyNew = try Self.keyring(dir, "only-new", [("k2", Self.newKey)])
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
-        process.arguments = ["serve", "--dev", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"]
-        process.environment = [
-            "PATH": "/usr/bin:/bin", "UPGRADE_DB": try #require(db.url), "UPGRADE_SECRET_KEY_FILE": onlyNew,
-        ]
-        let err = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = err
-        try process.run()
-        // A server that started anyway is stopped rather than left to hang the test.
-        let watchdog = DispatchWorkItem { kill(process.processIdentifier, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        watchdog.cancel()
-        #expect(process.terminationReason == .exit && process.terminationStatus == 2, "\(stderr)")
+        let (exited, stderr) = try Self.serveRefusal(database: try #require(db.url), keyring: onlyNew)
+        #expect(exited == 2, "\(stderr)")
         let lines = stderr.split(separator: "\n").filter { $0.hasPrefix("error:") }
         #expect(lines.count == 1, "\(stderr)")
         #expect(
@@ -361,21 +366,8 @@ struct KeysCLITests {
         #expect(refused.stderr.hasPrefix("error: \(message)"), "\(refused.stderr)")
         #expect(!refused.stderr.contains(Data(other).base64EncodedString()), "never the key")
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
-        process.arguments = ["serve", "--dev", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"]
-        process.environment = ["PATH": "/usr/bin:/bin", "UPGRADE_DB": url, "UPGRADE_SECRET_KEY_FILE": impostor]
-        let err = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = err
-        try process.run()
-        let watchdog = DispatchWorkItem { kill(process.processIdentifier, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        watchdog.cancel()
-        #expect(process.terminationReason == .exit && process.terminationStatus == 2, "\(stderr)")
-        #expect(stderr.contains(message), "\(stderr)")
+        let (exited, stderr) = try Self.serveRefusal(database: url, keyring: impostor)
+        #expect(exited == 2 && stderr.contains(message), "\(stderr)")
 
         // The first host's keyring still reads everything.
         try Self.expectIntact(db.store, seeded, box: try SecretBox(keys: [("k2", Self.newKey), ("k1", Self.oldKey)]))
