@@ -106,21 +106,10 @@ struct ReloadSignalTests {
     func sighupDuringStartUp() throws {
         // A listener that never accepts: the kernel completes the handshake, and no answer comes,
         // so the connect waits out its connect_timeout.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(listener >= 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(listener, raw, length) == 0 && listen(listener, 8) == 0
-                    && getsockname(listener, raw, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = UInt16(bigEndian: address.sin_port)
+        let listener = try LoopbackListener()
+        let port = listener.port
+        // Held open to the end of the test, not just to its last use.
+        defer { withExtendedLifetime(listener) {} }
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())

@@ -94,19 +94,10 @@ struct CLISettingsTests {
     @Test("serve --dev with the emulator's port taken is a configuration problem naming the setting, exit 2")
     func emulatorPortTaken() throws {
         let dir = try Directory()
-        let taken = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(taken) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(taken, raw, length) == 0 && listen(taken, 1) == 0 && getsockname(taken, raw, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let taken = try LoopbackListener(backlog: 1)
+        let port = Int(taken.port)
+        // Held open to the end of the test, not just to its last use.
+        defer { withExtendedLifetime(taken) {} }
         let served = try runCLI(
             ["serve", "--dev", "--emulator-port", "\(port)", "--listen", "127.0.0.1:0"],
             directory: dir.url
