@@ -63,8 +63,10 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
         _ = try? verifier.verify(password: "bench-password", encodedHash: hash)
     }
     let secretKey = directory.appendingPathComponent("secret.key")
-    try Data(SecureRandom.bytes(32)).write(to: secretKey)
-    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretKey.path)
+    try writeSealingKey(
+        to: secretKey,
+        database: postgres == nil ? database : ProcessInfo.processInfo.environment["UPGRADE_DB"] ?? ""
+    )
 
     // The emulator, then the server pointed at it.
     let keyFile = directory.appendingPathComponent("apple.p8").path
@@ -277,6 +279,15 @@ func runUpgradeCPUBenchmark(count: Int, clients: Int) throws {
             serverHashMilliseconds
         )
     )
+}
+
+/// Writes the sealing key a benchmark's server runs with (mode 0600): derived from the database
+/// it runs on, so that runs sharing a PostgreSQL database (`UPGRADE_DB`, kept between benchmarks)
+/// share the key their values were sealed with, as a key id names one key for good
+/// (docs/architecture.md §10.4); a throwaway SQLite file gets a key of its own. Test data only.
+func writeSealingKey(to url: URL, database: String) throws {
+    try Data(Digest.sha256("siwa-upgrade benchmark sealing key: " + database)).write(to: url)
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
 }
 
 /// Where a `serve` started with `UPGRADE_HEALTH_LISTEN` serves `/metrics` without a token, from

@@ -44,8 +44,7 @@ func runUpgradeScaleBenchmark(count: Int, clients: Int, rounds: Int) throws {
         }
     }
     let secretKey = directory.appendingPathComponent("secret.key")
-    try Data(SecureRandom.bytes(32)).write(to: secretKey)
-    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretKey.path)
+    try writeSealingKey(to: secretKey, database: ProcessInfo.processInfo.environment["UPGRADE_DB"] ?? "")
 
     let emulator = try ChildProcess(
         cli,
