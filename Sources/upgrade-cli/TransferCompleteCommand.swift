@@ -26,8 +26,7 @@ struct TransferCompleteCommand: CLICommand {
             )
             // A window an earlier run recorded differently: one of the two acceptance times is wrong.
             if let recorded = try? TransferService.status(store: batch.store, now: now) {
-                let ends = Set(recorded.otherWindows.keys).union(recorded.windowEndsAt.map { [$0] } ?? [])
-                for end in ends.sorted() where end != windowEndsAt {
+                for end in recorded.windows.keys.sorted() where end != windowEndsAt {
                     Console.err(
                         "warning: an earlier run recorded the window as ending \(TransferBatchCommand.iso8601(end)), not \(TransferBatchCommand.iso8601(windowEndsAt)); check --accepted-at"
                     )

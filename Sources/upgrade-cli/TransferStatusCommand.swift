@@ -18,15 +18,10 @@ struct TransferStatusCommand: CLICommand {
         } catch {
             throw CommandFailure(error.message)
         }
-        // Accounts per state, as the transfer machine has them: an account no batch has touched
-        // has no record yet but is `linked` all the same (`not touched` says how many of those).
-        func accounts(_ status: TransferStatus) -> Int {
-            report.counts[status, default: 0] + (status == .linked ? report.untouchedLinkedAccounts : 0)
-        }
         if json {
             var members = [JSONValue.Member("notTouched", .integer(Int64(report.untouchedLinkedAccounts)))]
             for status in TransferStatus.allCases {
-                members.append(JSONValue.Member(status.rawValue, .integer(Int64(accounts(status)))))
+                members.append(JSONValue.Member(status.rawValue, .integer(Int64(report.accounts(in: status)))))
             }
             members.append(JSONValue.Member("windowEndsAt", report.windowEndsAt.map(JSONValue.integer) ?? .null))
             members.append(
@@ -46,7 +41,7 @@ struct TransferStatusCommand: CLICommand {
             return ExitCode.success
         }
         let rows =
-            TransferStatus.allCases.map { ($0.rawValue, accounts($0)) }
+            TransferStatus.allCases.map { ($0.rawValue, report.accounts(in: $0)) }
             + [("not touched", report.untouchedLinkedAccounts)]
         for (name, count) in rows {
             Console.out("\(name.padding(toLength: 18, withPad: " ", startingAt: 0))\(count)")

@@ -177,20 +177,19 @@ public struct SecretBox: Sendable {
     /// Encrypts `plaintext` for `context` under the listed key `keyID` (not necessarily the newest),
     /// or nil when the keyring does not list it: a key's check value (`KeyChecks`).
     public func seal(_ plaintext: [UInt8], context: String, keyID: String) -> [UInt8]? {
-        guard let key = keyring.key(id: keyID) else { return nil }
-        return Self.seal(
-            plaintext,
-            context: context,
-            nonce: SecureRandom.bytes(Self.nonceLength),
-            key: key.bytes,
-            header: Header.bytes(keyID: key.id)
-        )
+        keyring.key(id: keyID).map {
+            seal(plaintext, context: context, nonce: SecureRandom.bytes(Self.nonceLength), under: $0)
+        }
     }
 
     /// Sealing with a chosen nonce, for known-answer tests only: reusing a nonce under one key breaks GCM.
     func seal(_ plaintext: [UInt8], context: String, nonce: [UInt8]) -> [UInt8] {
-        let key = keyring.newest
-        return Self.seal(plaintext, context: context, nonce: nonce, key: key.bytes, header: Header.bytes(keyID: key.id))
+        seal(plaintext, context: context, nonce: nonce, under: keyring.newest)
+    }
+
+    /// Format version 2 under `key`, its id in the header.
+    private func seal(_ plaintext: [UInt8], context: String, nonce: [UInt8], under key: Key) -> [UInt8] {
+        Self.seal(plaintext, context: context, nonce: nonce, key: key.bytes, header: Header.bytes(keyID: key.id))
     }
 
     /// Sealing in format version 1, for known-answer tests of the format older values are in.

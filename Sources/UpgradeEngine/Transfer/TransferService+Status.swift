@@ -24,7 +24,7 @@ extension TransferService {
             untouchedLinkedAccounts: progress.untouchedLinkedAccounts,
             windowEndsAt: progress.latestWindowEndsAt,
             windowSecondsLeft: progress.latestWindowEndsAt.map { max(0, $0 - now) },
-            otherWindows: progress.windows.filter { $0.key != progress.latestWindowEndsAt }
+            windows: progress.windows
         )
     }
 }

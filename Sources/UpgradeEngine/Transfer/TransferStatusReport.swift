@@ -1,7 +1,8 @@
 /// `transfer status`: how many accounts are in each transfer state, and the migration window.
 public struct TransferStatusReport: Sendable, Equatable {
-    /// Accounts per transfer status (every status present, zero when none). Accounts never touched
-    /// by a transfer step are counted in ``untouchedLinkedAccounts``, not under `linked`.
+    /// Transfer records per status (every status present, zero when none). Accounts never touched
+    /// by a transfer step are counted in ``untouchedLinkedAccounts``; ``accounts(in:)`` adds them to
+    /// `linked`.
     public var counts: [TransferStatus: Int]
     /// Apple-linked accounts that no transfer step has touched yet.
     public var untouchedLinkedAccounts: Int
@@ -10,8 +11,17 @@ public struct TransferStatusReport: Sendable, Equatable {
     public var windowEndsAt: Int64?
     /// Seconds until the window closes at the time asked, 0 once closed; nil when unknown.
     public var windowSecondsLeft: Int64?
+    /// Records per window end, every one recorded (``windowEndsAt`` among them).
+    public var windows: [Int64: Int]
+
     /// Records per window end other than ``windowEndsAt``: runs given another acceptance time.
-    public var otherWindows: [Int64: Int]
+    public var otherWindows: [Int64: Int] { windows.filter { $0.key != windowEndsAt } }
+
+    /// Accounts in `status`, as the transfer machine has them: an account no transfer step has
+    /// touched has no record yet, but is `linked` all the same.
+    public func accounts(in status: TransferStatus) -> Int {
+        counts[status, default: 0] + (status == .linked ? untouchedLinkedAccounts : 0)
+    }
 
     /// Accounts a batch visits: linked to Apple and not revoked or deleted.
     public var linkedAccounts: Int {
@@ -23,12 +33,12 @@ public struct TransferStatusReport: Sendable, Equatable {
         untouchedLinkedAccounts: Int,
         windowEndsAt: Int64?,
         windowSecondsLeft: Int64?,
-        otherWindows: [Int64: Int] = [:]
+        windows: [Int64: Int] = [:]
     ) {
         self.counts = counts
         self.untouchedLinkedAccounts = untouchedLinkedAccounts
         self.windowEndsAt = windowEndsAt
         self.windowSecondsLeft = windowSecondsLeft
-        self.otherWindows = otherWindows
+        self.windows = windows
     }
 }
