@@ -308,7 +308,8 @@ public final class UpgradeApplication: Sendable {
             trustedProxies: settings.trustedProxies,
             reloadableAdminTokens: adminTokens,
             statistics: { statistics.server?.statistics },
-            // Development only: a loopback server whose banner says it is not for production.
+            // Development only: insecure by design (a published key, a public demo account), as its
+            // banner says; open metrics tell nothing those do not.
             openMetrics: settings.development
         )
         operations = handler.operations
