@@ -136,7 +136,7 @@ def main():
     check(prepared.returncode == 0 and "1 succeeded" in prepared.stdout, "transfer prepare (team A)")
     check(post(apple + "/emulator/teams", {"teamId": "TEAMB67890"})[0] == 201, "team B exists")
     status, key = post(apple + "/emulator/teams/TEAMB67890/keys", {"keyId": "KEYB000001"})
-    with open("team-b.p8", "w") as pem:
+    with open(os.open("team-b.p8", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as pem:
         pem.write(key["privateKeyPem"])
     check(post(apple + "/emulator/apps/com.example.app/transfer", {"toTeamId": "TEAMB67890"})[0] == 200, "app transferred to team B")
     team_b = {**team_a, "APPLE_TEAM_ID": "TEAMB67890", "APPLE_KEY_ID": "KEYB000001", "APPLE_PRIVATE_KEY_FILE": "team-b.p8"}

@@ -59,14 +59,10 @@ struct TransferCommandConfiguration {
             }
         }
         let keyPath = try required("APPLE_PRIVATE_KEY_FILE", "the path of the team's key file (.p8, a PKCS#8 PEM)")
-        guard let keyData = FileManager.default.contents(atPath: keyPath) else {
-            throw Self.problem("APPLE_PRIVATE_KEY_FILE=\(keyPath): cannot read the file")
-        }
         let privateKey: P256PrivateKey
-        do {
-            privateKey = try P256PrivateKey(pem: String(decoding: keyData, as: UTF8.self))
-        } catch {
-            throw Self.problem("APPLE_PRIVATE_KEY_FILE=\(keyPath): \(error.message); expected the .p8 key Apple issued")
+        switch ServerSettings.readPrivateKey(path: keyPath) {
+        case .success(let key): privateKey = key
+        case .failure(let problem): throw Self.problem(problem.message)
         }
         let clientList = try required(
             "APPLE_CLIENT_IDS",

@@ -239,7 +239,7 @@ struct AccountsDeleteCLITests {
     /// server's database and emulator.
     static func appleEnvironment(_ harness: AccountDeletionEndToEndTests.Harness) throws -> [String: String] {
         let keyFile = harness.directory.appendingPathComponent("AuthKey.p8")
-        try Data(harness.server.development.privateKey.pemRepresentation.utf8).write(to: keyFile)
+        try writeOwnerOnly(harness.server.development.privateKey.pemRepresentation, to: keyFile.path)
         return [
             "UPGRADE_DB": harness.server.database.url,
             "APPLE_TEAM_ID": DevelopmentEnvironment.teamID, "APPLE_KEY_ID": DevelopmentEnvironment.keyID,

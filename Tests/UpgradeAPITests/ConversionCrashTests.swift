@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 import UpgradeAPI
 import UpgradeEngine
+import UpgradeTestSupport
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -125,7 +126,7 @@ struct ConversionCrashTests {
         }
 
         let keyFile = directory.appendingPathComponent("apple.p8").path
-        try appleKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try writeOwnerOnly(appleKey.pemRepresentation, to: keyFile)
         let secretFile = directory.appendingPathComponent("secret.key").path
         _ = FileManager.default.createFile(
             atPath: secretFile,

@@ -75,7 +75,7 @@ struct ReloadSignalTests {
         let newKey = P256PrivateKey()
         try fixture.emulator.registerKey(teamID: ServeFixture.teamID, keyID: Self.newKeyID, publicKey: newKey.publicKey)
         let keyFile = try #require(fixture.environment["APPLE_PRIVATE_KEY_FILE"])
-        try newKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try writeOwnerOnly(newKey.pemRepresentation, to: keyFile)
         try (Self.newKeyID + "\n").write(toFile: keyIDFile, atomically: true, encoding: .utf8)
         let newToken = try AdminTokenFile.add(name: "new-ops", scopes: [.accounts], path: tokens, now: 2)
         try AdminTokenFile.remove(name: "old-ops", path: tokens)

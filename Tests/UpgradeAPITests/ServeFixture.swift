@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 import UpgradeAPI
+import UpgradeTestSupport
 
 @testable import AppleEmulator
 @testable import UpgradeEngine
@@ -139,7 +140,7 @@ final class ServeFixture {
         try appleServer.start()
 
         let keyFile = directory.appendingPathComponent("apple.p8").path
-        try appleKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try writeOwnerOnly(appleKey.pemRepresentation, to: keyFile)
         let secretFile = directory.appendingPathComponent("secret.key").path
         _ = FileManager.default.createFile(
             atPath: secretFile,

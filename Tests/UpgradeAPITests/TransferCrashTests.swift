@@ -334,8 +334,8 @@ struct TransferCrashTests {
         }
         let keyFileA = directory.appendingPathComponent("a.p8").path
         let keyFileB = directory.appendingPathComponent("b.p8").path
-        try keyA.pemRepresentation.write(toFile: keyFileA, atomically: true, encoding: .utf8)
-        try keyB.pemRepresentation.write(toFile: keyFileB, atomically: true, encoding: .utf8)
+        try writeOwnerOnly(keyA.pemRepresentation, to: keyFileA)
+        try writeOwnerOnly(keyB.pemRepresentation, to: keyFileB)
 
         // Accounts linked to team A's users, as completed upgrades leave them.
         let database = try ServerDatabase(backend)

@@ -115,7 +115,7 @@ struct CLISettingsTests {
     @Test("serve outside --dev refuses a database file that does not exist, and creates none")
     func serveNeedsDatabase() throws {
         let dir = try Directory()
-        try Data(P256PrivateKey().pemRepresentation.utf8).write(to: URL(fileURLWithPath: dir.path("AuthKey.p8")))
+        try writeOwnerOnly(P256PrivateKey().pemRepresentation, to: dir.path("AuthKey.p8"))
         try Self.privateFile(dir.path("key"), Data(SecureRandom.bytes(32)))
         let environment = [
             "APPLE_TEAM_ID": "TEAMA12345", "APPLE_KEY_ID": "KEY1234567",
@@ -131,6 +131,29 @@ struct CLISettingsTests {
             "\(served.stderr)"
         )
         #expect(!dir.exists("typo.db"))
+    }
+
+    @Test("serve refuses a team key (.p8) that group or others may read, in one line, and reads nothing else")
+    func openPrivateKey() throws {
+        let dir = try Directory()
+        try writeOwnerOnly(P256PrivateKey().pemRepresentation, to: dir.path("AuthKey.p8"))
+        chmod(dir.path("AuthKey.p8"), 0o640)
+        try Self.privateFile(dir.path("key"), Data(SecureRandom.bytes(32)))
+        #expect(try runCLI(["db", "migrate"], environment: ["UPGRADE_DB": "sqlite:" + dir.path("u.db")]).status == 0)
+        let environment = [
+            "APPLE_TEAM_ID": "TEAMA12345", "APPLE_KEY_ID": "KEY1234567",
+            "APPLE_PRIVATE_KEY_FILE": dir.path("AuthKey.p8"),
+            "APPLE_CLIENT_IDS": "com.example.app", "UPGRADE_SECRET_KEY_FILE": dir.path("key"),
+            "UPGRADE_DB": "sqlite:" + dir.path("u.db"), "UPGRADE_LISTEN": "127.0.0.1:0",
+        ]
+        let served = try runCLI(["serve"], environment: environment)
+        #expect(served.status == 2)
+        #expect(
+            served.stderr
+                == "error: APPLE_PRIVATE_KEY_FILE=\(dir.path("AuthKey.p8")): has mode 0640; group and others must have no access: run chmod 600 on it\n",
+            "\(served.stderr)"
+        )
+        #expect(!served.stderr.contains("PRIVATE KEY"), "the key's text is never quoted")
     }
 
     @Test("UPGRADE_DB with blanks around it names the same file for db migrate as for serve")
@@ -231,7 +254,7 @@ struct CLISettingsTests {
         for name in ["alice", "bob"] {
             #expect(try runCLI(["accounts", "add", name, "--db", db], stdin: "\(name)-password-1").status == 0)
         }
-        try Data(P256PrivateKey().pemRepresentation.utf8).write(to: URL(fileURLWithPath: dir.path("AuthKey.p8")))
+        try writeOwnerOnly(P256PrivateKey().pemRepresentation, to: dir.path("AuthKey.p8"))
         try "KEY1234567\n".write(toFile: dir.path("key-id"), atomically: true, encoding: .utf8)
         let apple = [
             "APPLE_TEAM_ID": "TEAMA12345", "APPLE_KEY_ID_FILE": dir.path("key-id"),

@@ -19,7 +19,7 @@ struct TransferCLITests {
             )
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let keyFile = directory.appendingPathComponent("AuthKey.p8")
-            try Data(P256PrivateKey().pemRepresentation.utf8).write(to: keyFile)
+            try writeOwnerOnly(P256PrivateKey().pemRepresentation, to: keyFile.path)
             environment = [
                 "APPLE_TEAM_ID": "TEAMA12345", "APPLE_KEY_ID": "KEY1234567", "APPLE_PRIVATE_KEY_FILE": keyFile.path,
                 "APPLE_CLIENT_IDS": "com.example.app,com.example.web",
@@ -87,16 +87,22 @@ struct TransferCLITests {
     func configuration() throws {
         let setup = try Setup()
         let garbage = setup.path("garbage.p8")
-        try Data("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".utf8).write(
-            to: URL(fileURLWithPath: garbage)
-        )
+        try writeOwnerOnly("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", to: garbage)
+        // The team's key, readable by group and others: refused before it is parsed.
+        let readable = setup.path("readable.p8")
+        try Data(P256PrivateKey().pemRepresentation.utf8).write(to: URL(fileURLWithPath: readable))
+        chmod(readable, 0o644)
         let cases: [(change: [String: String], remove: String?, message: String)] = [
             ([:], "APPLE_TEAM_ID", "error: APPLE_TEAM_ID is not set"),
             (["APPLE_TEAM_ID": "team"], nil, "error: APPLE_TEAM_ID must be 10 characters"),
             ([:], "APPLE_KEY_ID", "error: APPLE_KEY_ID is not set"),
             ([:], "APPLE_PRIVATE_KEY_FILE", "error: APPLE_PRIVATE_KEY_FILE is not set"),
             (["APPLE_PRIVATE_KEY_FILE": setup.path("missing.p8")], nil, "error: APPLE_PRIVATE_KEY_FILE="),
-            (["APPLE_PRIVATE_KEY_FILE": garbage], nil, "error: APPLE_PRIVATE_KEY_FILE="),
+            (["APPLE_PRIVATE_KEY_FILE": garbage], nil, "error: APPLE_PRIVATE_KEY_FILE=\(garbage): not a P-256"),
+            (
+                ["APPLE_PRIVATE_KEY_FILE": readable], nil,
+                "error: APPLE_PRIVATE_KEY_FILE=\(readable): has mode 0644; group and others must have no access: run chmod 600 on it",
+            ),
             ([:], "APPLE_CLIENT_IDS", "error: APPLE_CLIENT_IDS is not set"),
             (["APPLE_CLIENT_IDS": "a b"], nil, "error: APPLE_CLIENT_IDS must list"),
             (["APPLE_BASE_URL": "http://appleid.example.com"], nil, "error: APPLE_BASE_URL: must be https://"),

@@ -553,15 +553,21 @@ public struct ServerSettings: Sendable {
         return .success(id)
     }
 
-    /// The P-256 key in `APPLE_PRIVATE_KEY_FILE` (`.p8`, PKCS#8 PEM).
+    /// The P-256 key in `APPLE_PRIVATE_KEY_FILE` (`.p8`, PKCS#8 PEM): it signs as the team, so it is
+    /// held to what the other secret files are (a regular file only its owner may access).
     public static func readPrivateKey(path: String) -> Result<P256PrivateKey, ServerSettingsError> {
-        guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
-            return .failure(ServerSettingsError(problems: ["APPLE_PRIVATE_KEY_FILE: cannot read \(path)"]))
+        let name = "APPLE_PRIVATE_KEY_FILE=\(path)"
+        let pem: String
+        do {
+            // A .p8 is about 250 bytes; a few KiB leaves room for comments and line endings.
+            pem = try OwnerOnlyFile.read(path: path, limit: 16 * 1024)
+        } catch {
+            return .failure(ServerSettingsError(problems: ["\(name): \(error.message)"]))
         }
         guard let key = try? P256PrivateKey(pem: pem) else {
             return .failure(
                 ServerSettingsError(problems: [
-                    "APPLE_PRIVATE_KEY_FILE: \(path) is not a P-256 private key in PKCS#8 PEM (.p8)"
+                    "\(name): not a P-256 private key in PKCS#8 PEM; expected the .p8 key Apple issued"
                 ])
             )
         }
