@@ -240,6 +240,31 @@ struct TransferServiceLaterTransferTests {
         }
     }
 
+    @Test("an account the team moving the app on has not prepared is reported to the next team as not prepared")
+    func notPreparedByTheMiddleTeam() async throws {
+        let world = try World()
+        let moved = try await Self.moveToB(world)
+        // B prepares while A -> B's window is open: its migrated accounts wait.
+        _ = try await prepareForC(world)
+        let window = try world.transferApp(to: World.teamC)
+        let rows = Rows()
+        let completed = try await world.third.complete(
+            clientID: World.clientID,
+            windowEndsAt: window,
+            now: world.now,
+            options: World.options(onRow: rows.onRow)
+        )
+        #expect(rows[moved.fresh]?.outcome == .succeeded)
+        #expect(rows[moved.u1]?.outcome == .notPrepared)
+        #expect(rows[moved.u1]?.reason == "never-prepared")
+        // A -> B's record left behind does not stop C's batch: records prepared for C show C's
+        // credentials are the right ones.
+        #expect(rows[moved.stranded]?.reason == "stranded")
+        #expect(completed.stop == nil)
+        #expect(completed.exitStatus == 1)
+        #expect(try world.link(moved.u1)?.teamID == World.teamB)
+    }
+
     @Test("the dry run of a later transfer writes nothing; the sender's own re-run still reads as done")
     func dryRunAndFirstSender() async throws {
         let world = try World()

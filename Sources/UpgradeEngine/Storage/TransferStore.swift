@@ -25,6 +25,8 @@ public protocol TransferStore {
     func retiredTransferRecord(oldSub: String) throws(StorageError) -> RetiredTransferRecord?
     /// The target teams of retired records: the teams that received an app and have moved it on.
     func retiredTransferTargets() throws(StorageError) -> Set<String>
+    /// The target teams of the live records (those a step recorded one for).
+    func transferTargets() throws(StorageError) -> Set<String>
     /// The Apple-linked accounts (link status `linked`) after `afterAccountID`, in account-id order,
     /// at most `limit`, each with its transfer record once it has one: a batch's page, in one query.
     func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer]

@@ -91,9 +91,10 @@ extension TransferService {
         var control: TransferBatchControl
         /// Rows' writes waiting together are committed in one transaction.
         var commits: GroupCommit<PlannedWrite, RowCommitResult>
-        /// The teams that received the app through an earlier transfer and have since moved it on
-        /// (read once when `complete` starts): records prepared for them belong to that transfer.
-        var earlierTargets: Set<String> = []
+        /// Target teams whose records belong to another transfer than the one `complete` runs for
+        /// (read once when it starts): those that received the app and have since moved it on, and,
+        /// once records were prepared for this deployment's team, every other target.
+        var otherTransferTargets: Set<String> = []
     }
 
     /// What committing one row's outcome gave.
@@ -108,10 +109,16 @@ extension TransferService {
     private func run(_ plan: BatchPlan, options: TransferBatchOptions) async -> TransferBatchSummary {
         var summary = TransferBatchSummary(step: plan.step, dryRun: options.dryRun)
         let retry = AppleRetry(options)
-        var earlierTargets: Set<String> = []
+        var otherTransferTargets: Set<String> = []
         if plan.step == .complete {
             do {
-                earlierTargets = try store.read { try $0.retiredTransferTargets() }
+                let (retired, live) = try store.read { tx in
+                    (try tx.retiredTransferTargets(), try tx.transferTargets())
+                }
+                // Records prepared for us show the credentials are right: the others are another
+                // transfer's. Without any, a record for another team means the wrong credentials.
+                otherTransferTargets = retired.union(live.contains(configuration.teamID) ? live : [])
+                otherTransferTargets.remove(configuration.teamID)
             } catch {
                 summary.stop = .init(
                     .storage,
@@ -130,7 +137,7 @@ extension TransferService {
             commits: GroupCommit(maxGroup: Self.maxCommitGroup) { [self] writes in
                 writeTogether(writes)
             },
-            earlierTargets: earlierTargets
+            otherTransferTargets: otherTransferTargets
         )
         // The team token first: if Apple refuses our credentials, every row would fail alike.
         do {
@@ -403,6 +410,9 @@ extension TransferService {
     /// `earlier-window-open` (prepare, decided by the machine: the account's finished transfer is
     /// still in its window). Conflict: `other-target-team` (prepare: prepared for a different target).
     ///
+    /// `complete` reports an account an earlier transfer migrated to another team than this one
+    /// `not-prepared` (`never-prepared`): that team has yet to prepare it for this transfer.
+    ///
     /// `prepare` lets a finished transfer through (nil) when it begins a later one: the account was
     /// migrated to this deployment's team, is linked with that team's id, and is now prepared for
     /// another team (docs/apple-protocol.md §3.2, "A later transfer").
@@ -414,6 +424,10 @@ extension TransferService {
         case .revoked, .deleted:
             return Triage(outcome: .skipped, reason: "not-migratable")
         case .transferred:
+            if plan.step == .complete && snapshot.link.teamID != configuration.teamID {
+                // Migrated by an earlier transfer, to a team that has not prepared it for this one.
+                return Triage(outcome: .notPrepared, reason: "never-prepared")
+            }
             guard plan.step == .prepare, recordedTarget != plan.targetTeamID else {
                 return Triage(outcome: .alreadyDone)
             }
@@ -446,10 +460,11 @@ extension TransferService {
             return state.status == .transferPrepared
                 ? Triage(outcome: .alreadyDone) : Triage(outcome: .skipped, reason: "prepared")
         case .complete:
-            // Prepared for a team that has since moved the app on: an earlier transfer's record,
-            // not this one's, whatever its state. Home again when the app came back to its team.
+            // Prepared for another transfer's team (one that has since moved the app on, or while
+            // records for this team exist): left behind by that transfer, whatever its state.
+            // Home again when the app came back to its team.
             if !recordedTarget.isEmpty && recordedTarget != configuration.teamID
-                && context.earlierTargets.contains(recordedTarget)
+                && context.otherTransferTargets.contains(recordedTarget)
             {
                 return snapshot.link.teamID == configuration.teamID
                     ? Triage(outcome: .skipped, reason: "in-recipient-team")

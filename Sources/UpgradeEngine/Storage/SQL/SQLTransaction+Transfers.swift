@@ -173,6 +173,14 @@ extension SQLTransaction {
         try rows(TransferSQL.selectRetiredByOldSub, [.text(oldSub)]).first.map(Self.retired)
     }
 
+    func transferTargets() throws(StorageError) -> Set<String> {
+        Set(
+            try rows("SELECT DISTINCT target_team_id FROM transfer_records WHERE target_team_id <> ''").compactMap {
+                $0[0].string
+            }
+        )
+    }
+
     func retiredTransferTargets() throws(StorageError) -> Set<String> {
         Set(try rows("SELECT DISTINCT target_team_id FROM retired_transfer_records").compactMap { $0[0].string })
     }
