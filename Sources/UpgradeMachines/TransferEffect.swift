@@ -14,4 +14,8 @@ public enum TransferEffect: Sendable, Hashable {
     /// In the same transaction: the address Apple gave the recipient team (a new private relay
     /// address when the user hides their email). Emitted only when Apple supplied one.
     case updateEmail(String)
+    /// In the transaction that records the first step of a later transfer: keep the finished
+    /// transfer's record as history (its ids stay answerable) and start a new record from the
+    /// account's current id.
+    case retireFinishedTransfer
 }

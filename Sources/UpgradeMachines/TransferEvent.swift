@@ -18,6 +18,12 @@ public enum TransferEvent: Sendable, Hashable {
     case signedInWithTransferSub(transferSub: String, sub: String, email: String?)
     /// Apple answered the current step with a 4xx for this user.
     case stepFailed(reason: TransferFailureReason)
+    /// The team that received the app through this account's transfer is preparing to move it on
+    /// (to a third team, or back): the finished transfer is to be retired so that a new one can
+    /// begin from the account's current id (docs/apple-protocol.md §3.2, "A later transfer").
+    /// `windowEndsAt` is the earlier transfer's window end as recorded, if it was; `migratedAt` is
+    /// when the account was migrated, which came after that transfer was accepted.
+    case beginNextTransfer(windowEndsAt: Int64?, migratedAt: Int64)
     /// Apple's `consent-revoked` notification.
     case consentRevoked
     /// Apple's `account-delete` / `account-deleted` notification.
@@ -32,6 +38,7 @@ public enum TransferEvent: Sendable, Hashable {
         case .newSubObtained: "newSubObtained"
         case .signedInWithTransferSub: "signedInWithTransferSub"
         case .stepFailed: "stepFailed"
+        case .beginNextTransfer: "beginNextTransfer"
         case .consentRevoked: "consentRevoked"
         case .accountDeleted: "accountDeleted"
         }

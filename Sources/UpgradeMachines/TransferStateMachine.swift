@@ -6,8 +6,13 @@
 /// transferPrepared --signedInWithTransferSub--> transferred(subB)   [relink, updateEmail]
 /// linked / transferPrepared --stepFailed------> transferFailed(step, reason), retryable
 /// transferFailed --the failed step succeeds---> transferPrepared / transferred
+/// transferred --beginNextTransfer------------> linked(subB)        [retireFinishedTransfer]
 /// any --consentRevoked / accountDeleted-------> revoked / deleted    (terminal)
 /// ```
+///
+/// `beginNextTransfer` lets the team that received the app move it on (to a third team, or back):
+/// only once the finished transfer's window has closed, and the driver records it only together
+/// with the new transfer's first step (docs/apple-protocol.md §3.2, "A later transfer").
 ///
 /// A step starts with a `begin…` event: the machine checks the 60-day window and returns the
 /// Apple call to make, or records `transferFailed(window-closed)` instead. Repeating an outcome
@@ -87,6 +92,20 @@ public struct TransferStateMachine: Sendable, Hashable {
                 on: event
             )
 
+        // A later transfer: the account starts over from the id the finished transfer gave it.
+        case (.transferred(let transferred), .beginNextTransfer(let windowEndsAt, let migratedAt)):
+            let closes = Self.earlierWindowEnd(recorded: windowEndsAt, migratedAt: migratedAt)
+            guard now >= closes else {
+                throw TransitionError(
+                    code: .deadlineNotReached,
+                    state: state.status.rawValue,
+                    event: event.name,
+                    message:
+                        "the transfer that migrated this account is still in its 60-day window (until \(closes)); a later transfer may begin once it has closed"
+                )
+            }
+            return move(to: .linked(.init(sub: transferred.sub)), on: event, effects: [.retireFinishedTransfer])
+
         // Recipient side.
         case (.transferPrepared(let prepared), .beginCompletion(let windowEndsAt)):
             return beginCompletion(
@@ -150,6 +169,16 @@ public struct TransferStateMachine: Sendable, Hashable {
         default:
             throw notAllowed(event)
         }
+    }
+
+    /// When the window of a finished transfer closes, as far as can be known: the recorded end,
+    /// but never later than ``windowLength`` after the account was migrated, since a migration
+    /// happens only once the transfer was accepted (a later recorded end was a mistaken acceptance
+    /// time). A transfer migrated by sign-in before any run recorded the window is bounded the same way.
+    public static func earlierWindowEnd(recorded: Int64?, migratedAt: Int64) -> Int64 {
+        let bound = migratedAt.adding(seconds: windowLength)
+        guard let recorded else { return bound }
+        return min(recorded, bound)
     }
 
     private mutating func beginPreparation(

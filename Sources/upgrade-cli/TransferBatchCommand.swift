@@ -168,6 +168,16 @@ enum TransferBatchCommand {
                 "hint: every account visited is linked under another team than APPLE_TEAM_ID; 'transfer prepare' runs with the sender team's credentials"
             )
         }
+        if let stranded = summary.skipReasons["stranded"] {
+            Console.out(
+                "hint: \(stranded) account\(stranded == 1 ? " was" : "s were") never migrated by the transfer that brought the app to the team now moving it on: \(stranded == 1 ? "it keeps" : "they keep") the earlier team's id, which no later transfer can move"
+            )
+        }
+        if let open = summary.skipReasons["earlier-window-open"] {
+            Console.out(
+                "hint: \(open) account\(open == 1 ? " was" : "s were") migrated by a transfer whose 60-day window is still open; run 'transfer prepare' again once it has closed"
+            )
+        }
         if summary.outcomes[.notPrepared, default: 0] > 0 {
             Console.out(
                 "hint: accounts without a transfer identifier need 'upgrade-cli transfer prepare' with the sender team's credentials while the window is open"

@@ -23,6 +23,7 @@ struct TransferStatusCommand: CLICommand {
             for status in TransferStatus.allCases {
                 members.append(JSONValue.Member(status.rawValue, .integer(Int64(report.accounts(in: status)))))
             }
+            members.append(JSONValue.Member("stranded", .integer(Int64(report.strandedAccounts))))
             members.append(JSONValue.Member("windowEndsAt", report.windowEndsAt.map(JSONValue.integer) ?? .null))
             members.append(
                 JSONValue.Member("windowSecondsLeft", report.windowSecondsLeft.map(JSONValue.integer) ?? .null)
@@ -42,7 +43,7 @@ struct TransferStatusCommand: CLICommand {
         }
         let rows =
             TransferStatus.allCases.map { ($0.rawValue, report.accounts(in: $0)) }
-            + [("not touched", report.untouchedLinkedAccounts)]
+            + [("not touched", report.untouchedLinkedAccounts), ("stranded", report.strandedAccounts)]
         for (name, count) in rows {
             Console.out("\(name.padding(toLength: 18, withPad: " ", startingAt: 0))\(count)")
         }

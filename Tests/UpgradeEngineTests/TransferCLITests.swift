@@ -190,6 +190,42 @@ struct TransferCLITests {
         #expect(try world.transferRecordCount() == 0)
     }
 
+    @Test("a later transfer: prepare names the accounts left behind and status counts them apart")
+    func laterTransfer() async throws {
+        let world = try TransferWorld()
+        let moved = try await TransferServiceLaterTransferTests.moveToB(world)
+        let (setup, apple) = (try Setup(), try TransferLeaseCLITests.TokenGate())
+        let environment = try setup.teamB(world, apple: apple)
+        // The CLI's clock is the real one: A -> B's window closed long ago.
+        let dry = try runCLI(
+            [
+                "transfer", "prepare", "--target-team", TransferWorld.teamC, "--dry-run", "--client-id",
+                TransferWorld.clientID,
+            ],
+            environment: environment
+        )
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(dry.stdout.contains("3 would-run"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("skipped (stranded 1)"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("hint: 1 account was never migrated"), "\(dry.stdout)")
+        #expect(try world.store.read { try $0.retiredTransferRecords(accountID: moved.u1.accountID) }.isEmpty)
+
+        world.advance(TransferStateMachine.windowLength)
+        _ = try await world.recipient.prepare(
+            targetTeamID: TransferWorld.teamC,
+            clientID: TransferWorld.clientID,
+            windowEndsAt: nil,
+            now: world.now,
+            options: TransferWorld.options()
+        )
+        let json = try runCLI(["transfer", "status", "--json", "--db", try #require(world.database.url)])
+        #expect(json.status == 0, "\(json.stderr)")
+        let object = try JSONValue.parse(Array(json.stdout.utf8))
+        #expect(object["transferPrepared"] == .integer(3), "\(json.stdout)")
+        #expect(object["stranded"] == .integer(1) && object["notTouched"] == .integer(0), "\(json.stdout)")
+        #expect(object["transferred"] == .integer(0))
+    }
+
     @Test("complete given another acceptance time than an earlier run warns; status lists both windows")
     func otherAcceptanceTime() async throws {
         let world = try TransferWorld()

@@ -14,6 +14,9 @@ final class TransferWorld: Sendable {
     static let teamB = "TEAMB67890"
     static let keyA = "KEYA123456"
     static let keyB = "KEYB123456"
+    /// A third team, for a later transfer (B -> C).
+    static let teamC = "TEAMC13579"
+    static let keyC = "KEYC123456"
     static let clientID = "com.example.app"
     static let start: Int64 = 1_760_000_000
 
@@ -40,16 +43,23 @@ final class TransferWorld: Sendable {
     /// Counts and scripts every Apple call the sender's service makes.
     let appleA: CountingMigrator
     let appleB: CountingMigrator
+    let clientC: EmulatedAppleClient
+    let appleC: CountingMigrator
     let sender: TransferService
     let recipient: TransferService
+    /// Team C's deployment, for a later transfer.
+    let third: TransferService
 
     init(backend: Backend = .sqlite) throws {
         let clock = self.clock
         emulator = AppleIDEmulator(clock: { clock.value.withLock { $0 } })
         let keyA = P256PrivateKey()
         let keyB = P256PrivateKey()
+        let keyC = P256PrivateKey()
         try emulator.addTeam(Self.teamA)
         try emulator.addTeam(Self.teamB)
+        try emulator.addTeam(Self.teamC)
+        try emulator.registerKey(teamID: Self.teamC, keyID: Self.keyC, publicKey: keyC.publicKey)
         try emulator.registerKey(teamID: Self.teamA, keyID: Self.keyA, publicKey: keyA.publicKey)
         try emulator.registerKey(teamID: Self.teamB, keyID: Self.keyB, publicKey: keyB.publicKey)
         try emulator.addApp(clientID: Self.clientID, teamID: Self.teamA)
@@ -57,6 +67,8 @@ final class TransferWorld: Sendable {
         clientB = try emulator.client(teamID: Self.teamB, keyID: Self.keyB, privateKey: keyB)
         appleA = CountingMigrator(clientA)
         appleB = CountingMigrator(clientB)
+        clientC = try emulator.client(teamID: Self.teamC, keyID: Self.keyC, privateKey: keyC)
+        appleC = CountingMigrator(clientC)
         database = try backend.database()
         sender = TransferService(
             store: database.store,
@@ -68,6 +80,11 @@ final class TransferWorld: Sendable {
             apple: appleB,
             configuration: TransferServiceConfiguration(teamID: Self.teamB)
         )
+        third = TransferService(
+            store: database.store,
+            apple: appleC,
+            configuration: TransferServiceConfiguration(teamID: Self.teamC)
+        )
     }
 
     var store: any UpgradeStore { database.store }
@@ -77,7 +94,7 @@ final class TransferWorld: Sendable {
     /// An Apple user who signed in to the app under team A and whose account was linked then, as a
     /// completed upgrade leaves it (with a sealed refresh token).
     @discardableResult
-    func addLinkedUser(_ name: String, emailMode: AppleEmailMode = .hidden) throws -> User {
+    func addLinkedUser(_ name: String, emailMode: AppleEmailMode = .hidden, team: String = teamA) throws -> User {
         let appleUserID = try emulator.createUser(email: "\(name)@example.com")
         let authorization = try emulator.authorize(
             userID: appleUserID,
@@ -96,7 +113,7 @@ final class TransferWorld: Sendable {
                 AppleLinkRecord(
                     accountID: accountID,
                     sub: authorization.user,
-                    teamID: Self.teamA,
+                    teamID: team,
                     clientID: Self.clientID,
                     email: authorization.email,
                     isPrivateEmail: emailMode == .hidden,
@@ -110,9 +127,9 @@ final class TransferWorld: Sendable {
         return User(accountID: accountID, appleUserID: appleUserID, subA: authorization.user, emailMode: emailMode)
     }
 
-    /// App Store Connect: team B accepts the transfer now; the window ends 60 days later.
-    func transferApp() throws -> Int64 {
-        try emulator.transferApp(clientID: Self.clientID, toTeam: Self.teamB)
+    /// App Store Connect: team B (or `team`) accepts the transfer now; the window ends 60 days later.
+    func transferApp(to team: String = teamB) throws -> Int64 {
+        try emulator.transferApp(clientID: Self.clientID, toTeam: team)
         return now + TransferStateMachine.windowLength
     }
 

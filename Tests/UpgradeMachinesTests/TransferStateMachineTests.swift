@@ -49,6 +49,9 @@ struct TransferStateMachineTests {
         case signInOtherTransferSub
         case signInOtherSub
         case stepFailed
+        case nextTransferAfterWindow
+        case nextTransferInWindow
+        case nextTransferUnrecordedWindow
         case consentRevoked
         case accountDeleted
 
@@ -66,6 +69,10 @@ struct TransferStateMachineTests {
             case .signInOtherTransferSub: .signedInWithTransferSub(transferSub: "xfer-2", sub: "sub-B", email: nil)
             case .signInOtherSub: .signedInWithTransferSub(transferSub: "xfer-1", sub: "sub-C", email: nil)
             case .stepFailed: .stepFailed(reason: .invalidRequest)
+            case .nextTransferAfterWindow: .beginNextTransfer(windowEndsAt: now - 1, migratedAt: now - 90 * 86_400)
+            case .nextTransferInWindow: .beginNextTransfer(windowEndsAt: now + 1, migratedAt: now - 10)
+            // Migrated by sign-in before any run recorded the window: bounded by the migration.
+            case .nextTransferUnrecordedWindow: .beginNextTransfer(windowEndsAt: nil, migratedAt: now - 59 * 86_400)
             case .consentRevoked: .consentRevoked
             case .accountDeleted: .accountDeleted
             }
@@ -174,6 +181,12 @@ struct TransferStateMachineTests {
         case (.transferred, .otherNewSub), (.transferred, .signInOtherTransferSub), (.transferred, .signInOtherSub):
             return .refused(.conflict)
 
+        // A later transfer starts from the id the finished one gave, once its window has closed.
+        case (.transferred, .nextTransferAfterWindow):
+            return .moves(to: .linked(.init(sub: "sub-B")), effects: [.retireFinishedTransfer])
+        case (.transferred, .nextTransferInWindow), (.transferred, .nextTransferUnrecordedWindow):
+            return .refused(.deadlineNotReached)
+
         default:
             return .refused(.notAllowed)
         }
@@ -250,5 +263,42 @@ struct TransferStateMachineTests {
         #expect(AppleCredentialState.notFound.rawValue == 2)
         #expect(AppleCredentialState.transferred.rawValue == 3)
         #expect(AppleCredentialState.allCases.map(\.name) == ["revoked", "authorized", "notFound", "transferred"])
+    }
+
+    @Test(
+        "an earlier window ends when recorded, never later than 60 days after the migration",
+        arguments: [
+            (Int64?.none, Int64(1_000), Int64(1_000) + TransferStateMachine.windowLength),
+            (Int64?.some(2_000), Int64(1_000), Int64(2_000)),
+            // A recorded end after migration + 60 days came from a mistaken acceptance time.
+            (
+                Int64?.some(1_000 + TransferStateMachine.windowLength + 5), Int64(1_000),
+                Int64(1_000) + TransferStateMachine.windowLength
+            ),
+            (Int64?.none, Int64.max - 1, Int64.max),
+        ]
+    )
+    func earlierWindowEnd(recorded: Int64?, migratedAt: Int64, expected: Int64) {
+        #expect(TransferStateMachine.earlierWindowEnd(recorded: recorded, migratedAt: migratedAt) == expected)
+    }
+
+    /// A -> B, then B -> C: the same account through two transfers, one event at a time.
+    @Test("a migrated account is prepared and migrated again by a later transfer")
+    func secondTransfer() throws {
+        var machine = TransferStateMachine(linkedTo: "sub-A")
+        _ = try machine.apply(.transferIdentifierObtained(transferSub: "xfer-AB"), now: Self.now)
+        _ = try machine.apply(.newSubObtained(sub: "sub-B", email: nil), now: Self.now)
+        let later = Self.now + TransferStateMachine.windowLength
+        let retire = try machine.apply(.beginNextTransfer(windowEndsAt: later - 1, migratedAt: Self.now), now: later)
+        #expect(retire.effects == [.retireFinishedTransfer])
+        #expect(machine.state == .linked(.init(sub: "sub-B")))
+        let begin = try machine.apply(.beginPreparation(windowEndsAt: nil), now: later)
+        #expect(begin.effects == [.requestTransferIdentifier(sub: "sub-B")])
+        _ = try machine.apply(.transferIdentifierObtained(transferSub: "xfer-BC"), now: later)
+        let done = try machine.apply(.newSubObtained(sub: "sub-C", email: nil), now: later)
+        #expect(done.effects == [.relinkAppleAccount(from: "sub-B", to: "sub-C")])
+        #expect(machine.state == .transferred(.init(sub: "sub-C", previousSub: "sub-B", transferSub: "xfer-BC")))
+        #expect(machine.credentialState(for: "sub-B") == .transferred)
+        #expect(machine.credentialState(for: "sub-C") == .authorized)
     }
 }

@@ -3,11 +3,16 @@
 /// name rather than the account, still name its person. Each is erased or redacted in the deletion's
 /// transaction, so no committed state has the account gone and its name, email or Apple id left.
 extension AccountDeletionService {
-    /// Every Apple id the account was known by: the link's `sub`, and a team transfer's old id, its
-    /// transfer id and its new id.
-    static func appleIDs(_ link: AppleLinkRecord?, _ transfer: TransferRecord?) -> [String] {
+    /// Every Apple id the account was known by: the link's `sub`, and each team transfer's old id,
+    /// transfer id and new id, the earlier transfers' (`retired`) too.
+    static func appleIDs(
+        _ link: AppleLinkRecord?,
+        _ transfer: TransferRecord?,
+        retired: [RetiredTransferRecord] = []
+    ) -> [String] {
+        let records = (transfer.map { [$0] } ?? []) + retired.map(\.record)
         var ids: [String] = []
-        for id in [link?.sub, transfer?.oldSub, transfer?.transferSub, transfer?.newSub] {
+        for id in [link?.sub] + records.flatMap({ [$0.oldSub, $0.transferSub, $0.newSub] }) {
             if let id, !id.isEmpty, !ids.contains(id) { ids.append(id) }
         }
         return ids

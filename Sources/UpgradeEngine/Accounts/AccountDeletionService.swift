@@ -42,6 +42,8 @@ public struct AccountDeletionService: Sendable {
                 var queued: String?
                 let link = try tx.appleLink(accountID: account.id)
                 let transfer = try tx.transferRecord(accountID: account.id)
+                // Read before the delete, which takes the retired records with the account.
+                let retired = try tx.retiredTransferRecords(accountID: account.id)
                 if let link, let sealed = link.refreshTokenCiphertext, !sealed.isEmpty {
                     try tx.insertAppleRevocation(
                         AppleRevocationRecord(
@@ -60,7 +62,7 @@ public struct AccountDeletionService: Sendable {
                 guard try tx.deleteAccount(id: account.id) else {
                     throw ServiceFailure(.accountNotFound, "no account has this username")
                 }
-                try Self.eraseTraces(of: account, appleIDs: Self.appleIDs(link, transfer), in: tx)
+                try Self.eraseTraces(of: account, appleIDs: Self.appleIDs(link, transfer, retired: retired), in: tx)
                 // The account id only: the username, email and sub went with the account.
                 try tx.appendAudit(
                     AuditEvent(

@@ -13,6 +13,20 @@ public protocol TransferStore {
     /// Counts for `transfer status`.
     func transferProgress() throws(StorageError) -> TransferProgress
     func transferRecords(status: String?, limit: Int) throws(StorageError) -> [TransferRecord]
+    /// Moves the account's record, as stored at `expectedVersion`, to the retired records stamped
+    /// `retiredAt`, and deletes it, so that the account's next transfer starts a record of its own
+    /// (docs/apple-protocol.md §3.2, "A later transfer"). Called in the transaction that writes that
+    /// new record. Fails with `.versionConflict` when the record changed or is gone since it was read.
+    func retireTransferRecord(accountID: String, expectedVersion: Int64, retiredAt: Int64) throws(StorageError)
+    /// The account's retired records, oldest first.
+    func retiredTransferRecords(accountID: String) throws(StorageError) -> [RetiredTransferRecord]
+    /// The retired record retired last whose `oldSub` is this id: the credential state of an id
+    /// that an earlier transfer moved away from.
+    func retiredTransferRecord(oldSub: String) throws(StorageError) -> RetiredTransferRecord?
+    /// The target teams of retired records: the teams that received an app and have moved it on.
+    func retiredTransferTargets() throws(StorageError) -> Set<String>
+    /// The target teams of the live records (those a step recorded one for).
+    func transferTargets() throws(StorageError) -> Set<String>
     /// The Apple-linked accounts (link status `linked`) after `afterAccountID`, in account-id order,
     /// at most `limit`, each with its transfer record once it has one: a batch's page, in one query.
     func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer]

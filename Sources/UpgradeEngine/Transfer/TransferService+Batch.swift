@@ -91,6 +91,10 @@ extension TransferService {
         var control: TransferBatchControl
         /// Rows' writes waiting together are committed in one transaction.
         var commits: GroupCommit<PlannedWrite, RowCommitResult>
+        /// Target teams whose records belong to another transfer than the one `complete` runs for
+        /// (read once when it starts): those that received the app and have since moved it on, and,
+        /// once records were prepared for this deployment's team, every other target.
+        var otherTransferTargets: Set<String> = []
     }
 
     /// What committing one row's outcome gave.
@@ -105,6 +109,24 @@ extension TransferService {
     private func run(_ plan: BatchPlan, options: TransferBatchOptions) async -> TransferBatchSummary {
         var summary = TransferBatchSummary(step: plan.step, dryRun: options.dryRun)
         let retry = AppleRetry(options)
+        var otherTransferTargets: Set<String> = []
+        if plan.step == .complete {
+            do {
+                let (retired, live) = try store.read { tx in
+                    (try tx.retiredTransferTargets(), try tx.transferTargets())
+                }
+                // Records prepared for us show the credentials are right: the others are another
+                // transfer's. Without any, a record for another team means the wrong credentials.
+                otherTransferTargets = retired.union(live.contains(configuration.teamID) ? live : [])
+                otherTransferTargets.remove(configuration.teamID)
+            } catch {
+                summary.stop = .init(
+                    .storage,
+                    "the earlier transfers could not be read: \(Self.storageFailure(error).message)"
+                )
+                return summary
+            }
+        }
         let context = BatchContext(
             plan: plan,
             clock: options.clock ?? { plan.now },
@@ -114,7 +136,8 @@ extension TransferService {
             control: TransferBatchControl(limit: options.limit),
             commits: GroupCommit(maxGroup: Self.maxCommitGroup) { [self] writes in
                 writeTogether(writes)
-            }
+            },
+            otherTransferTargets: otherTransferTargets
         )
         // The team token first: if Apple refuses our credentials, every row would fail alike.
         do {
@@ -295,9 +318,11 @@ extension TransferService {
         case .failure(let error): return report(.linked, .linked, .error, error.code.name)
         }
         let status = snapshot.machine.status
-        if let decision = triage(snapshot, plan: plan, control: context.control) {
+        if let decision = triage(snapshot, context) {
             return report(status, status, decision.outcome, decision.reason)
         }
+        // Triage lets a finished transfer through only to begin a later one.
+        let beginsNextTransfer = status == .transferred
 
         if let stop = context.control.stop { return report(status, status, .stopped, stop.code.name) }
         if Task.isCancelled { return report(status, status, .stopped, "interrupted") }
@@ -311,8 +336,16 @@ extension TransferService {
         var trial = snapshot.machine
         let started: TransferTransition
         do {
+            if beginsNextTransfer, let finished = snapshot.record {
+                // The machine owns the earlier window's rule too.
+                _ = try trial.apply(
+                    .beginNextTransfer(windowEndsAt: finished.windowEndsAt, migratedAt: finished.updatedAt),
+                    now: context.clock()
+                )
+            }
             started = try trial.apply(begin, now: context.clock())
         } catch {
+            if error.code == .deadlineNotReached { return report(status, status, .skipped, "earlier-window-open") }
             return report(status, status, .skipped, error.code.name)
         }
         if started.stateChanged {
@@ -320,7 +353,7 @@ extension TransferService {
             if context.dryRun {
                 return report(status, trial.status, .wouldFail, trial.state.failureReason?.rawValue)
             }
-            return commitRow(snapshot, Commit(event: begin), context, report)
+            return commitRow(snapshot, Commit(event: begin, beginsNextTransfer: beginsNextTransfer), context, report)
         }
         let call: AppleCall
         switch started.effects.first {
@@ -334,9 +367,19 @@ extension TransferService {
 
         switch await callApple(call, context) {
         case .obtained(let event, let isPrivateEmail):
-            return commitRow(snapshot, Commit(event: event, isPrivateEmail: isPrivateEmail), context, report)
+            return commitRow(
+                snapshot,
+                Commit(event: event, isPrivateEmail: isPrivateEmail, beginsNextTransfer: beginsNextTransfer),
+                context,
+                report
+            )
         case .refused(let reason):
-            return commitRow(snapshot, Commit(event: .stepFailed(reason: reason)), context, report)
+            return commitRow(
+                snapshot,
+                Commit(event: .stepFailed(reason: reason), beginsNextTransfer: beginsNextTransfer),
+                context,
+                report
+            )
         case .configuration(let error):
             context.control.requestStop(
                 .init(
@@ -362,23 +405,51 @@ extension TransferService {
     /// Skip reasons: `not-migratable` (revoked or deleted), `other-team` (prepare: the link already
     /// belongs to another team), `prepared` (prepare: it has its transfer identifier and failed at
     /// the exchange), `in-recipient-team` (complete: linked with the recipient team's id, nothing to
-    /// migrate). Conflict: `other-target-team` (prepare: prepared for a different target).
-    private func triage(_ snapshot: Snapshot, plan: BatchPlan, control: TransferBatchControl) -> Triage? {
+    /// migrate), `stranded` (the transfer that brought the app to the team that now moves it on never
+    /// migrated the account: it still has an earlier team's id, which no later transfer can move),
+    /// `earlier-window-open` (prepare, decided by the machine: the account's finished transfer is
+    /// still in its window). Conflict: `other-target-team` (prepare: prepared for a different target).
+    ///
+    /// `complete` reports an account an earlier transfer migrated to another team than this one
+    /// `not-prepared` (`never-prepared`): that team has yet to prepare it for this transfer.
+    ///
+    /// `prepare` lets a finished transfer through (nil) when it begins a later one: the account was
+    /// migrated to this deployment's team, is linked with that team's id, and is now prepared for
+    /// another team (docs/apple-protocol.md §3.2, "A later transfer").
+    private func triage(_ snapshot: Snapshot, _ context: BatchContext) -> Triage? {
+        let plan = context.plan
         let state = snapshot.machine.state
+        let recordedTarget = snapshot.record?.targetTeamID ?? ""
         switch state {
         case .revoked, .deleted:
             return Triage(outcome: .skipped, reason: "not-migratable")
         case .transferred:
-            return Triage(outcome: .alreadyDone)
+            if plan.step == .complete && snapshot.link.teamID != configuration.teamID {
+                // Migrated by an earlier transfer, to a team that has not prepared it for this one.
+                return Triage(outcome: .notPrepared, reason: "never-prepared")
+            }
+            guard plan.step == .prepare, recordedTarget != plan.targetTeamID else {
+                return Triage(outcome: .alreadyDone)
+            }
+            guard snapshot.link.status == .linked, snapshot.link.teamID == configuration.teamID,
+                recordedTarget == configuration.teamID
+            else {
+                return Triage(outcome: .skipped, reason: "other-team")
+            }
+            return nil
         case .linked, .transferPrepared, .transferFailed:
             break
         }
         guard snapshot.link.status == .linked else { return Triage(outcome: .skipped, reason: "not-migratable") }
         // Prepared, or failed at the exchange: either way the transfer identifier is stored.
         let hasIdentifier = state.transferSub != nil
-        let recordedTarget = snapshot.record?.targetTeamID ?? ""
         switch plan.step {
         case .prepare:
+            // Left behind by the transfer to this team: still the sender's id, which only the
+            // sender could have asked about.
+            if snapshot.link.teamID != configuration.teamID && recordedTarget == configuration.teamID {
+                return Triage(outcome: .skipped, reason: "stranded")
+            }
             guard hasIdentifier else {
                 return snapshot.link.teamID == configuration.teamID
                     ? nil : Triage(outcome: .skipped, reason: "other-team")
@@ -389,6 +460,16 @@ extension TransferService {
             return state.status == .transferPrepared
                 ? Triage(outcome: .alreadyDone) : Triage(outcome: .skipped, reason: "prepared")
         case .complete:
+            // Prepared for another transfer's team (one that has since moved the app on, or while
+            // records for this team exist): left behind by that transfer, whatever its state.
+            // Home again when the app came back to its team.
+            if !recordedTarget.isEmpty && recordedTarget != configuration.teamID
+                && context.otherTransferTargets.contains(recordedTarget)
+            {
+                return snapshot.link.teamID == configuration.teamID
+                    ? Triage(outcome: .skipped, reason: "in-recipient-team")
+                    : Triage(outcome: .skipped, reason: "stranded")
+            }
             guard hasIdentifier else {
                 if snapshot.link.teamID == configuration.teamID {
                     return Triage(outcome: .skipped, reason: "in-recipient-team")
@@ -396,7 +477,7 @@ extension TransferService {
                 return Triage(outcome: .notPrepared, reason: state.failureReason?.rawValue ?? "never-prepared")
             }
             if !recordedTarget.isEmpty && recordedTarget != configuration.teamID {
-                control.requestStop(
+                context.control.requestStop(
                     .init(
                         .configuration,
                         "transfer identifiers were prepared for team \(recordedTarget), but this deployment is configured as team \(configuration.teamID); completing needs the recipient team's credentials"

@@ -42,8 +42,9 @@ extension TransferService {
         do {
             accountID = try store.read { tx in
                 if let link = try tx.appleLink(sub: sub) { return link.accountID }
-                // The sender team's id after a transfer still names the account.
-                return try tx.transferRecord(oldSub: sub)?.accountID
+                // The sender team's id after a transfer still names the account, an earlier one's too.
+                if let record = try tx.transferRecord(oldSub: sub) { return record.accountID }
+                return try tx.retiredTransferRecord(oldSub: sub)?.record.accountID
             }
         } catch {
             throw Self.storageFailure(error)

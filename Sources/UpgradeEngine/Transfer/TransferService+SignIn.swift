@@ -93,19 +93,28 @@ extension TransferService {
 
     /// What `getCredentialState(forUserID:)` answers for `userID` (docs/apple-protocol.md §3.5): `authorized` for the
     /// id an account is reached by, `transferred` for the sender team's id after the account was
-    /// migrated, `revoked` for any id of a revoked or deleted account, `notFound` otherwise.
+    /// migrated, `revoked` for any id of a revoked or deleted account, `notFound` otherwise. An id an
+    /// earlier transfer moved the account away from (its record retired by a later transfer) reads
+    /// as `transferred` too, or `revoked` once the account is.
     public func credentialState(userID: String) throws(TransferFailure) -> AppleCredentialState {
         guard !userID.isEmpty else { return .notFound }
-        let found: (link: AppleLinkRecord?, record: TransferRecord?)
+        let found: (link: AppleLinkRecord?, record: TransferRecord?, retired: RetiredTransferRecord?)
         do {
             found = try store.read { tx in
                 if let link = try tx.appleLink(sub: userID) {
-                    return (link, try tx.transferRecord(accountID: link.accountID))
+                    return (link, try tx.transferRecord(accountID: link.accountID), nil)
                 }
-                return (nil, try tx.transferRecord(oldSub: userID))
+                if let record = try tx.transferRecord(oldSub: userID) { return (nil, record, nil) }
+                guard let retired = try tx.retiredTransferRecord(oldSub: userID) else { return (nil, nil, nil) }
+                let accountID = retired.record.accountID
+                return (try tx.appleLink(accountID: accountID), try tx.transferRecord(accountID: accountID), retired)
             }
         } catch {
             throw Self.storageFailure(error)
+        }
+        if let retired = found.retired {
+            let now = try Self.credentialState(userID: found.link?.sub ?? "", link: found.link, transfer: found.record)
+            return now == .revoked ? .revoked : try Self.restore(retired.record).credentialState(for: userID)
         }
         return try Self.credentialState(userID: userID, link: found.link, transfer: found.record)
     }

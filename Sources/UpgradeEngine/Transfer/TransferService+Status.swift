@@ -24,7 +24,8 @@ extension TransferService {
             untouchedLinkedAccounts: progress.untouchedLinkedAccounts,
             windowEndsAt: progress.latestWindowEndsAt,
             windowSecondsLeft: progress.latestWindowEndsAt.map { max(0, $0 - now) },
-            windows: progress.windows
+            windows: progress.windows,
+            strandedAccounts: progress.strandedAccounts
         )
     }
 }

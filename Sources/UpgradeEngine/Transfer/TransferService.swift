@@ -97,6 +97,10 @@ public final class TransferService: Sendable {
         var windowEndsAt: Int64? = nil
         /// The event is an answer to a step (Apple's, or the window closing): counted in `attempts`.
         var isStepOutcome = false
+        /// The event is the first step of a later transfer: an account whose finished transfer it
+        /// finds is first taken through `beginNextTransfer`, and its record retired in the same
+        /// transaction (docs/apple-protocol.md §3.2, "A later transfer").
+        var beginsNextTransfer = false
         /// Non-secret facts for the audit row: where the event came from, and the like.
         var detail: [String: String] = [:]
     }
@@ -180,6 +184,8 @@ public final class TransferService: Sendable {
         var snapshot: Snapshot
         var record: TransferRecord
         var link: AppleLinkRecord
+        /// The audit row of retiring the stored record first, when the write begins a later transfer.
+        var retirement: AuditEvent?
         var audit: AuditEvent
         /// The webhook event the transition tells of, built with its payload before the write.
         var webhook: WebhookEventRecord?
@@ -195,7 +201,13 @@ public final class TransferService: Sendable {
 
         /// Inside the caller's write transaction; a version conflict or a unique violation throws.
         func perform(in tx: any StoreTransaction) throws(StorageError) {
-            try tx.upsertTransferRecord(record, expectedVersion: snapshot.record?.version)
+            if let retirement, let retired = snapshot.record {
+                try tx.retireTransferRecord(accountID: accountID, expectedVersion: retired.version, retiredAt: now)
+                try tx.appendAudit(retirement)
+                try tx.upsertTransferRecord(record, expectedVersion: nil)
+            } else {
+                try tx.upsertTransferRecord(record, expectedVersion: snapshot.record?.version)
+            }
             if link != snapshot.link {
                 try tx.updateAppleLink(link, expectedVersion: snapshot.link.version)
             }
@@ -209,6 +221,29 @@ public final class TransferService: Sendable {
     func plan(_ snapshot: Snapshot, _ commit: Commit, now: Int64) -> Plan {
         let from = snapshot.machine.status
         var machine = snapshot.machine
+        var retirement: AuditEvent?
+        if commit.beginsNextTransfer, case .transferred = machine.state, let finished = snapshot.record {
+            let retire: TransferTransition
+            do {
+                retire = try machine.apply(
+                    .beginNextTransfer(windowEndsAt: finished.windowEndsAt, migratedAt: finished.updatedAt),
+                    now: now
+                )
+            } catch {
+                return .settled(from: from, .refused(error, snapshot.machine.state))
+            }
+            var detail = commit.detail
+            detail["retiredTargetTeam"] = finished.targetTeamID
+            retirement = AuditEvent(
+                at: now,
+                accountID: snapshot.link.accountID,
+                upgradeID: nil,
+                event: "transfer.\(retire.event)",
+                fromStatus: retire.from.rawValue,
+                toStatus: retire.to.rawValue,
+                detail: detail
+            )
+        }
         let transition: TransferTransition
         do {
             transition = try machine.apply(commit.event, now: now)
@@ -217,7 +252,7 @@ public final class TransferService: Sendable {
         }
         guard transition.stateChanged else { return .settled(from: from, .replay(machine.state)) }
 
-        let record = nextRecord(snapshot, machine, commit, now: now)
+        let record = nextRecord(snapshot, machine, commit, fresh: retirement != nil, now: now)
         let link: AppleLinkRecord
         do {
             link = try nextLink(snapshot.link, machine, transition, commit, now: now)
@@ -244,6 +279,7 @@ public final class TransferService: Sendable {
                 snapshot: snapshot,
                 record: record,
                 link: link,
+                retirement: retirement,
                 audit: audit,
                 webhook: Self.webhookEvent(
                     transition,
@@ -268,10 +304,11 @@ public final class TransferService: Sendable {
         _ snapshot: Snapshot,
         _ machine: TransferStateMachine,
         _ commit: Commit,
+        fresh: Bool,
         now: Int64
     ) -> TransferRecord {
         var record =
-            snapshot.record
+            (fresh ? nil : snapshot.record)
             ?? TransferRecord(
                 accountID: snapshot.link.accountID,
                 status: "",
@@ -334,6 +371,8 @@ public final class TransferService: Sendable {
                 link.isPrivateEmail = commit.isPrivateEmail
             case .requestTransferIdentifier, .exchangeTransferIdentifier:
                 break  // performed by the batch before it commits the answer
+            case .retireFinishedTransfer:
+                break  // the record's move, performed with the write
             }
         }
         switch machine.state {

@@ -4,8 +4,12 @@ public struct TransferStatusReport: Sendable, Equatable {
     /// by a transfer step are counted in ``untouchedLinkedAccounts``; ``accounts(in:)`` adds them to
     /// `linked`.
     public var counts: [TransferStatus: Int]
-    /// Apple-linked accounts that no transfer step has touched yet.
+    /// Apple-linked accounts that no transfer step has touched yet, and those an earlier transfer
+    /// migrated that the later one has yet to prepare (docs/apple-protocol.md §3.2, "A later transfer").
     public var untouchedLinkedAccounts: Int
+    /// Accounts an earlier transfer left behind with the id of the team before it, which no later
+    /// transfer can move (batches skip them as `stranded`). Not in ``counts``.
+    public var strandedAccounts: Int
     /// When the 60-day window closes, as recorded by the latest `complete` run (or `prepare` run
     /// given the acceptance time); nil when never recorded.
     public var windowEndsAt: Int64?
@@ -33,8 +37,10 @@ public struct TransferStatusReport: Sendable, Equatable {
         untouchedLinkedAccounts: Int,
         windowEndsAt: Int64?,
         windowSecondsLeft: Int64?,
-        windows: [Int64: Int] = [:]
+        windows: [Int64: Int] = [:],
+        strandedAccounts: Int = 0
     ) {
+        self.strandedAccounts = strandedAccounts
         self.counts = counts
         self.untouchedLinkedAccounts = untouchedLinkedAccounts
         self.windowEndsAt = windowEndsAt

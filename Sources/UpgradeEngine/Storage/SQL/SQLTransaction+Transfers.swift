@@ -79,24 +79,51 @@ extension SQLTransaction {
     }
 
     func transferProgress() throws(StorageError) -> TransferProgress {
+        // Records of an earlier transfer (docs/apple-protocol.md §3.2, "A later transfer"): prepared
+        // for a team that has since begun to move the app on, and last changed before it began to.
+        // Its migrated accounts are the later transfer's to prepare (they count as not touched);
+        // the accounts it left behind are counted apart, as stranded.
+        let earlier = """
+            EXISTS (SELECT 1 FROM retired_transfer_records AS r
+                WHERE r.target_team_id = transfer_records.target_team_id AND r.retired_at >= transfer_records.updated_at)
+            """
         var counts: [String: Int] = [:]
         for row in try rows("SELECT status, count(*) FROM transfer_records GROUP BY status") {
             counts[row[0].string ?? ""] = Int(row[1].int ?? 0)
         }
+        var pending = 0
+        var stranded = 0
+        for row in try rows(
+            """
+            SELECT status, count(*) FROM transfer_records
+                WHERE status IN ('transferred', 'transferPrepared', 'transferFailed') AND \(earlier) GROUP BY status
+            """
+        ) {
+            let status = row[0].string ?? ""
+            let count = Int(row[1].int ?? 0)
+            counts[status, default: 0] -= count
+            if status == "transferred" { pending += count } else { stranded += count }
+        }
         // Linked accounts a batch still has to visit: not those it recorded, and not those linked
         // in a team some transfer went to (the recipient's own new users, which `complete`
-        // skips as `in-recipient-team`). The second condition's subquery is uncorrelated: both
-        // backends read the (few) target teams once, not once per link.
+        // skips as `in-recipient-team`) unless that team has since begun to move the app on, whose
+        // `prepare` visits them. The subqueries are uncorrelated: both backends read the (few)
+        // teams once, not once per link.
         let untouched = try scalarInt(
             """
             SELECT count(*) FROM apple_links AS l WHERE l.status = 'linked'
                 AND NOT EXISTS (SELECT 1 FROM transfer_records AS t WHERE t.account_id = l.account_id)
-                AND l.team_id NOT IN (SELECT DISTINCT target_team_id FROM transfer_records)
+                AND (l.team_id NOT IN (SELECT DISTINCT target_team_id FROM transfer_records)
+                    OR l.team_id IN (SELECT DISTINCT target_team_id FROM retired_transfer_records))
             """
         )
+        // An earlier transfer's window is not the current one's.
         var windows: [Int64: Int] = [:]
         for row in try rows(
-            "SELECT window_ends_at, count(*) FROM transfer_records WHERE window_ends_at IS NOT NULL GROUP BY window_ends_at"
+            """
+            SELECT window_ends_at, count(*) FROM transfer_records WHERE window_ends_at IS NOT NULL AND NOT \(earlier)
+                GROUP BY window_ends_at
+            """
         ) {
             if let end = row[0].int { windows[end] = Int(row[1].int ?? 0) }
         }
@@ -106,16 +133,60 @@ extension SQLTransaction {
             windows.count > 1
             ? try rows(
                 """
-                SELECT window_ends_at FROM transfer_records WHERE window_ends_at IS NOT NULL
+                SELECT window_ends_at FROM transfer_records WHERE window_ends_at IS NOT NULL AND NOT \(earlier)
                     ORDER BY updated_at DESC, window_ends_at DESC LIMIT 1
                 """
             ).first?[0].int : windows.keys.first
         return TransferProgress(
             recordsByStatus: counts,
-            untouchedLinkedAccounts: Int(untouched ?? 0),
+            untouchedLinkedAccounts: Int(untouched ?? 0) + pending,
             latestWindowEndsAt: latest,
-            windows: windows
+            windows: windows,
+            strandedAccounts: stranded
         )
+    }
+
+    func retireTransferRecord(accountID: String, expectedVersion: Int64, retiredAt: Int64) throws(StorageError) {
+        try rows(
+            TransferSQL.retireTransfer,
+            [.text(accountID), .integer(expectedVersion), .integer(retiredAt)]
+        )
+        guard changes == 1 else {
+            throw StorageError(.versionConflict, "transfer record was changed by another request; reload and retry")
+        }
+        try rows(
+            "DELETE FROM transfer_records WHERE account_id = $1 AND version = $2",
+            [
+                .text(accountID), .integer(expectedVersion),
+            ]
+        )
+        guard changes == 1 else {
+            throw StorageError(.versionConflict, "transfer record was changed by another request; reload and retry")
+        }
+    }
+
+    func retiredTransferRecords(accountID: String) throws(StorageError) -> [RetiredTransferRecord] {
+        try rows(TransferSQL.selectRetiredByAccount, [.text(accountID)]).map(Self.retired)
+    }
+
+    func retiredTransferRecord(oldSub: String) throws(StorageError) -> RetiredTransferRecord? {
+        try rows(TransferSQL.selectRetiredByOldSub, [.text(oldSub)]).first.map(Self.retired)
+    }
+
+    func transferTargets() throws(StorageError) -> Set<String> {
+        Set(
+            try rows("SELECT DISTINCT target_team_id FROM transfer_records WHERE target_team_id <> ''").compactMap {
+                $0[0].string
+            }
+        )
+    }
+
+    func retiredTransferTargets() throws(StorageError) -> Set<String> {
+        Set(try rows("SELECT DISTINCT target_team_id FROM retired_transfer_records").compactMap { $0[0].string })
+    }
+
+    static func retired(_ row: [SQLValue]) -> RetiredTransferRecord {
+        RetiredTransferRecord(record: transfer(Array(row.dropLast())), retiredAt: row.last?.int ?? 0)
     }
 
     func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer] {
@@ -157,6 +228,13 @@ private enum TransferSQL {
         "SELECT \(transferColumns) FROM transfer_records ORDER BY account_id LIMIT $1"
     static let selectTransferByOldSub =
         "SELECT \(transferColumns) FROM transfer_records WHERE old_sub = $1"
+    /// Copies the row as it is stored at the expected version; nothing when it is not.
+    static let retireTransfer =
+        "INSERT INTO retired_transfer_records (\(transferColumns), retired_at) SELECT \(transferColumns), CAST($3 AS BIGINT) FROM transfer_records WHERE account_id = $1 AND version = $2"
+    static let selectRetiredByAccount =
+        "SELECT \(transferColumns), retired_at FROM retired_transfer_records WHERE account_id = $1 ORDER BY id"
+    static let selectRetiredByOldSub =
+        "SELECT \(transferColumns), retired_at FROM retired_transfer_records WHERE old_sub = $1 ORDER BY id DESC LIMIT 1"
     static let selectLinkedAccounts = LinkedAccountTransfer.selection(
         linkColumns: AppleLinkSQL.linkColumns,
         transferColumns: transferColumns
