@@ -20,8 +20,10 @@ struct TransferCrashTests {
     static let concurrency = 4
     static let teamA = "TEAMA12345"
     static let teamB = "TEAMB67890"
+    static let teamC = "TEAMC24680"
     static let keyA = "KEYA123456"
     static let keyB = "KEYB123456"
+    static let keyC = "KEYC123456"
     static let clientID = "com.example.app"
 
     /// Reproducible moments: SplitMix64.
@@ -114,17 +116,50 @@ struct TransferCrashTests {
         var description: String { "\(records) records, \(audits) audit rows, \(events) events" }
     }
 
-    enum Step: String {
-        case prepare, complete
+    /// A batch step as the test watches it: what its committed rows look like, and what each
+    /// committed row writes beside them in the same transaction.
+    struct Step: CustomStringConvertible {
+        /// The command's word, which starts its summary line.
+        var command: String
+        /// Names the run's output files.
+        var label: String
+        var job: String
+        /// Which records the step has reached.
+        var recordReached: String
+        var auditEvent: String
+        var webhookType: String
+        /// Events of that type written before the step began (an earlier transfer's).
+        var earlierEvents = 0
+        var description: String { label }
 
-        var job: String { self == .prepare ? "transfer prepare \(TransferCrashTests.teamB)" : "transfer complete" }
-        var auditEvent: String { self == .prepare ? "transfer.transferIdentifierObtained" : "transfer.newSubObtained" }
-        var webhookType: String { self == .prepare ? "transfer.prepared" : "transfer.completed" }
-        var recordReached: String {
-            self == .prepare
-                ? "transfer_sub IS NOT NULL"
-                : "new_sub IS NOT NULL AND account_id IN (SELECT account_id FROM apple_links WHERE team_id = '\(TransferCrashTests.teamB)')"
-        }
+        static let prepare = Step(
+            command: "prepare",
+            label: "prepare",
+            job: "transfer prepare \(TransferCrashTests.teamB)",
+            recordReached: "transfer_sub IS NOT NULL",
+            auditEvent: "transfer.transferIdentifierObtained",
+            webhookType: "transfer.prepared"
+        )
+        static let complete = Step(
+            command: "complete",
+            label: "complete",
+            job: "transfer complete",
+            recordReached:
+                "new_sub IS NOT NULL AND account_id IN (SELECT account_id FROM apple_links WHERE team_id = '\(TransferCrashTests.teamB)')",
+            auditEvent: "transfer.newSubObtained",
+            webhookType: "transfer.completed"
+        )
+        /// Team B moving the app on to team C: each account's finished record retired in the
+        /// transaction of its new transfer identifier (docs/apple-protocol.md §3.2, "A later transfer").
+        static let laterPrepare = Step(
+            command: "prepare",
+            label: "later-prepare",
+            job: "transfer prepare \(TransferCrashTests.teamC)",
+            recordReached: "transfer_sub IS NOT NULL AND target_team_id = '\(TransferCrashTests.teamC)'",
+            auditEvent: "transfer.beginNextTransfer",
+            webhookType: "transfer.prepared",
+            earlierEvents: TransferCrashTests.accounts
+        )
     }
 
     static func rows(_ store: any UpgradeStore, _ sql: String) throws -> [[SQLValue]] {
@@ -132,6 +167,17 @@ struct TransferCrashTests {
             switch tx {
             case let sqlite as SQLiteTransaction: return try sqlite.rows(sql)
             case let postgres as PostgresTransaction: return try postgres.rows(sql)
+            default: throw StorageError(.configuration, "unknown transaction")
+            }
+        }
+    }
+
+    /// The test's own change to the database (time passing), outside any batch.
+    static func execute(_ store: any UpgradeStore, _ sql: String) throws {
+        try store.write { tx in
+            switch tx {
+            case let sqlite as SQLiteTransaction: _ = try sqlite.rows(sql)
+            case let postgres as PostgresTransaction: _ = try postgres.rows(sql)
             default: throw StorageError(.configuration, "unknown transaction")
             }
         }
@@ -153,7 +199,7 @@ struct TransferCrashTests {
             """
             SELECT (SELECT COUNT(*) FROM transfer_records WHERE \(step.recordReached)),
                 (SELECT COUNT(*) FROM audit_events WHERE event = '\(step.auditEvent)'),
-                (SELECT COUNT(*) FROM webhook_outbox WHERE type = '\(step.webhookType)')
+                (SELECT COUNT(*) FROM webhook_outbox WHERE type = '\(step.webhookType)') - \(step.earlierEvents)
             """
         ).first
         return Progress(records: integer(row?[0]), audits: integer(row?[1]), events: integer(row?[2]))
@@ -269,7 +315,7 @@ struct TransferCrashTests {
             result.status = run.process.terminationStatus
             result.summary =
                 ((try? String(contentsOf: run.stdout, encoding: .utf8)) ?? "").split(separator: "\n")
-                .first { $0.hasPrefix("\(step.rawValue): ") }.map(String.init) ?? stderr
+                .first { $0.hasPrefix("\(step.command): ") }.map(String.init) ?? stderr
             if finalRun { return result }
             // The batch ended before its moment came: it is done, with fewer kills than meant.
             Issue.record("\(step) run \(attempt) ended before it was killed: \(result.summary); \(replay)")
@@ -292,12 +338,12 @@ struct TransferCrashTests {
         again.process.waitUntilExit()
         let output = (try? String(contentsOf: again.stdout, encoding: .utf8)) ?? ""
         #expect(again.process.terminationStatus == 0, "\(output)")
-        #expect(output.contains("\(step.rawValue): \(accounts) rows: \(accounts) already-done\n"), "\(output)")
+        #expect(output.contains("\(step.command): \(accounts) rows: \(accounts) already-done\n"), "\(output)")
         #expect(apple.calls == before, "a finished batch asks Apple nothing")
     }
 
     @Test(
-        "prepare and complete killed with SIGKILL at random moments: each account prepared and transferred once, one audit row and one event per change",
+        "prepare and complete killed with SIGKILL at random moments, then a later transfer's prepare: each account prepared and transferred once per transfer, its earlier record retired once, one audit row and one event per change",
         arguments: Backend.all
     )
     func killedAndRerun(_ backend: Backend) throws {
@@ -533,5 +579,116 @@ struct TransferCrashTests {
             }
         }
         #expect(try Self.rows(store, "SELECT job FROM job_leases").isEmpty, "every lease released")
+
+        // Later, team B moves the app on to team C once A -> B's window has closed: the acceptance
+        // and the migrations put 61 days back, as time would have.
+        let past = Int64(Date().timeIntervalSince1970) - 61 * 86_400
+        try Self.execute(store, "UPDATE transfer_records SET updated_at = \(past), window_ends_at = \(past + 86_400)")
+        let keyC = P256PrivateKey()
+        try emulator.addTeam(Self.teamC)
+        try emulator.registerKey(teamID: Self.teamC, keyID: Self.keyC, publicKey: keyC.publicKey)
+        let keyFileC = directory.appendingPathComponent("c.p8").path
+        try writeOwnerOnly(keyC.pemRepresentation, to: keyFileC)
+        let laterPrepare = ["transfer", "prepare", "--target-team", Self.teamC] + concurrency
+        let movedOn = try Self.run(
+            .laterPrepare,
+            arguments: laterPrepare,
+            environment: teamBEnvironment,
+            store: store,
+            apple: apple,
+            directory: directory,
+            generator: &generator,
+            replay: replay
+        )
+        #expect(movedOn.kills == Self.killsPerStep, "\(replay)")
+        #expect(movedOn.status == 0, "\(movedOn.summary); \(replay)")
+        let movedOnRest = Self.accounts - movedOn.committedBeforeLastRun
+        #expect(
+            movedOn.summary
+                == "prepare: \(Self.accounts) rows: \(movedOnRest) succeeded, \(movedOn.committedBeforeLastRun) already-done",
+            "\(replay)"
+        )
+        #expect(movedOn.inconsistent.isEmpty, "half-written rows seen: \(movedOn.inconsistent); \(replay)")
+        try Self.runAgain(
+            .laterPrepare,
+            arguments: laterPrepare,
+            environment: teamBEnvironment,
+            apple: apple,
+            directory: directory
+        )
+
+        // Each account: its A -> B record retired once, unchanged; a new record from B's id to C.
+        let retired = try Self.rows(
+            store,
+            "SELECT account_id, status, old_sub, new_sub, target_team_id FROM retired_transfer_records ORDER BY account_id"
+        )
+        let moving = try Self.rows(
+            store,
+            "SELECT account_id, status, old_sub, target_team_id, attempts FROM transfer_records ORDER BY account_id"
+        )
+        #expect(retired.count == Self.accounts && moving.count == Self.accounts, "\(retired.count) retired; \(replay)")
+        let laterAudit = Dictionary(
+            grouping: try Self.rows(
+                store,
+                "SELECT account_id, event, from_status, to_status FROM audit_events ORDER BY id"
+            )
+        ) { Self.text($0[0]) }
+        let laterEvents = Dictionary(
+            grouping: try Self.rows(
+                store,
+                "SELECT account_id, type FROM webhook_outbox ORDER BY account_id, account_seq"
+            )
+        ) { Self.text($0[0]) }
+        for (user, (old, new)) in zip(users, zip(retired, moving)) {
+            let subB = try emulator.subject(userID: user.appleUserID, teamID: Self.teamB)
+            #expect(Self.text(old[0]) == user.accountID && Self.text(old[1]) == "transferred")
+            #expect(Self.text(old[2]) == user.subA && Self.text(old[3]) == subB && Self.text(old[4]) == Self.teamB)
+            #expect(Self.text(new[0]) == user.accountID && Self.text(new[1]) == "transferPrepared", "\(replay)")
+            #expect(Self.text(new[2]) == subB && Self.text(new[3]) == Self.teamC && Self.integer(new[4]) == 1)
+            let trail = (laterAudit[user.accountID] ?? []).dropFirst(2).map {
+                "\(Self.text($0[1])) \(Self.text($0[2]))→\(Self.text($0[3]))"
+            }
+            #expect(
+                trail == [
+                    "transfer.beginNextTransfer transferred→linked",
+                    "transfer.transferIdentifierObtained linked→transferPrepared",
+                ],
+                "\(user.accountID): \(trail); \(replay)"
+            )
+            #expect(
+                (laterEvents[user.accountID] ?? []).map { Self.text($0[1]) } == [
+                    "transfer.prepared", "transfer.completed", "transfer.prepared",
+                ],
+                "\(user.accountID); \(replay)"
+            )
+        }
+
+        // Team C completes, and every id the account ever had answers as it should.
+        try emulator.transferApp(clientID: Self.clientID, toTeam: Self.teamC)
+        let teamCEnvironment = common.merging([
+            "APPLE_TEAM_ID": Self.teamC, "APPLE_KEY_ID": Self.keyC, "APPLE_PRIVATE_KEY_FILE": keyFileC,
+        ]) { $1 }
+        let completeC = try Self.start(
+            ["transfer", "complete", "--accepted-at", String(Int64(Date().timeIntervalSince1970))] + concurrency,
+            environment: teamCEnvironment,
+            directory: directory,
+            name: "complete-c"
+        )
+        completeC.process.waitUntilExit()
+        let completedC = (try? String(contentsOf: completeC.stdout, encoding: .utf8)) ?? ""
+        #expect(completeC.process.terminationStatus == 0, "\(completedC)")
+        #expect(completedC.contains("complete: \(Self.accounts) rows: \(Self.accounts) succeeded\n"), "\(completedC)")
+        let serviceC = TransferService(
+            store: store,
+            apple: EmulatedAppleClient(emulator: emulator, teamID: Self.teamC, keyID: Self.keyC, privateKey: keyC),
+            configuration: TransferServiceConfiguration(teamID: Self.teamC)
+        )
+        for user in users {
+            let subB = try emulator.subject(userID: user.appleUserID, teamID: Self.teamB)
+            let subC = try emulator.subject(userID: user.appleUserID, teamID: Self.teamC)
+            #expect(try serviceC.credentialState(userID: user.subA) == .transferred, "\(user.accountID)")
+            #expect(try serviceC.credentialState(userID: subB) == .transferred, "\(user.accountID)")
+            #expect(try serviceC.credentialState(userID: subC) == .authorized, "\(user.accountID)")
+        }
     }
 }
