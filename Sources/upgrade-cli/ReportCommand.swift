@@ -55,11 +55,11 @@ struct ReportCommand: CLICommand {
         lines.append("")
         lines.append("transfer")
         let statuses = report.transfer.byStatus.sorted { $0.key < $1.key }
-        lines.append(columns(["untouched"] + statuses.map(\.key) + ["windowEndsAt"]))
+        lines.append(columns(["untouched"] + statuses.map(\.key) + ["stranded", "windowEndsAt"]))
         lines.append(
             columns(
                 [String(report.transfer.untouchedLinkedAccounts)] + statuses.map { String($0.value) }
-                    + [report.transfer.windowEndsAt ?? "-"]
+                    + [String(report.transfer.strandedAccounts), report.transfer.windowEndsAt ?? "-"]
             )
         )
         lines.append("")

@@ -137,6 +137,10 @@ struct TransferServiceLaterTransferTests {
         #expect(status.strandedAccounts == 1)
         #expect(status.untouchedLinkedAccounts == 0)
         #expect(status.windowEndsAt == windowBC)
+        // The migration report counts them alike: every account in a state, untouched or stranded.
+        let report = try ReportService(store: world.store).report(since: nil, until: nil, now: world.now)
+        #expect(report.transfer.strandedAccounts == 1)
+        #expect(report.transfer.byStatus["transferred"] == 3 && report.transfer.untouchedLinkedAccounts == 0)
 
         // Every id answers: A's and B's read as transferred, C's as authorized.
         let subC1 = try #require(try world.link(moved.u1)).sub

@@ -198,7 +198,11 @@ extension ConsoleRender {
                 [
                     HTML("Apple-linked accounts no transfer step has touched"),
                     cell("transfer.untouchedLinkedAccounts", report.transfer.untouchedLinkedAccounts),
-                ]
+                ],
+                [
+                    HTML("Accounts an earlier transfer left behind (stranded)"),
+                    cell("transfer.strandedAccounts", report.transfer.strandedAccounts),
+                ],
             ],
             numeric: [1]
         )

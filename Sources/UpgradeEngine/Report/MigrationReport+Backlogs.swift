@@ -1,14 +1,18 @@
 extension MigrationReport {
     /// The team transfer now: records per status (`TransferStatus` names), Apple-linked accounts no
-    /// transfer step has touched, and the latest migration-window end given to a record.
+    /// transfer step has touched, accounts an earlier transfer left behind (docs/apple-protocol.md
+    /// §3.2, "A later transfer"), and the latest migration-window end given to a record.
     public struct Transfer: Codable, Sendable, Equatable {
         public var byStatus: [String: Int]
         public var untouchedLinkedAccounts: Int
+        public var strandedAccounts: Int
         public var windowEndsAt: String?
 
-        public init(byStatus: [String: Int], untouchedLinkedAccounts: Int, windowEndsAt: String?) {
+        public init(byStatus: [String: Int], untouchedLinkedAccounts: Int, strandedAccounts: Int, windowEndsAt: String?)
+        {
             self.byStatus = byStatus
             self.untouchedLinkedAccounts = untouchedLinkedAccounts
+            self.strandedAccounts = strandedAccounts
             self.windowEndsAt = windowEndsAt
         }
     }

@@ -96,6 +96,7 @@ public struct ReportService: Sendable {
                 byStatus: Dictionary(uniqueKeysWithValues: TransferStatus.allCases.map { ($0.rawValue, 0) })
                     .merging(transfer.recordsByStatus, uniquingKeysWith: +),
                 untouchedLinkedAccounts: transfer.untouchedLinkedAccounts,
+                strandedAccounts: transfer.strandedAccounts,
                 windowEndsAt: transfer.latestWindowEndsAt.map { RFC3339.utc(seconds: $0) }
             ),
             outboxes: MigrationReport.Outboxes(
