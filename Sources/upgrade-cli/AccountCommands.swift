@@ -190,6 +190,11 @@ struct AccountsShowCommand: CLICommand {
         } else {
             Console.out("apple        not linked")
         }
+        for earlier in snapshot.earlierTransfers {
+            Console.out(
+                "transfer     \(earlier.status) to team \(earlier.targetTeamID), earlier (retired \(when(earlier.retiredAt ?? 0)))"
+            )
+        }
         if let transfer = snapshot.transfer {
             Console.out(
                 "transfer     \(transfer.status) to team \(transfer.targetTeamID)\(transfer.failureReason.map { " (\($0))" } ?? "")"

@@ -91,6 +91,20 @@ struct TransferServiceLaterTransferTests {
             #expect(history.first?.record.status == "transferred")
             #expect(history.first?.record.targetTeamID == World.teamB)
             #expect(history.first?.record.oldSub == user.subA)
+            // Support sees both: the earlier transfer, retired, and the one under way.
+            let overview = try #require(
+                try world.store.read {
+                    try AccountOverview.read(
+                        username: try Username(user.accountID.replacing("acct-", with: "")),
+                        events: 5,
+                        in: $0
+                    )
+                }
+            )
+            #expect(overview.earlierTransfers.map(\.targetTeamID) == [World.teamB])
+            #expect(overview.earlierTransfers.first?.status == "transferred")
+            #expect(overview.earlierTransfers.first?.retiredAt == history.first?.retiredAt)
+            #expect(overview.transfer?.targetTeamID == World.teamC && overview.transfer?.retiredAt == nil)
             let record = try #require(try world.record(user))
             #expect(record.status == "transferPrepared")
             #expect(record.targetTeamID == World.teamC)

@@ -85,6 +85,19 @@ enum ConsoleRender {
                     ("Failure", ConsolePage.text(transfer.failureReason)),
                 ])
             } ?? ""
+        let earlierTransfers: HTML =
+            overview.earlierTransfers.isEmpty
+            ? ""
+            : ConsolePage.table(
+                caption: "Earlier transfers (oldest first)",
+                headers: ["Status", "Target team", "Failure", "Retired"],
+                rows: overview.earlierTransfers.map {
+                    [
+                        ConsolePage.mono($0.status), ConsolePage.mono($0.targetTeamID),
+                        ConsolePage.text($0.failureReason), ConsolePage.time($0.retiredAt),
+                    ]
+                }
+            )
         let flows = ConsolePage.table(
             caption: "Open upgrades",
             headers: ["Upgrade", "Status", "Expires"],
@@ -101,6 +114,7 @@ enum ConsoleRender {
             <h2 id="apple-heading">Sign in with Apple</h2>
             \(apple)
             \(transfer)
+            \(earlierTransfers)
             </section>
             <section aria-labelledby="flows-heading">
             <h2 id="flows-heading">Open flows</h2>

@@ -49,6 +49,8 @@ public enum AdminJSON {
                 "linkedAt": apple.map { .string(RFC3339.utc(seconds: $0.linkedAt)) },
                 "credentialState": apple?.credentialState.map { .string($0.name) },
             ]),
+            "transfer": overview.transfer.map(transfer),
+            "earlierTransfers": .array(overview.earlierTransfers.map(transfer)),
             "openUpgrades": .array(
                 overview.openUpgrades.map {
                     JSONValue.object([
@@ -58,6 +60,15 @@ public enum AdminJSON {
                 }
             ),
             "lastEvents": .array(overview.lastEvents.map(event)),
+        ])
+    }
+
+    static func transfer(_ transfer: AccountOverview.Transfer) -> JSONValue {
+        JSONValue.object([
+            "status": .string(transfer.status),
+            "targetTeamId": .string(transfer.targetTeamID),
+            "failureReason": transfer.failureReason.map { .string($0) },
+            "retiredAt": transfer.retiredAt.map { .string(RFC3339.utc(seconds: $0)) },
         ])
     }
 }

@@ -31,6 +31,9 @@ public struct AccountOverview: Sendable, Equatable {
         public var status: String
         public var targetTeamID: String
         public var failureReason: String?
+        /// For an earlier transfer: when a later one retired its record (docs/apple-protocol.md
+        /// §3.2, "A later transfer"); nil for the account's current transfer.
+        public var retiredAt: Int64?
     }
 
     public struct OpenUpgrade: Sendable, Equatable {
@@ -56,6 +59,8 @@ public struct AccountOverview: Sendable, Equatable {
     public var recoveryCodesLeft: Int
     public var apple: AppleLink?
     public var transfer: Transfer?
+    /// The transfers before the current one that moved the account (A -> B before B -> C), oldest first.
+    public var earlierTransfers: [Transfer]
     /// Upgrades that are not over yet, oldest first.
     public var openUpgrades: [OpenUpgrade]
     /// The account's latest audit events, newest first.
@@ -105,6 +110,14 @@ public struct AccountOverview: Sendable, Equatable {
             },
             transfer: transfer.map {
                 Transfer(status: $0.status, targetTeamID: $0.targetTeamID, failureReason: $0.failureReason)
+            },
+            earlierTransfers: try tx.retiredTransferRecords(accountID: account.id).map {
+                Transfer(
+                    status: $0.record.status,
+                    targetTeamID: $0.record.targetTeamID,
+                    failureReason: $0.record.failureReason,
+                    retiredAt: $0.retiredAt
+                )
             },
             openUpgrades: try tx.openUpgradeSessions(accountID: account.id, limit: openUpgradeLimit).map {
                 OpenUpgrade(id: $0.id, status: $0.status, expiresAt: $0.expiresAt)
