@@ -195,6 +195,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case accountProfilesAccount, importRunsID
     case webhookOutboxID, usernameSkeletonSourceID, hashParameterSetsID, adminTokenUsesToken, consoleSessionsHash
     case keyChecksKeyID
+    case retiredTransferRecordsID
 
     var testDescription: String { rawValue }
 
@@ -229,6 +230,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .adminTokenUsesToken: .adminTokenUsesToken
         case .consoleSessionsHash: .consoleSessionsHash
         case .keyChecksKeyID: .keyChecksKeyID
+        case .retiredTransferRecordsID: .retiredTransferRecordsID
         }
     }
 
@@ -387,6 +389,19 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
                 "INSERT INTO key_checks (key_id, sealed, created_at) VALUES ('k1', ?, 1)",
                 [.blob(Array("s3cret".utf8))]
             )
+        case .retiredTransferRecordsID:
+            // Ids come from the column; a second row given a taken id is what the key refuses.
+            for _ in 0..<2 {
+                try Seed.raw(
+                    tx,
+                    """
+                    INSERT INTO retired_transfer_records (id, account_id, status, machine, old_sub, target_team_id,
+                        attempts, updated_at, version, retired_at) VALUES (7, ?, 'transferred', '{}', 's3cret-sub',
+                        'TEAMB67890', 2, 1, 3, 1)
+                    """,
+                    [.text(Seed.alice)]
+                )
+            }
         }
     }
 }

@@ -206,6 +206,7 @@ final class SQLiteConnection {
         "admin_token_uses.name, admin_token_uses.created_at": .adminTokenUsesToken,
         "console_sessions.session_hash": .consoleSessionsHash,
         "key_checks.key_id": .keyChecksKeyID,
+        "retired_transfer_records.id": .retiredTransferRecordsID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

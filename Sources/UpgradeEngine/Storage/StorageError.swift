@@ -60,6 +60,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case adminTokenUsesToken = "admin_token_uses.(name, created_at)"
             case consoleSessionsHash = "console_sessions.session_hash"
             case keyChecksKeyID = "key_checks.key_id"
+            case retiredTransferRecordsID = "retired_transfer_records.id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -118,6 +119,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let consoleSessionsHash = Constraint(name: .consoleSessionsHash)
         /// A second check value for one key id (inserted with `ON CONFLICT DO NOTHING`, so never raised).
         public static let keyChecksKeyID = Constraint(name: .keyChecksKeyID)
+        /// A retired transfer record's id taken already (ids come from the column: never, in practice).
+        public static let retiredTransferRecordsID = Constraint(name: .retiredTransferRecordsID)
     }
 
     public let code: Code
