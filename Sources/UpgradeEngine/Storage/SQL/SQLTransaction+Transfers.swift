@@ -80,12 +80,25 @@ extension SQLTransaction {
 
     func transferProgress() throws(StorageError) -> TransferProgress {
         // Records of an earlier transfer (docs/apple-protocol.md §3.2, "A later transfer"): prepared
-        // for a team that has since begun to move the app on, and last changed before it began to.
-        // Its migrated accounts are the later transfer's to prepare (they count as not touched);
-        // the accounts it left behind are counted apart, as stranded.
+        // for a team that has since moved the app on, unless that team is the latest transfer's
+        // target again (A -> B -> A -> B: Apple's transfer identifier is stable per user and team,
+        // so a record A -> B left behind is the new A -> B's too). The latest transfer's target is
+        // the team the latest retirement's account is now prepared for. Decided by teams alone,
+        // not by when a record was last written: a later `complete` run rewrites a left-behind
+        // record, and it is still left behind. Its migrated accounts are the later transfer's to
+        // prepare (they count as not touched); the accounts it left behind are counted apart, as
+        // stranded, unless they are home again (linked in the latest target team, as
+        // `complete` skips them: `in-recipient-team`).
+        let current =
+            try rows(
+                """
+                SELECT t.target_team_id FROM retired_transfer_records AS r
+                    JOIN transfer_records AS t ON t.account_id = r.account_id
+                    ORDER BY r.retired_at DESC, r.id DESC LIMIT 1
+                """
+            ).first?[0].string ?? ""
         let earlier = """
-            EXISTS (SELECT 1 FROM retired_transfer_records AS r
-                WHERE r.target_team_id = transfer_records.target_team_id AND r.retired_at >= transfer_records.updated_at)
+            target_team_id <> $1 AND target_team_id IN (SELECT DISTINCT target_team_id FROM retired_transfer_records)
             """
         var counts: [String: Int] = [:]
         for row in try rows("SELECT status, count(*) FROM transfer_records GROUP BY status") {
@@ -95,14 +108,23 @@ extension SQLTransaction {
         var stranded = 0
         for row in try rows(
             """
-            SELECT status, count(*) FROM transfer_records
-                WHERE status IN ('transferred', 'transferPrepared', 'transferFailed') AND \(earlier) GROUP BY status
-            """
+            SELECT t.status, CASE WHEN l.team_id = $1 THEN 1 ELSE 0 END, count(*) FROM transfer_records AS t
+                LEFT JOIN apple_links AS l ON l.account_id = t.account_id
+                WHERE t.status IN ('transferred', 'transferPrepared', 'transferFailed') AND t.target_team_id <> $1
+                    AND t.target_team_id IN (SELECT DISTINCT target_team_id FROM retired_transfer_records)
+                GROUP BY t.status, CASE WHEN l.team_id = $1 THEN 1 ELSE 0 END
+            """,
+            [.text(current)]
         ) {
             let status = row[0].string ?? ""
-            let count = Int(row[1].int ?? 0)
+            let home = row[1].int == 1
+            let count = Int(row[2].int ?? 0)
             counts[status, default: 0] -= count
-            if status == "transferred" { pending += count } else { stranded += count }
+            if status == "transferred" {
+                pending += count
+            } else if !home {
+                stranded += count
+            }
         }
         // Linked accounts a batch still has to visit: not those it recorded, and not those linked
         // in a team some transfer went to (the recipient's own new users, which `complete`
@@ -121,9 +143,10 @@ extension SQLTransaction {
         var windows: [Int64: Int] = [:]
         for row in try rows(
             """
-            SELECT window_ends_at, count(*) FROM transfer_records WHERE window_ends_at IS NOT NULL AND NOT \(earlier)
+            SELECT window_ends_at, count(*) FROM transfer_records WHERE window_ends_at IS NOT NULL AND NOT (\(earlier))
                 GROUP BY window_ends_at
-            """
+            """,
+            [.text(current)]
         ) {
             if let end = row[0].int { windows[end] = Int(row[1].int ?? 0) }
         }
@@ -133,9 +156,10 @@ extension SQLTransaction {
             windows.count > 1
             ? try rows(
                 """
-                SELECT window_ends_at FROM transfer_records WHERE window_ends_at IS NOT NULL AND NOT \(earlier)
+                SELECT window_ends_at FROM transfer_records WHERE window_ends_at IS NOT NULL AND NOT (\(earlier))
                     ORDER BY updated_at DESC, window_ends_at DESC LIMIT 1
-                """
+                """,
+                [.text(current)]
             ).first?[0].int : windows.keys.first
         return TransferProgress(
             recordsByStatus: counts,
