@@ -112,17 +112,23 @@ struct CLISettingsTests {
         #expect(served.stderr.contains("--emulator-port 0 picks a free one"))
     }
 
-    @Test("serve outside --dev refuses a database file that does not exist, and creates none")
-    func serveNeedsDatabase() throws {
-        let dir = try Directory()
+    /// What `serve` outside `--dev` needs, in `dir`: the team's key and the keyring (both mode
+    /// 0600), and the SQLite file `database` there (not created).
+    static func productionEnvironment(_ dir: Directory, database: String) throws -> [String: String] {
         try writeOwnerOnly(P256PrivateKey().pemRepresentation, to: dir.path("AuthKey.p8"))
-        try Self.privateFile(dir.path("key"), Data(SecureRandom.bytes(32)))
-        let environment = [
+        try privateFile(dir.path("key"), Data(SecureRandom.bytes(32)))
+        return [
             "APPLE_TEAM_ID": "TEAMA12345", "APPLE_KEY_ID": "KEY1234567",
             "APPLE_PRIVATE_KEY_FILE": dir.path("AuthKey.p8"),
             "APPLE_CLIENT_IDS": "com.example.app", "UPGRADE_SECRET_KEY_FILE": dir.path("key"),
-            "UPGRADE_DB": "sqlite:" + dir.path("typo.db"), "UPGRADE_LISTEN": "127.0.0.1:0",
+            "UPGRADE_DB": "sqlite:" + dir.path(database), "UPGRADE_LISTEN": "127.0.0.1:0",
         ]
+    }
+
+    @Test("serve outside --dev refuses a database file that does not exist, and creates none")
+    func serveNeedsDatabase() throws {
+        let dir = try Directory()
+        let environment = try Self.productionEnvironment(dir, database: "typo.db")
         let served = try runCLI(["serve"], environment: environment)
         #expect(served.status == 2)
         #expect(
@@ -136,16 +142,9 @@ struct CLISettingsTests {
     @Test("serve refuses a team key (.p8) that group or others may read, in one line, and reads nothing else")
     func openPrivateKey() throws {
         let dir = try Directory()
-        try writeOwnerOnly(P256PrivateKey().pemRepresentation, to: dir.path("AuthKey.p8"))
+        let environment = try Self.productionEnvironment(dir, database: "u.db")
         chmod(dir.path("AuthKey.p8"), 0o640)
-        try Self.privateFile(dir.path("key"), Data(SecureRandom.bytes(32)))
         #expect(try runCLI(["db", "migrate"], environment: ["UPGRADE_DB": "sqlite:" + dir.path("u.db")]).status == 0)
-        let environment = [
-            "APPLE_TEAM_ID": "TEAMA12345", "APPLE_KEY_ID": "KEY1234567",
-            "APPLE_PRIVATE_KEY_FILE": dir.path("AuthKey.p8"),
-            "APPLE_CLIENT_IDS": "com.example.app", "UPGRADE_SECRET_KEY_FILE": dir.path("key"),
-            "UPGRADE_DB": "sqlite:" + dir.path("u.db"), "UPGRADE_LISTEN": "127.0.0.1:0",
-        ]
         let served = try runCLI(["serve"], environment: environment)
         #expect(served.status == 2)
         #expect(
