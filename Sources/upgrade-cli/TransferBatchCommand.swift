@@ -175,7 +175,7 @@ enum TransferBatchCommand {
         }
         if let open = summary.skipReasons["earlier-window-open"] {
             Console.out(
-                "hint: \(open) account\(open == 1 ? " was" : "s were") migrated by a transfer whose 60-day window is still open; run 'transfer prepare' again once it has closed"
+                "hint: \(open) account\(open == 1 ? " was" : "s were") migrated by a transfer whose 60-day window is still open; run 'transfer prepare' again once it has closed\(summary.retryAfter.map { ", after \(RFC3339.utc(seconds: $0))" } ?? "")"
             )
         }
         if summary.outcomes[.notPrepared, default: 0] > 0 {

@@ -71,6 +71,11 @@ struct TransferServiceLaterTransferTests {
         let early = Rows()
         let first = try await prepareForC(world, World.options(onRow: early.onRow))
         #expect(early[moved.u1]?.reason == "earlier-window-open")
+        // When a rerun will prepare it: the window's end, in the row, its JSON line and the summary.
+        #expect(early[moved.u1]?.retryAfter == moved.windowAB)
+        #expect(early[moved.u1]?.json["retryAfter"]?.stringValue == RFC3339.utc(seconds: moved.windowAB))
+        #expect(early[moved.stranded]?.retryAfter == nil)
+        #expect(first.retryAfter == moved.windowAB)
         #expect(early[moved.u1]?.outcome == .skipped)
         #expect(early[moved.stranded]?.reason == "stranded")
         #expect(early[moved.fresh]?.outcome == .succeeded, "B's own new user is B -> C's from the start")

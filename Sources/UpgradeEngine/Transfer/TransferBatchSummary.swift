@@ -51,6 +51,9 @@ public struct TransferBatchSummary: Sendable, Equatable {
     public var stop: Stop?
     /// The row limit was reached; accounts after it were not visited.
     public var limitReached: Bool
+    /// The latest `retryAfter` of the rows skipped as `earlier-window-open`: a rerun after it
+    /// prepares them all.
+    public var retryAfter: Int64?
 
     public init(step: TransferRowReport.Step, dryRun: Bool) {
         self.step = step
@@ -60,6 +63,7 @@ public struct TransferBatchSummary: Sendable, Equatable {
         skipReasons = [:]
         stop = nil
         limitReached = false
+        retryAfter = nil
     }
 
     public var rows: Int { outcomes.values.reduce(0, +) }
@@ -81,6 +85,7 @@ public struct TransferBatchSummary: Sendable, Equatable {
         if row.outcome == .skipped, let reason = row.reason {
             skipReasons[reason, default: 0] += 1
         }
+        if let after = row.retryAfter { retryAfter = max(retryAfter ?? after, after) }
     }
 
     /// One line, e.g. `prepare: 120 rows: 100 succeeded, 15 already-done, 3 skipped (other-team 3),

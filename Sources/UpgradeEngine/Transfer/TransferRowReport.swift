@@ -61,6 +61,9 @@ public struct TransferRowReport: Sendable, Equatable {
     /// A stable reason: a ``TransferFailureReason`` raw value, or one of the skip and conflict reasons
     /// documented where they are produced.
     public var reason: String?
+    /// For a row skipped as `earlier-window-open`: when the earlier transfer's window closes, after
+    /// which a rerun prepares it (Unix seconds).
+    public var retryAfter: Int64?
     public var dryRun: Bool
 
     public init(
@@ -70,6 +73,7 @@ public struct TransferRowReport: Sendable, Equatable {
         to: TransferStatus,
         outcome: Outcome,
         reason: String? = nil,
+        retryAfter: Int64? = nil,
         dryRun: Bool = false
     ) {
         self.accountID = accountID
@@ -78,6 +82,7 @@ public struct TransferRowReport: Sendable, Equatable {
         self.to = to
         self.outcome = outcome
         self.reason = reason
+        self.retryAfter = retryAfter
         self.dryRun = dryRun
     }
 
@@ -86,7 +91,7 @@ public struct TransferRowReport: Sendable, Equatable {
         .object([
             "accountId": .string(accountID), "step": .string(step.rawValue), "from": .string(from.rawValue),
             "to": .string(to.rawValue), "outcome": .string(outcome.rawValue), "reason": reason.map(JSONValue.string),
-            "dryRun": .bool(dryRun),
+            "retryAfter": retryAfter.map { .string(RFC3339.utc(seconds: $0)) }, "dryRun": .bool(dryRun),
         ])
     }
 

@@ -345,7 +345,15 @@ extension TransferService {
             }
             started = try trial.apply(begin, now: context.clock())
         } catch {
-            if error.code == .deadlineNotReached { return report(status, status, .skipped, "earlier-window-open") }
+            if error.code == .deadlineNotReached, let finished = snapshot.record {
+                let closes = TransferStateMachine.earlierWindowEnd(
+                    recorded: finished.windowEndsAt,
+                    migratedAt: finished.updatedAt
+                )
+                var row = report(status, status, .skipped, "earlier-window-open")
+                row.retryAfter = closes
+                return row
+            }
             return report(status, status, .skipped, error.code.name)
         }
         if started.stateChanged {
