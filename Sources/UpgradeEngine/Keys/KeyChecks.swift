@@ -11,7 +11,7 @@ public enum KeyChecks {
     static func context(keyID: String) -> String { "key-check:\(keyID)" }
 
     /// The ids `secrets` lists whose stored check it cannot open, in keyring order.
-    public static func mismatched(_ checks: [String: [UInt8]], secrets: SecretBox) -> [String] {
+    static func mismatched(_ checks: [String: [UInt8]], secrets: SecretBox) -> [String] {
         secrets.keyIDs.filter { id in
             guard let sealed = checks[id] else { return false }
             guard SecretBox.keyID(of: sealed) == id,
@@ -21,8 +21,10 @@ public enum KeyChecks {
         }
     }
 
-    /// One line refusing `secrets`, naming the ids whose check it cannot open; nil when it opens all.
-    public static func problem(_ mismatched: [String]) -> String? {
+    /// One line refusing `secrets`, naming the ids whose check in `checks` it cannot open; nil when
+    /// it opens all.
+    static func problem(_ checks: [String: [UInt8]], secrets: SecretBox) -> String? {
+        let mismatched = mismatched(checks, secrets: secrets)
         guard !mismatched.isEmpty else { return nil }
         let ids = mismatched.map { "'\($0)'" }.joined(separator: ", ")
         return "\(SecretKeyFile.environmentVariable): key \(ids) is not the key that id named when values were "
@@ -36,7 +38,7 @@ public enum KeyChecks {
     public static func verify(store: any UpgradeStore, secrets: SecretBox, now: Int64) throws -> String? {
         try store.write { tx in
             var checks = try tx.keyChecks()
-            if let problem = problem(mismatched(checks, secrets: secrets)) { return problem }
+            if let problem = problem(checks, secrets: secrets) { return problem }
             let newest = secrets.newestKeyID
             guard checks[newest] == nil,
                 let sealed = secrets.seal(plaintext, context: context(keyID: newest), keyID: newest)
@@ -44,7 +46,7 @@ public enum KeyChecks {
             if try !tx.insertKeyCheck(keyID: newest, sealed: sealed, now: now) {
                 // Another instance recorded it meanwhile: its check must open with this keyring too.
                 checks = try tx.keyChecks()
-                return problem(mismatched(checks, secrets: secrets))
+                return problem(checks, secrets: secrets)
             }
             return nil
         }
@@ -52,7 +54,7 @@ public enum KeyChecks {
 
     /// The same check without recording anything (`keys status`).
     public static func check(store: any UpgradeStore, secrets: SecretBox) throws -> String? {
-        problem(mismatched(try store.read { try $0.keyChecks() }, secrets: secrets))
+        problem(try store.read { try $0.keyChecks() }, secrets: secrets)
     }
 }
 
