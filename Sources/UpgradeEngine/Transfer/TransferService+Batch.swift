@@ -338,20 +338,13 @@ extension TransferService {
         do {
             if beginsNextTransfer, let finished = snapshot.record {
                 // The machine owns the earlier window's rule too.
-                _ = try trial.apply(
-                    .beginNextTransfer(windowEndsAt: finished.windowEndsAt, migratedAt: finished.updatedAt),
-                    now: context.clock()
-                )
+                _ = try trial.apply(finished.beginNextTransfer, now: context.clock())
             }
             started = try trial.apply(begin, now: context.clock())
         } catch {
             if error.code == .deadlineNotReached, let finished = snapshot.record {
-                let closes = TransferStateMachine.earlierWindowEnd(
-                    recorded: finished.windowEndsAt,
-                    migratedAt: finished.updatedAt
-                )
                 var row = report(status, status, .skipped, "earlier-window-open")
-                row.retryAfter = closes
+                row.retryAfter = finished.earlierWindowEnd
                 return row
             }
             return report(status, status, .skipped, error.code.name)

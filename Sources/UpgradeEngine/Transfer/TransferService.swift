@@ -225,10 +225,7 @@ public final class TransferService: Sendable {
         if commit.beginsNextTransfer, case .transferred = machine.state, let finished = snapshot.record {
             let retire: TransferTransition
             do {
-                retire = try machine.apply(
-                    .beginNextTransfer(windowEndsAt: finished.windowEndsAt, migratedAt: finished.updatedAt),
-                    now: now
-                )
+                retire = try machine.apply(finished.beginNextTransfer, now: now)
             } catch {
                 return .settled(from: from, .refused(error, snapshot.machine.state))
             }
@@ -416,4 +413,14 @@ public final class TransferService: Sendable {
             throw Self.storageFailure(error)
         }
     }
+}
+
+extension TransferRecord {
+    /// The event that lets a later transfer retire this finished record (docs/apple-protocol.md §3.2,
+    /// "A later transfer"). A `transferred` record is written once, when the account is migrated, so
+    /// its `updatedAt` is the migration time that bounds the earlier window.
+    var beginNextTransfer: TransferEvent { .beginNextTransfer(windowEndsAt: windowEndsAt, migratedAt: updatedAt) }
+
+    /// When the earlier window closes, as the machine reckons it for ``beginNextTransfer``.
+    var earlierWindowEnd: Int64 { TransferStateMachine.earlierWindowEnd(recorded: windowEndsAt, migratedAt: updatedAt) }
 }
