@@ -22,7 +22,9 @@ enum KeyringOption {
 }
 
 /// `keys status`: how many sealed values each key seals, by kind; which listed keys are unused and
-/// which needed keys are missing. Exit 1 when a needed key is missing or a value is unreadable.
+/// which needed keys are missing; which keyrings the running `serve` instances hold. Exit 1 when a
+/// needed key is missing, a value is unreadable, a check value does not open or a running instance
+/// cannot open the newest key.
 struct KeysStatusCommand: CLICommand {
     static let path = ["keys", "status"]
     static let summary = "count sealed values per key id; say which keys are unused or missing"
@@ -35,10 +37,33 @@ struct KeysStatusCommand: CLICommand {
         let store = try StoreOption.openMigrated(location)
         let status = try KeyringStatus.load(store: store, secrets: secrets)
         for line in lines(status) { Console.out(line) }
+        let now = Clock.nowSeconds
+        let running = try RunningKeyrings.live(store: store, now: now)
+        for line in lines(running, newest: secrets.newestKeyID, now: now) { Console.out(line) }
         let mismatch = try KeyChecks.check(store: store, secrets: secrets)
         if let mismatch { Console.out("MISMATCH: \(mismatch)") }
         let unreadable = status.total(keyID: KeyringStatus.unreadableKeyID)
-        return status.missingKeys.isEmpty && unreadable == 0 && mismatch == nil ? ExitCode.success : ExitCode.failure
+        let behind = RunningKeyrings.lacking(secrets.newestKeyID, in: running)
+        return status.missingKeys.isEmpty && unreadable == 0 && mismatch == nil && behind.isEmpty
+            ? ExitCode.success : ExitCode.failure
+    }
+
+    /// The running `serve` instances and whether each can open values under `newest`.
+    static func lines(_ running: [ServeInstanceRecord], newest: String, now: Int64) -> [String] {
+        guard !running.isEmpty else {
+            return ["serve instances (seen in the last \(RunningKeyrings.liveSeconds) s): none"]
+        }
+        var lines = ["serve instances (seen in the last \(RunningKeyrings.liveSeconds) s): \(running.count)"]
+        for instance in running {
+            var line = "serve instance \(RunningKeyrings.describe(instance, now: now))"
+            if !instance.keyIDs.contains(newest) {
+                line += ": CANNOT OPEN key \(newest); reload it with this keyring (kill -HUP) before keys reseal"
+            } else if let sealing = instance.keyIDs.first, sealing != newest {
+                line += ": seals under key \(sealing), not \(newest)"
+            }
+            lines.append(line)
+        }
+        return lines
     }
 
     static func lines(_ status: KeyringStatus) -> [String] {
@@ -121,6 +146,13 @@ struct KeysResealCommand: CLICommand {
         )
 
         let newest = secrets.newestKeyID
+        // A value moved under a key that a running instance's keyring lacks is out of that
+        // instance's reach (docs/architecture.md §10.4, "Which keyrings are running").
+        let now = Clock.nowSeconds
+        let running = try RunningKeyrings.live(store: store, now: now)
+        if let problem = RunningKeyrings.resealProblem(keyID: newest, instances: running, now: now) {
+            throw CommandFailure.configuration(problem)
+        }
         Console.out("re-sealing under key \(newest) in batches of \(batchSize)")
         let summary: SealedValueResealer.Summary
         do {

@@ -365,7 +365,10 @@ struct ConsoleTests {
         #expect(!page.text.contains("<script") && !page.text.contains("<img"))
     }
 
-    @Test("the background pages list leases, imports, the outbox and pending revocations", arguments: Backend.all)
+    @Test(
+        "the background pages list leases, imports, running servers, the outbox and pending revocations",
+        arguments: Backend.all
+    )
     func operations(_ backend: Backend) throws {
         let fixture = try Fixture(backend)
         let store = fixture.server.application.store
@@ -400,6 +403,27 @@ struct ConsoleTests {
                 && jobs.text.contains("users.csv (csv)")
         )
         #expect(!jobs.text.contains("lease-secret"))
+        // This server's own row, written as it started, and another instance's still on the old key.
+        let own = fixture.server.application.instance.record(now: now)
+        #expect(jobs.text.contains("<td><span class=\"mono\">\(own.listen)</span></td>"), "\(jobs.text)")
+        #expect(!jobs.text.contains("seal under different keys"))
+        try store.write { tx in
+            try tx.recordServeInstance(
+                ServeInstanceRecord(
+                    id: "other",
+                    host: "host-<b>",
+                    pid: 77,
+                    listen: "10.0.0.2:8080",
+                    keyIDs: ["k0"],
+                    startedAt: now - 60,
+                    seenAt: now - 5
+                )
+            )
+        }
+        let servers = try fixture.send("GET", "/jobs", cookies: ["console-session": session]).text
+        #expect(servers.contains("host-&lt;b&gt;") && servers.contains("10.0.0.2:8080") && servers.contains("5 s ago"))
+        let sealing = own.keyIDs[0] < "k0" ? "\(own.keyIDs[0]), k0" : "k0, \(own.keyIDs[0])"
+        #expect(servers.contains("These servers seal under different keys (\(sealing))"), "\(servers)")
         let webhooks = try fixture.send("GET", "/webhooks", cookies: ["console-session": session])
         #expect(webhooks.status == 200 && webhooks.text.contains("action=\"/webhooks/replay\""))
         let revocations = try fixture.send("GET", "/revocations", cookies: ["console-session": session])

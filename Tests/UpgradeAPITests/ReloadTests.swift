@@ -240,6 +240,37 @@ struct ReloadTests {
         #expect(try server.application.secrets.open(sealed, context: "totp-secret:x") == [1, 2, 3])
     }
 
+    @Test(
+        "a serve instance records its keyring's ids at start and again at once on a reload, which keys reseal reads; its row goes when it stops"
+    )
+    func instanceRow() throws {
+        let setup = try KeyringServer()
+        defer { setup.remove() }
+        let (keys, old, server) = (setup.keys, setup.old, setup.server)
+        let application = server.application
+        func live() throws -> [ServeInstanceRecord] {
+            try RunningKeyrings.live(store: application.store, now: Int64(Date().timeIntervalSince1970))
+        }
+        // Written before start() returned.
+        var rows = try live()
+        try #require(rows.count == 1, "\(rows)")
+        #expect(rows[0].id == application.instance.id && rows[0].keyIDs == ["k1"])
+        #expect(rows[0].pid == Int64(getpid()) && rows[0].listen == "127.0.0.1:\(application.server.port)")
+        let now = Int64(Date().timeIntervalSince1970)
+        let problem = try #require(RunningKeyrings.resealProblem(keyID: "k2", instances: rows, now: now))
+        #expect(problem.hasPrefix("1 running serve instance(s) cannot open values sealed under key k2: "), "\(problem)")
+        #expect(problem.contains("pid \(getpid()) on 127.0.0.1:\(application.server.port) (keyring k1; seen "))
+
+        try Self.write(Self.keyLine("k2") + "\n" + old + "\n", to: keys)
+        #expect(application.reload() == .applied(summary: "keyring: k2,k1, newest k2 (was k1)"))
+        rows = try live()
+        #expect(rows.map(\.keyIDs) == [["k2", "k1"]], "written by the reload, not the next heartbeat")
+        #expect(RunningKeyrings.resealProblem(keyID: "k2", instances: rows, now: now) == nil)
+
+        application.stop()
+        #expect(try live().isEmpty, "a clean stop deletes the row")
+    }
+
     @Test("a reload adding a key whose id another instance recorded with other bytes is refused")
     func addedKeyWithOtherBytes() throws {
         let setup = try KeyringServer()

@@ -217,6 +217,7 @@ struct KeysCLITests {
                 "unused keys: none",
                 "missing keys: none",
                 "17 value(s) are not under the newest key; run 'upgrade-cli keys reseal'",
+                "serve instances (seen in the last 35 s): none",
             ],
             "\(before.stdout)"
         )
@@ -247,6 +248,83 @@ struct KeysCLITests {
         try Self.expectIntact(db.store, seeded, box: try SecretBox(keys: [("k2", Self.newKey)]))
         let status = try runCLI(["keys", "status", "--secret-key-file", onlyNew], environment: environment)
         #expect(status.status == 0, "with the old key removed: \(status)")
+    }
+
+    @Test(
+        "keys reseal refuses while a running serve's keyring lacks the new key and runs once it reloaded; keys status lists each instance",
+        arguments: Backend.all
+    )
+    func resealWaitsForRunningInstances(_ backend: Backend) throws {
+        let dir = try AccountImportCLITests.directory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = try backend.database(forProcesses: true)
+        let url = try #require(db.url)
+        _ = try Self.seed(db.store, box: try SecretBox(keys: [("k1", Self.oldKey)]), count: 3)
+        // The instance's own keyring file, still on the old key alone.
+        let served = try Self.keyring(dir, "served", [("k1", Self.oldKey)])
+        let serve = Process()
+        serve.executableURL = URL(fileURLWithPath: try UpgradeCLI.executable())
+        serve.arguments = ["serve", "--dev", "--listen", "127.0.0.1:0", "--emulator-port", "0"]
+        serve.environment = ["PATH": "/usr/bin:/bin", "UPGRADE_DB": url, "UPGRADE_SECRET_KEY_FILE": served]
+        serve.standardOutput = FileHandle.nullDevice
+        serve.standardError = FileHandle.nullDevice
+        try serve.run()
+        let pid = Int64(serve.processIdentifier)
+        defer {
+            if serve.isRunning { kill(serve.processIdentifier, SIGKILL) }
+            serve.waitUntilExit()
+        }
+        func row() throws -> ServeInstanceRecord? {
+            try RunningKeyrings.live(store: db.store, now: Int64(Date().timeIntervalSince1970)).first { $0.pid == pid }
+        }
+        func eventually(_ condition: () throws -> Bool) throws -> Bool {
+            for _ in 0..<400 {
+                if try condition() { return true }
+                usleep(50_000)
+            }
+            return try condition()
+        }
+        try #require(try eventually { try row() != nil }, "serve wrote no instance row")
+
+        let rotated = try Self.keyring(dir, "rotated", [("k2", Self.newKey), ("k1", Self.oldKey)])
+        let environment = ["UPGRADE_DB": url, "UPGRADE_SECRET_KEY_FILE": rotated]
+        let status = try runCLI(["keys", "status"], environment: environment)
+        #expect(status.status == 1, "\(status)")
+        #expect(status.stdout.contains("serve instances (seen in the last 35 s): 1\n"), "\(status.stdout)")
+        #expect(status.stdout.contains("pid \(pid) on 127.0.0.1:"), "\(status.stdout)")
+        #expect(status.stdout.contains("(keyring k1; seen "))
+        #expect(
+            status.stdout.contains(": CANNOT OPEN key k2; reload it with this keyring (kill -HUP) before keys reseal")
+        )
+        let refused = try runCLI(["keys", "reseal"], environment: environment)
+        #expect(refused.status == 2, "\(refused)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("cannot open values sealed under key k2: "), "\(refused.stderr)")
+        #expect(refused.stderr.contains("pid \(pid) on 127.0.0.1:") && refused.stderr.contains("kill -HUP"))
+        let counts = try db.store.read { try $0.sealedValueCounts() }
+        #expect(!counts.contains { $0.keyID == "k2" }, "nothing was moved: \(counts)")
+        #expect(try db.store.read { try $0.jobLease(job: "keys reseal") } == nil, "the lease was released")
+
+        // The operator copies the new keyring to the instance and reloads it.
+        _ = try Self.keyring(dir, "served", [("k2", Self.newKey), ("k1", Self.oldKey)])
+        kill(serve.processIdentifier, SIGHUP)
+        let reloaded = try eventually { try row()?.keyIDs == ["k2", "k1"] }
+        let after = try row()
+        #expect(reloaded, "the reload did not rewrite the row: \(String(describing: after))")
+        let listed = try runCLI(["keys", "status"], environment: environment)
+        #expect(listed.status == 0, "\(listed)")
+        #expect(listed.stdout.contains("(keyring k2, k1; seen "), "\(listed.stdout)")
+        #expect(!listed.stdout.contains("CANNOT OPEN"))
+        let reseal = try runCLI(["keys", "reseal"], environment: environment)
+        #expect(reseal.status == 0, "\(reseal)")
+        #expect(reseal.stdout.contains("no longer used, safe to remove from the keyring: k1"), "\(reseal.stdout)")
+
+        // A clean stop deletes the row: the instance is not listed any more.
+        kill(serve.processIdentifier, SIGTERM)
+        serve.waitUntilExit()
+        #expect(try row() == nil)
+        let stopped = try runCLI(["keys", "status"], environment: environment)
+        #expect(stopped.stdout.contains("(seen in the last 35 s): none"), "\(stopped.stdout)")
     }
 
     @Test("a key file that is missing or too open is one line naming it, exit 2")

@@ -195,7 +195,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
     case accountProfilesAccount, importRunsID
     case webhookOutboxID, usernameSkeletonSourceID, hashParameterSetsID, adminTokenUsesToken, consoleSessionsHash
     case keyChecksKeyID
-    case retiredTransferRecordsID
+    case retiredTransferRecordsID, serveInstancesID
 
     var testDescription: String { rawValue }
 
@@ -231,6 +231,7 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .consoleSessionsHash: .consoleSessionsHash
         case .keyChecksKeyID: .keyChecksKeyID
         case .retiredTransferRecordsID: .retiredTransferRecordsID
+        case .serveInstancesID: .serveInstancesID
         }
     }
 
@@ -400,6 +401,18 @@ enum UniqueCollision: String, CaseIterable, CustomTestStringConvertible, Sendabl
                         'TEAMB67890', 2, 1, 3, 1)
                     """,
                     [.text(Seed.alice)]
+                )
+            }
+        case .serveInstancesID:
+            // The store upserts; a plain second insert of one id is what the key refuses.
+            for _ in 0..<2 {
+                try Seed.raw(
+                    tx,
+                    """
+                    INSERT INTO serve_instances (instance_id, host, pid, listen, key_ids, started_at, seen_at)
+                        VALUES ('i1', 'host-a', 42, '127.0.0.1:8080', 'k2,k1', 1, 1)
+                    """,
+                    []
                 )
             }
         }

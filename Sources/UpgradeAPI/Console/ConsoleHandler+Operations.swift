@@ -2,11 +2,12 @@ import UpgradeEngine
 
 /// The pages on background work: batch jobs, the webhook outbox and Apple revocations (scope `audit`).
 extension ConsoleHandler {
-    /// `GET /jobs`: the batch jobs' leases and the latest account imports.
+    /// `GET /jobs`: the batch jobs' leases, the latest account imports and the running servers'
+    /// keyrings.
     func jobs(_ context: inout Context) throws -> HTTPResponse {
         let (_, session) = try requireSession(context)
         try require(.audit, session)
-        let jobs = try queries.batchJobs()
+        let jobs = try queries.batchJobs(now: context.now)
         return page(context, title: "Batch jobs", section: .jobs, ConsoleRender.jobs(jobs, now: context.now))
     }
 

@@ -216,6 +216,35 @@ enum ConsoleRender {
         return """
             <section aria-labelledby="leases-heading"><h2 id="leases-heading">Leases</h2>\(leases)</section>
             <section aria-labelledby="imports-heading"><h2 id="imports-heading">Imports</h2>\(imports)</section>
+            \(servers(jobs.instances, now: now))
+            """
+    }
+
+    /// The running servers and their keyrings' ids; a note when they seal under different keys
+    /// (a rotation under way, or an instance that missed its reload: docs/architecture.md §10.4).
+    static func servers(_ instances: [ServeInstanceRecord], now: Int64) -> HTML {
+        let table = ConsolePage.table(
+            caption: "serve instances seen in the last \(RunningKeyrings.liveSeconds) s",
+            headers: ["Host", "PID", "Listener", "Keyring (newest first)", "Started", "Last seen"],
+            rows: instances.map { instance in
+                [
+                    HTML(text: instance.host), "\(instance.pid)", ConsolePage.mono(instance.listen),
+                    ConsolePage.mono(instance.keyIDs.joined(separator: ", ")), ConsolePage.time(instance.startedAt),
+                    HTML(text: "\(max(0, now - instance.seenAt)) s ago"),
+                ]
+            },
+            numeric: [1]
+        )
+        let sealing = Set(instances.compactMap(\.keyIDs.first)).sorted()
+        let note: HTML =
+            sealing.count > 1
+            ? """
+            <p class="error" role="status">These servers seal under different keys (\(sealing.joined(separator: ", "))): \
+            reload each with the same keyring before <code>upgrade-cli keys reseal</code>.</p>
+            """
+            : ""
+        return """
+            <section aria-labelledby="servers-heading"><h2 id="servers-heading">Servers</h2>\(note)\(table)</section>
             """
     }
 

@@ -91,6 +91,12 @@ extension UpgradeApplication {
             // Every copy of the box (services, workers, cursors, nonces) follows at once.
             secrets.replaceKeys(with: keys)
             let after = keys.keyIDs
+            // At once, not at the next heartbeat: `keys reseal` may run right after the last reload.
+            do {
+                try instance.beat(now: Int64(Date().timeIntervalSince1970))
+            } catch {
+                log.log("warning", "serve instance row not updated", [("cause", .string(error.description))])
+            }
             changes.append(
                 before == after
                     ? "keyring: unchanged (\(after.joined(separator: ",")))"

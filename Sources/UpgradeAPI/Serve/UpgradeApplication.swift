@@ -28,6 +28,11 @@ public final class UpgradeApplication: Sendable {
     public let webhooks: WebhookSender
     /// Runs `webhooks` every `webhookIntervalMilliseconds` from `start()` to `stop()`.
     public let webhookWorker: QueueWorker
+    /// This process's row in `serve_instances`: its keyring's ids, for `keys reseal` and `keys status`
+    /// (docs/architecture.md §10.4, "Which keyrings are running").
+    public let instance: ServeInstanceBeacon
+    /// Writes `instance` every `RunningKeyrings.heartbeatSeconds` from `start()` to `stop()`.
+    let instanceWorker: QueueWorker
     /// Every routed operation as `METHOD /pattern`.
     public let operations: [String]
     /// What seals TOTP secrets and Apple refresh tokens (`UPGRADE_SECRET_KEY_FILE`).
@@ -313,8 +318,26 @@ public final class UpgradeApplication: Sendable {
             openMetrics: settings.development
         )
         operations = handler.operations
-        server = HTTPServer(configuration: configuration, handler: handler)
+        let server = HTTPServer(configuration: configuration, handler: handler)
+        self.server = server
         statistics.server = server
+        // Liveness is judged between processes (`keys reseal` on another host), so by the wall clock.
+        let wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        let host = settings.host
+        let instance = ServeInstanceBeacon(
+            store: store,
+            secrets: secrets,
+            listen: { "\(host):\(server.port)" },
+            now: wallClock()
+        )
+        self.instance = instance
+        instanceWorker = QueueWorker(
+            intervalMilliseconds: Int(RunningKeyrings.heartbeatSeconds) * 1000,
+            onError: { error in
+                log.log("error", "serve instance heartbeat failed", [("cause", .string(error.description))])
+            },
+            pass: { () async throws(StorageError) in try instance.beat(now: wallClock()) }
+        )
         healthServer = settings.healthListen.map { listen in
             HTTPServer(
                 configuration: Self.sideConfiguration(.health, settings, listen, log: log),
@@ -475,6 +498,13 @@ public final class UpgradeApplication: Sendable {
         revocationWorker.start()
         linkCheckWorker?.start()
         if settings.webhookURL != nil { webhookWorker.start() }
+        // The first row before start() returns, so that `keys reseal` sees a started instance.
+        do {
+            try instance.beat(now: Int64(Date().timeIntervalSince1970))
+        } catch {
+            log.log("error", "serve instance heartbeat failed", [("cause", .string(error.description))])
+        }
+        instanceWorker.start()
     }
 
     /// Why `start()` failed: the listener's setting, its address and the server's error.
@@ -488,13 +518,21 @@ public final class UpgradeApplication: Sendable {
     }
 
     /// Stops the API server (finishing in-flight requests), the revocation and webhook workers
-    /// (finishing their passes), then the health and console listeners and the development emulator.
+    /// (finishing their passes), deletes this instance's `serve_instances` row, then the health and
+    /// console listeners and the development emulator.
     public func stop() {
         server.shutdown()
         server.wait()
         revocationWorker.stop()
         linkCheckWorker?.stop()
         webhookWorker.stop()
+        instanceWorker.stop()
+        do {
+            try instance.remove()
+        } catch {
+            // Forgotten anyway once RunningKeyrings.liveSeconds pass without a heartbeat.
+            log.log("warning", "serve instance row not removed", [("cause", .string(error.description))])
+        }
         healthServer?.shutdown()
         healthServer?.wait()
         consoleServer?.shutdown()

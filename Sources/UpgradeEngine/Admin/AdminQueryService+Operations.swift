@@ -2,13 +2,16 @@
 /// and their leases, the webhook outbox and the Apple revocation queue. Read-only, each in one
 /// transaction, like the other admin questions.
 extension AdminQueryService {
-    /// The batch jobs' leases and the most recent account imports.
+    /// The batch jobs' leases, the most recent account imports and the running servers.
     public struct BatchJobs: Sendable, Equatable {
         /// Every lease row, live or expired, by job name. A lease's `token` is known only to its
         /// holder: nothing shows it.
         public var leases: [JobLeaseRecord]
         /// The most recently started imports, newest first.
         public var importRuns: [ImportRunRecord]
+        /// The `serve` instances seen in the last `RunningKeyrings.liveSeconds`, by id, each with
+        /// its keyring's ids.
+        public var instances: [ServeInstanceRecord]
     }
 
     /// How the webhook outbox stands, with the last failed events (what `webhooks status` prints).
@@ -30,10 +33,14 @@ extension AdminQueryService {
     /// How many rows of each list the console shows.
     public static let operationsListLimit = 50
 
-    public func batchJobs(importRuns limit: Int = operationsListLimit) throws(ServiceFailure) -> BatchJobs {
+    public func batchJobs(now: Int64, importRuns limit: Int = operationsListLimit) throws(ServiceFailure) -> BatchJobs {
         do {
             return try store.read { tx in
-                BatchJobs(leases: try tx.jobLeases(), importRuns: try tx.importRuns(limit: limit))
+                BatchJobs(
+                    leases: try tx.jobLeases(),
+                    importRuns: try tx.importRuns(limit: limit),
+                    instances: try tx.serveInstances(seenSince: now - RunningKeyrings.liveSeconds)
+                )
             }
         } catch {
             throw Self.readFailure(error)

@@ -681,6 +681,23 @@ enum EmbeddedSchema {
                 CREATE INDEX retired_transfer_records_target ON retired_transfer_records (target_team_id, retired_at);
                 """
         ),
+        SchemaMigration(
+            version: 29,
+            name: "serve_instances",
+            sql: """
+                -- The same table as Schema/sqlite/0029_serve_instances.sql: one row per running `serve` process
+                -- and the key ids of the keyring it holds, so that `keys reseal` never moves a value out of its reach.
+                CREATE TABLE serve_instances (
+                    instance_id TEXT COLLATE "C" PRIMARY KEY,
+                    host TEXT COLLATE "C" NOT NULL,
+                    pid BIGINT NOT NULL,
+                    listen TEXT COLLATE "C" NOT NULL,
+                    key_ids TEXT COLLATE "C" NOT NULL,
+                    started_at BIGINT NOT NULL,
+                    seen_at BIGINT NOT NULL
+                );
+                """
+        ),
     ]
     static let sqlite: [SchemaMigration] = [
         SchemaMigration(
@@ -1394,6 +1411,26 @@ enum EmbeddedSchema {
                 CREATE INDEX retired_transfer_records_old_sub ON retired_transfer_records (old_sub);
                 -- `transfer status`: the teams that received an app and have since moved it on.
                 CREATE INDEX retired_transfer_records_target ON retired_transfer_records (target_team_id, retired_at);
+                """
+        ),
+        SchemaMigration(
+            version: 29,
+            name: "serve_instances",
+            sql: """
+                -- One row per running `serve` process (docs/architecture.md §10.4, "Which keyrings are running"):
+                -- the ids of the keyring it holds, newest first and comma-separated (never a key), written at start,
+                -- on every reload and every 10 seconds, and deleted when it stops. `keys reseal` refuses to move
+                -- values under a key that an instance seen in the last 35 seconds cannot open; `keys status` lists
+                -- them. A row not seen for a day (a process killed) is deleted by the next instance's heartbeat.
+                CREATE TABLE serve_instances (
+                    instance_id TEXT PRIMARY KEY,
+                    host TEXT NOT NULL,
+                    pid INTEGER NOT NULL,
+                    listen TEXT NOT NULL,
+                    key_ids TEXT NOT NULL,
+                    started_at INTEGER NOT NULL,
+                    seen_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
                 """
         ),
     ]

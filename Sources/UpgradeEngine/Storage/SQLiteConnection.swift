@@ -207,6 +207,7 @@ final class SQLiteConnection {
         "console_sessions.session_hash": .consoleSessionsHash,
         "key_checks.key_id": .keyChecksKeyID,
         "retired_transfer_records.id": .retiredTransferRecordsID,
+        "serve_instances.instance_id": .serveInstancesID,
     ]
 
     static func error(code: Int32, message: String, handle: OpaquePointer?) -> StorageError {

@@ -61,6 +61,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
             case consoleSessionsHash = "console_sessions.session_hash"
             case keyChecksKeyID = "key_checks.key_id"
             case retiredTransferRecordsID = "retired_transfer_records.id"
+            case serveInstancesID = "serve_instances.instance_id"
         }
         private let name: Name
         public var description: String { name.rawValue }
@@ -121,6 +122,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         public static let keyChecksKeyID = Constraint(name: .keyChecksKeyID)
         /// A retired transfer record's id taken already (ids come from the column: never, in practice).
         public static let retiredTransferRecordsID = Constraint(name: .retiredTransferRecordsID)
+        /// A second row for one serve instance (written with `ON CONFLICT DO UPDATE`, so never raised).
+        public static let serveInstancesID = Constraint(name: .serveInstancesID)
     }
 
     public let code: Code

@@ -4,7 +4,7 @@
 /// aggregate at a time (`AccountStore`, `UpgradeSessionStore`, `AppleLinkStore`, `TransferStore`,
 /// `NotificationStore`, `AuditStore`, `JobLeaseStore`, `ClientThrottleStore`, `UpgradeTicketStore`,
 /// `PasswordChangeStore`, `AppleRevocationStore`, `AccountImportStore`, `WebhookOutboxStore`, `HashParameterStore`,
-/// `SealedValueStore`, `AppleLinkCheckStore`, `AdminTokenUseStore`, `ReportStore`, `ConsoleSessionStore`). Nothing above these protocols knows SQL or a
+/// `SealedValueStore`, `AppleLinkCheckStore`, `AdminTokenUseStore`, `ReportStore`, `ConsoleSessionStore`, `ServeInstanceStore`). Nothing above these protocols knows SQL or a
 /// backend's codes.
 ///
 /// What every backend guarantees:
@@ -70,7 +70,7 @@ public protocol StoreTransaction:
     AccountStore, UpgradeSessionStore, AppleLinkStore, TransferStore, NotificationStore, AuditStore,
     JobLeaseStore, ClientThrottleStore, UpgradeTicketStore, PasswordChangeStore, AppleRevocationStore,
     AccountImportStore, WebhookOutboxStore, HashParameterStore, SealedValueStore, AppleLinkCheckStore,
-    AdminTokenUseStore, ReportStore, ConsoleSessionStore
+    AdminTokenUseStore, ReportStore, ConsoleSessionStore, ServeInstanceStore
 {}
 
 /// A schema migration known to the binary and, once applied, recorded in the database.

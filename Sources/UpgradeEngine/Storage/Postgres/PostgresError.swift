@@ -147,6 +147,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         "webhook_outbox": .webhookOutboxID, "username_skeleton_source": .usernameSkeletonSourceID,
         "hash_parameter_sets": .hashParameterSetsID, "admin_token_uses": .adminTokenUsesToken,
         "console_sessions": .consoleSessionsHash, "key_checks": .keyChecksKeyID,
-        "retired_transfer_records": .retiredTransferRecordsID,
+        "retired_transfer_records": .retiredTransferRecordsID, "serve_instances": .serveInstancesID,
     ]
 }
