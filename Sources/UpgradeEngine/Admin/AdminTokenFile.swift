@@ -143,62 +143,31 @@ public enum AdminTokenFile {
     private static func readText(path: String, missingIsEmpty: Bool) throws(AdminTokenError) -> String? {
         let name = "\(environmentVariable)=\(path)"
         guard !path.isEmpty else { throw AdminTokenError(.notFound, "\(environmentVariable) is empty") }
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-        guard fd >= 0 else {
-            let code = errno
-            switch code {
-            case ENOENT where missingIsEmpty:
+        do {
+            return try OwnerOnlyFile.read(path: path, limit: 1 << 20)
+        } catch {
+            switch error.kind {
+            case .notFound where missingIsEmpty:
                 return nil
-            case ENOENT, ENOTDIR:
+            case .notFound:
                 throw AdminTokenError(
                     .notFound,
                     "\(name): no such file; create it with: upgrade-cli admin tokens add NAME --scopes tickets --file \(path)"
                 )
-            case EACCES, EPERM:
+            case .notReadable:
                 throw AdminTokenError(
                     .notReadable,
                     "\(name): permission denied; the file must be readable by the user running the server (chown it, then chmod 600)"
                 )
-            default:
-                throw AdminTokenError(.ioFailed, "\(name): cannot open: \(errorText(code))")
-            }
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw AdminTokenError(.ioFailed, "\(name): cannot stat: \(errorText(errno))")
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw AdminTokenError(.notRegularFile, "\(name) is not a regular file")
-        }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            throw AdminTokenError(
-                .permissionsTooOpen,
-                "\(name) has mode \(octal(mode)); group and others must have no access: run chmod 600 on it"
-            )
-        }
-        guard info.st_size <= 1 << 20 else {
-            throw AdminTokenError(.malformed, "\(name) is larger than 1 MiB; it is not an admin token file")
-        }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw AdminTokenError(.ioFailed, "\(name): read failed: \(errorText(errno))")
-            }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-            guard bytes.count <= 1 << 20 else {
+            case .notRegularFile: throw AdminTokenError(.notRegularFile, "\(name) is not a regular file")
+            case .permissionsTooOpen: throw AdminTokenError(.permissionsTooOpen, "\(name) \(error.message)")
+            case .tooLarge:
                 throw AdminTokenError(.malformed, "\(name) is larger than 1 MiB; it is not an admin token file")
+            case .notText:
+                throw AdminTokenError(.malformed, "\(name) is not UTF-8 text; it is not an admin token file")
+            case .ioFailed: throw AdminTokenError(.ioFailed, "\(name): \(error.message)")
             }
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw AdminTokenError(.malformed, "\(name) is not UTF-8 text; it is not an admin token file")
-        }
-        return text
     }
 
     /// Replaces the file: a new file created with mode 0600 next to it, synced, then renamed over it,
@@ -230,11 +199,6 @@ public enum AdminTokenFile {
             unlink(temporary)
             throw AdminTokenError(.ioFailed, "cannot write \(path): \(errorText(failure))")
         }
-    }
-
-    private static func octal(_ mode: mode_t) -> String {
-        let digits = String(UInt32(mode), radix: 8)
-        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
     private static func errorText(_ code: Int32) -> String {

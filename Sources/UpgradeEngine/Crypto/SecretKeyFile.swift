@@ -38,61 +38,27 @@ public enum SecretKeyFile {
         guard !path.isEmpty else {
             throw SecretKeyError(.notConfigured, "\(environmentVariable) is empty; \(howToCreate)")
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-        guard fd >= 0 else {
-            let code = errno
-            switch code {
-            case ENOENT, ENOTDIR:
-                throw SecretKeyError(.notFound, "\(name): no such file; \(howToCreate)")
-            case EACCES, EPERM:
+        var contents: [UInt8]
+        do {
+            contents = try OwnerOnlyFile.readBytes(path: path, limit: maximumSize)
+        } catch {
+            switch error.kind {
+            case .notFound: throw SecretKeyError(.notFound, "\(name): no such file; \(howToCreate)")
+            case .notReadable:
                 throw SecretKeyError(
                     .notReadable,
                     "\(name): permission denied; the file must be readable by the user running the server "
                         + "(chown it to that user, then chmod 600)"
                 )
-            default:
-                throw SecretKeyError(.readFailed, "\(name): cannot open: \(errorText(code))")
+            case .notRegularFile:
+                throw SecretKeyError(.notRegularFile, "\(name) is not a regular file; \(howToCreate)")
+            case .permissionsTooOpen: throw SecretKeyError(.permissionsTooOpen, "\(name) \(error.message)")
+            case .tooLarge: throw SecretKeyError(.wrongSize, sizeMessage(name: name, size: error.size))
+            case .notText, .ioFailed: throw SecretKeyError(.readFailed, "\(name): \(error.message)")
             }
         }
-        defer { close(fd) }
-
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw SecretKeyError(.readFailed, "\(name): cannot stat: \(errorText(errno))")
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw SecretKeyError(.notRegularFile, "\(name) is not a regular file; \(howToCreate)")
-        }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            throw SecretKeyError(
-                .permissionsTooOpen,
-                "\(name) has mode \(octal(mode)); group and others must have no access: run chmod 600 on it"
-            )
-        }
-        guard info.st_size > 0, info.st_size <= off_t(maximumSize) else {
-            throw SecretKeyError(.wrongSize, sizeMessage(name: name, size: Int64(info.st_size)))
-        }
-
-        // One byte more than allowed, so a file that grew after fstat is caught rather than truncated.
-        var contents = [UInt8](repeating: 0, count: maximumSize + 1)
-        var filled = 0
-        while filled < contents.count {
-            let result = contents.withUnsafeMutableBytes { buffer in
-                read(fd, buffer.baseAddress! + filled, buffer.count - filled)
-            }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw SecretKeyError(.readFailed, "\(name): read failed: \(errorText(errno))")
-            }
-            if result == 0 { break }
-            filled += result
-        }
-        guard filled > 0, filled <= maximumSize else {
-            throw SecretKeyError(.wrongSize, sizeMessage(name: name, size: Int64(filled)))
-        }
-        contents.removeLast(contents.count - filled)
-        defer { for index in contents.indices { contents[index] = 0 } }
+        guard !contents.isEmpty else { throw SecretKeyError(.wrongSize, sizeMessage(name: name, size: 0)) }
+        defer { OwnerOnlyFile.wipe(&contents) }
         let keys: [(id: String, key: [UInt8])]
         if contents.count == SecretBox.keyLength {
             keys = [(id: SecretBox.legacyKeyID, key: contents)]
@@ -174,15 +140,5 @@ public enum SecretKeyFile {
     static func sizeMessage(name: String, size: Int64) -> String {
         "\(name) is \(size) bytes and not a keyring; it must be a keyring (lines of 'ID BASE64') "
             + "or exactly 32 raw random bytes; \(howToCreate)"
-    }
-
-    private static func octal(_ mode: mode_t) -> String {
-        let digits = String(UInt32(mode), radix: 8)
-        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-    }
-
-    private static func errorText(_ code: Int32) -> String {
-        guard let text = strerror(code) else { return "error \(code)" }
-        return String(cString: text)
     }
 }
