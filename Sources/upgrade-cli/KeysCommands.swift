@@ -27,7 +27,8 @@ enum KeyringOption {
 /// cannot open the newest key.
 struct KeysStatusCommand: CLICommand {
     static let path = ["keys", "status"]
-    static let summary = "count sealed values per key id; say which keys are unused or missing"
+    static let summary =
+        "count sealed values per key id; say which keys are unused or missing and which keyrings running servers hold"
     static let usage = "upgrade-cli keys status [--secret-key-file FILE] [--db URL]"
 
     static func run(_ arguments: inout ArgumentReader) throws -> Int32 {
