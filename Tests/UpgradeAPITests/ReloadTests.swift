@@ -241,9 +241,9 @@ struct ReloadTests {
     }
 
     @Test(
-        "a serve instance records its keyring's ids at start and again at once on a reload, which keys reseal reads; its row goes when it stops"
+        "a serve instance records its keyring's ids at start and again at once on a reload, which keys reseal and /metrics read; its row goes when it stops"
     )
-    func instanceRow() throws {
+    func instanceRow() async throws {
         let setup = try KeyringServer()
         defer { setup.remove() }
         let (keys, old, server) = (setup.keys, setup.old, setup.server)
@@ -260,12 +260,17 @@ struct ReloadTests {
         let problem = try #require(RunningKeyrings.resealProblem(keyID: "k2", instances: rows, now: now))
         #expect(problem.hasPrefix("1 running serve instance(s) cannot open values sealed under key k2: "), "\(problem)")
         #expect(problem.contains("pid \(getpid()) on 127.0.0.1:\(application.server.port) (keyring k1; seen "))
+        let before = String(decoding: try await server.get("/metrics").body, as: UTF8.self)
+        #expect(before.contains("\nupgrade_keyring_info{newest=\"k1\",keys=\"k1\"} 1\n"), "\(before)")
 
         try Self.write(Self.keyLine("k2") + "\n" + old + "\n", to: keys)
         #expect(application.reload() == .applied(summary: "keyring: k2,k1, newest k2 (was k1)"))
         rows = try live()
         #expect(rows.map(\.keyIDs) == [["k2", "k1"]], "written by the reload, not the next heartbeat")
         #expect(RunningKeyrings.resealProblem(keyID: "k2", instances: rows, now: now) == nil)
+        let after = String(decoding: try await server.get("/metrics").body, as: UTF8.self)
+        #expect(after.contains("\nupgrade_keyring_info{newest=\"k2\",keys=\"k2,k1\"} 1\n"), "\(after)")
+        #expect(!after.contains(old.dropFirst(3).prefix(12)), "ids only, never a key")
 
         application.stop()
         #expect(try live().isEmpty, "a clean stop deletes the row")

@@ -144,7 +144,12 @@ public final class Metrics: Sendable {
     /// The exposition text, with gauges sampled at scrape time: the server's `statistics` and the
     /// engine's `backlog` (nil when the database did not answer: its gauges are left out rather than
     /// failing the scrape).
-    func render(statistics: HTTPServer.Statistics?, backlog: AdminQueryService.Backlog?, now: Int64) -> String {
+    func render(
+        statistics: HTTPServer.Statistics?,
+        backlog: AdminQueryService.Backlog?,
+        keyIDs: [String] = [],
+        now: Int64
+    ) -> String {
         let snapshot = state.withLock { $0 }
         var out = ""
         out += "# HELP http_requests_total Requests answered, by route pattern, method and status.\n"
@@ -227,6 +232,14 @@ public final class Metrics: Sendable {
         for outcome in AppleLinkChecker.Outcome.allCases {
             out +=
                 "upgrade_apple_link_checks_total{outcome=\"\(outcome.rawValue)\"} \(snapshot.appleLinkChecks[outcome] ?? 0)\n"
+        }
+        if let newest = keyIDs.first {
+            // Ids only, never a key: what `keys status` and the logs show. Instances whose `newest`
+            // differ seal under different keys (docs/architecture.md §10.4).
+            out +=
+                "# HELP upgrade_keyring_info The keyring this instance holds: the key it seals under and every id it lists.\n"
+            out += "# TYPE upgrade_keyring_info gauge\n"
+            out += "upgrade_keyring_info{newest=\"\(newest)\",keys=\"\(keyIDs.joined(separator: ","))\"} 1\n"
         }
         func gauge(_ name: String, _ help: String, _ value: Int) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(Double(value))\n"

@@ -43,6 +43,8 @@ public final class UpgradeAPIHandler: HTTPHandler {
     let admin: AdminAuthenticator
     /// Sampled at scrape time for the worker-queue gauge; set once the server exists.
     let statistics: @Sendable () -> HTTPServer.Statistics?
+    /// The running keyring's ids, newest first, read at each scrape (a reload replaces them).
+    let keyIDs: @Sendable () -> [String]
     private let router: Router<Operation>
 
     public init(
@@ -62,6 +64,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         adminTokens: AdminTokenSet? = nil,
         reloadableAdminTokens: Reloadable<AdminTokenSet?>? = nil,
         statistics: @escaping @Sendable () -> HTTPServer.Statistics? = { nil },
+        keyIDs: @escaping @Sendable () -> [String] = { [] },
         openMetrics: Bool = false
     ) {
         self.openMetrics = openMetrics
@@ -86,6 +89,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
             usage: AdminTokenUsage(store: store)
         )
         self.statistics = statistics
+        self.keyIDs = keyIDs
         // A username in a path is typed text, not an identifier we issued.
         var router = Router<Operation>(textCaptures: ["username"])
         router.add("POST", "/v1/upgrades", .startUpgrade)
@@ -247,7 +251,7 @@ public final class UpgradeAPIHandler: HTTPHandler {
         let backlog = try? adminQueries.backlog(clients: upgrades.clientThrottle != nil, now: now)
         return HTTPResponse(
             headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
-            body: Array(metrics.render(statistics: statistics(), backlog: backlog, now: now).utf8)
+            body: Array(metrics.render(statistics: statistics(), backlog: backlog, keyIDs: keyIDs(), now: now).utf8)
         )
     }
 

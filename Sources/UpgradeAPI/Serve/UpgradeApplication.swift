@@ -313,6 +313,7 @@ public final class UpgradeApplication: Sendable {
             trustedProxies: settings.trustedProxies,
             reloadableAdminTokens: adminTokens,
             statistics: { statistics.server?.statistics },
+            keyIDs: { secrets.keyIDs },
             // Development only: insecure by design (a published key, a public demo account), as its
             // banner says; open metrics tell nothing those do not.
             openMetrics: settings.development
