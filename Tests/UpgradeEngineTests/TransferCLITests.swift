@@ -211,13 +211,7 @@ struct TransferCLITests {
         #expect(try world.store.read { try $0.retiredTransferRecords(accountID: moved.u1.accountID) }.isEmpty)
 
         world.advance(TransferStateMachine.windowLength)
-        _ = try await world.recipient.prepare(
-            targetTeamID: TransferWorld.teamC,
-            clientID: TransferWorld.clientID,
-            windowEndsAt: nil,
-            now: world.now,
-            options: TransferWorld.options()
-        )
+        _ = try await world.prepare(by: world.recipient, for: TransferWorld.teamC)
         let json = try runCLI(["transfer", "status", "--json", "--db", try #require(world.database.url)])
         #expect(json.status == 0, "\(json.stderr)")
         let object = try JSONValue.parse(Array(json.stdout.utf8))

@@ -14,16 +14,6 @@ struct TransferChainIDsTests {
     typealias World = TransferWorld
     typealias Later = TransferServiceLaterTransferTests
 
-    func prepareForC(_ world: World) async throws -> TransferBatchSummary {
-        try await world.recipient.prepare(
-            targetTeamID: World.teamC,
-            clientID: World.clientID,
-            windowEndsAt: nil,
-            now: world.now,
-            options: World.options()
-        )
-    }
-
     @Test("A -> B -> C: concurrent prepares, credential states, notifications, deletion", arguments: Backend.all)
     func chain(_ backend: Backend) async throws {
         let world = try World(backend: backend)
@@ -32,8 +22,8 @@ struct TransferChainIDsTests {
         let subB2 = try #require(try world.link(moved.u2)).sub
         let transferAB1 = try #require(try world.record(moved.u1)?.transferSub)
         world.advance(TransferStateMachine.windowLength)
-        async let one = prepareForC(world)
-        async let two = prepareForC(world)
+        async let one = Later.prepareForC(world)
+        async let two = Later.prepareForC(world)
         let (first, second) = try await (one, two)
         #expect(first.outcomes[.succeeded, default: 0] + second.outcomes[.succeeded, default: 0] == 3)
         #expect(first.outcomes[.error, default: 0] + second.outcomes[.error, default: 0] == 0)
@@ -45,12 +35,7 @@ struct TransferChainIDsTests {
         // C migrates u1 only.
         let windowBC = try world.transferApp(to: World.teamC)
         world.advance(60)
-        _ = try await world.third.complete(
-            clientID: World.clientID,
-            windowEndsAt: windowBC,
-            now: world.now,
-            options: World.options(concurrency: 1, limit: 1)
-        )
+        _ = try await world.complete(windowEndsAt: windowBC, World.options(concurrency: 1, limit: 1), by: world.third)
         let subC1 = try #require(try world.link(moved.u1)).sub
         #expect(try world.third.credentialState(userID: moved.u1.subA) == .transferred)
         #expect(try world.third.credentialState(userID: subB1) == .transferred)

@@ -184,9 +184,14 @@ final class TransferWorld: Sendable {
         )
     }
 
-    func prepare(_ options: TransferBatchOptions = TransferWorld.options()) async throws -> TransferBatchSummary {
-        try await sender.prepare(
-            targetTeamID: Self.teamB,
+    /// `service` (team A's, or another team's for a later transfer) prepares its accounts for `team` now.
+    func prepare(
+        _ options: TransferBatchOptions = TransferWorld.options(),
+        by service: TransferService? = nil,
+        for team: String = teamB
+    ) async throws -> TransferBatchSummary {
+        try await (service ?? sender).prepare(
+            targetTeamID: team,
             clientID: Self.clientID,
             windowEndsAt: nil,
             now: now,
@@ -194,11 +199,18 @@ final class TransferWorld: Sendable {
         )
     }
 
+    /// `service` (team B's, or the team that received the app later) completes the transfer now.
     func complete(
         windowEndsAt: Int64,
-        _ options: TransferBatchOptions = TransferWorld.options()
+        _ options: TransferBatchOptions = TransferWorld.options(),
+        by service: TransferService? = nil
     ) async throws -> TransferBatchSummary {
-        try await recipient.complete(clientID: Self.clientID, windowEndsAt: windowEndsAt, now: now, options: options)
+        try await (service ?? recipient).complete(
+            clientID: Self.clientID,
+            windowEndsAt: windowEndsAt,
+            now: now,
+            options: options
+        )
     }
 
     func link(_ user: User) throws -> AppleLinkRecord? {

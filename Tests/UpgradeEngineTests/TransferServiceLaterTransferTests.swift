@@ -41,17 +41,11 @@ struct TransferServiceLaterTransferTests {
         return Moved(u1: u1, u2: u2, stranded: stranded, fresh: fresh, windowAB: windowAB)
     }
 
-    func prepareForC(
+    static func prepareForC(
         _ world: World,
         _ options: TransferBatchOptions = World.options()
     ) async throws -> TransferBatchSummary {
-        try await world.recipient.prepare(
-            targetTeamID: World.teamC,
-            clientID: World.clientID,
-            windowEndsAt: nil,
-            now: world.now,
-            options: options
-        )
+        try await world.prepare(options, by: world.recipient, for: World.teamC)
     }
 
     func retired(_ world: World, _ user: World.User) throws -> [RetiredTransferRecord] {
@@ -69,7 +63,7 @@ struct TransferServiceLaterTransferTests {
 
         // While A -> B's window is open, its migrated accounts are not retired.
         let early = Rows()
-        let first = try await prepareForC(world, World.options(onRow: early.onRow))
+        let first = try await Self.prepareForC(world, World.options(onRow: early.onRow))
         #expect(early[moved.u1]?.reason == "earlier-window-open")
         // When a rerun will prepare it: the window's end, in the row, its JSON line and the summary.
         #expect(early[moved.u1]?.retryAfter == moved.windowAB)
@@ -86,7 +80,7 @@ struct TransferServiceLaterTransferTests {
         // After it, `prepare` retires each finished record in the row's own transaction.
         world.advance(TransferStateMachine.windowLength)
         let rows = Rows()
-        let second = try await prepareForC(world, World.options(onRow: rows.onRow))
+        let second = try await Self.prepareForC(world, World.options(onRow: rows.onRow))
         for user in [moved.u1, moved.u2] {
             #expect(rows[user]?.from == .transferred)
             #expect(rows[user]?.to == .transferPrepared)
@@ -127,7 +121,7 @@ struct TransferServiceLaterTransferTests {
         #expect(status.strandedAccounts == 1)
 
         // A re-run changes nothing.
-        let again = try await prepareForC(world)
+        let again = try await Self.prepareForC(world)
         #expect(again.outcomes[.alreadyDone] == 3)
         #expect(again.outcomes[.succeeded, default: 0] == 0)
         #expect(try retired(world, moved.u1).count == 1)
@@ -141,11 +135,10 @@ struct TransferServiceLaterTransferTests {
         #expect(signIn.accountID == moved.u1.accountID)
         #expect(signIn.migrated)
         let completeRows = Rows()
-        let completed = try await world.third.complete(
-            clientID: World.clientID,
+        let completed = try await world.complete(
             windowEndsAt: windowBC,
-            now: world.now,
-            options: World.options(onRow: completeRows.onRow)
+            World.options(onRow: completeRows.onRow),
+            by: world.third
         )
         #expect(completed.outcomes[.succeeded] == 2)
         #expect(completeRows[moved.u1]?.outcome == .alreadyDone)
@@ -186,23 +179,16 @@ struct TransferServiceLaterTransferTests {
         let moved = try await Self.moveToB(world)
         let subB1 = try #require(try world.link(moved.u1)).sub
         world.advance(TransferStateMachine.windowLength)
-        let prepared = try await world.recipient.prepare(
-            targetTeamID: World.teamA,
-            clientID: World.clientID,
-            windowEndsAt: nil,
-            now: world.now,
-            options: World.options()
-        )
+        let prepared = try await world.prepare(by: world.recipient, for: World.teamA)
         #expect(prepared.outcomes[.succeeded] == 3)
         #expect(prepared.skipReasons["stranded"] == 1)
         let window = try world.transferApp(to: World.teamA)
         world.advance(60)
         let rows = Rows()
-        let completed = try await world.sender.complete(
-            clientID: World.clientID,
+        let completed = try await world.complete(
             windowEndsAt: window,
-            now: world.now,
-            options: World.options(onRow: rows.onRow)
+            World.options(onRow: rows.onRow),
+            by: world.sender
         )
         #expect(completed.outcomes[.succeeded] == 3)
         // Left behind by A -> B, it never left team A: nothing to migrate, and no stop.
@@ -250,12 +236,12 @@ struct TransferServiceLaterTransferTests {
         #expect(try world.auditEvents(moved.u1, named: "transfer.beginNextTransfer") == 0)
 
         // A batch stopped after one row, then run again: each account retired once.
-        let partial = try await prepareForC(world, World.options(concurrency: 1, limit: 1))
+        let partial = try await Self.prepareForC(world, World.options(concurrency: 1, limit: 1))
         #expect(partial.outcomes[.succeeded] == 1)
         #expect(try retired(world, moved.u1).count == 1)
         #expect(try retired(world, moved.u2).isEmpty)
-        _ = try await prepareForC(world)
-        _ = try await prepareForC(world)
+        _ = try await Self.prepareForC(world)
+        _ = try await Self.prepareForC(world)
         for user in [moved.u1, moved.u2] {
             #expect(try retired(world, user).count == 1)
             #expect(try world.auditEvents(user, named: "transfer.beginNextTransfer") == 1)
@@ -268,14 +254,13 @@ struct TransferServiceLaterTransferTests {
         let world = try World()
         let moved = try await Self.moveToB(world)
         // B prepares while A -> B's window is open: its migrated accounts wait.
-        _ = try await prepareForC(world)
+        _ = try await Self.prepareForC(world)
         let window = try world.transferApp(to: World.teamC)
         let rows = Rows()
-        let completed = try await world.third.complete(
-            clientID: World.clientID,
+        let completed = try await world.complete(
             windowEndsAt: window,
-            now: world.now,
-            options: World.options(onRow: rows.onRow)
+            World.options(onRow: rows.onRow),
+            by: world.third
         )
         #expect(rows[moved.fresh]?.outcome == .succeeded)
         #expect(rows[moved.u1]?.outcome == .notPrepared)
@@ -294,7 +279,7 @@ struct TransferServiceLaterTransferTests {
         let moved = try await Self.moveToB(world)
         world.advance(TransferStateMachine.windowLength)
         let rows = Rows()
-        let dry = try await prepareForC(world, World.options(dryRun: true, onRow: rows.onRow))
+        let dry = try await Self.prepareForC(world, World.options(dryRun: true, onRow: rows.onRow))
         #expect(rows[moved.u1]?.outcome == .wouldRun)
         #expect(rows[moved.u1]?.from == .transferred)
         #expect(dry.outcomes[.wouldRun] == 3)
@@ -316,7 +301,7 @@ struct TransferServiceLaterTransferTests {
         let world = try World()
         let moved = try await Self.moveToB(world)
         world.advance(TransferStateMachine.windowLength)
-        _ = try await prepareForC(world)
+        _ = try await Self.prepareForC(world)
         let ids = try world.store.read { tx in
             AccountDeletionService.appleIDs(
                 try tx.appleLink(accountID: moved.u1.accountID),

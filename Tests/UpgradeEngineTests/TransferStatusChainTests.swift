@@ -13,14 +13,7 @@ struct TransferStatusChainTests {
     typealias Later = TransferServiceLaterTransferTests
 
     func prepare(_ world: World, _ service: TransferService, for team: String) async throws {
-        let summary = try await service.prepare(
-            targetTeamID: team,
-            clientID: World.clientID,
-            windowEndsAt: nil,
-            now: world.now,
-            options: World.options()
-        )
-        #expect(summary.stop == nil)
+        #expect(try await world.prepare(by: service, for: team).stop == nil)
     }
 
     @Test("a later write to a left-behind record keeps it stranded", arguments: Backend.all)
@@ -48,12 +41,7 @@ struct TransferStatusChainTests {
         try await prepare(world, world.recipient, for: World.teamA)
         let windowBA = try world.transferApp(to: World.teamA)
         world.advance(60)
-        _ = try await world.sender.complete(
-            clientID: World.clientID,
-            windowEndsAt: windowBA,
-            now: world.now,
-            options: World.options()
-        )
+        _ = try await world.complete(windowEndsAt: windowBA, by: world.sender)
         var status = try world.sender.status(now: world.now)
         #expect(status.accounts(in: .transferred) == 3)
         #expect(status.strandedAccounts == 0, "left behind by A -> B, it never left team A: home again")
