@@ -92,11 +92,7 @@ extension UpgradeApplication {
             secrets.replaceKeys(with: keys)
             let after = keys.keyIDs
             // At once, not at the next heartbeat: `keys reseal` may run right after the last reload.
-            do {
-                try instance.beat(now: Int64(Date().timeIntervalSince1970))
-            } catch {
-                log.log("warning", "serve instance row not updated", [("cause", .string(error.description))])
-            }
+            recordInstance()
             changes.append(
                 before == after
                     ? "keyring: unchanged (\(after.joined(separator: ",")))"

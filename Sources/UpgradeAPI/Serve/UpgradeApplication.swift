@@ -322,22 +322,13 @@ public final class UpgradeApplication: Sendable {
         let server = HTTPServer(configuration: configuration, handler: handler)
         self.server = server
         statistics.server = server
-        // Liveness is judged between processes (`keys reseal` on another host), so by the wall clock.
-        let wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
         let host = settings.host
-        let instance = ServeInstanceBeacon(
-            store: store,
-            secrets: secrets,
-            listen: { "\(host):\(server.port)" },
-            now: wallClock()
-        )
+        let instance = ServeInstanceBeacon(store: store, secrets: secrets, listen: { "\(host):\(server.port)" })
         self.instance = instance
         instanceWorker = QueueWorker(
             intervalMilliseconds: Int(RunningKeyrings.heartbeatSeconds) * 1000,
-            onError: { error in
-                log.log("error", "serve instance heartbeat failed", [("cause", .string(error.description))])
-            },
-            pass: { () async throws(StorageError) in try instance.beat(now: wallClock()) }
+            onError: { Self.heartbeatFailed($0, log) },
+            pass: { () async throws(StorageError) in try instance.beat() }
         )
         healthServer = settings.healthListen.map { listen in
             HTTPServer(
@@ -500,12 +491,22 @@ public final class UpgradeApplication: Sendable {
         linkCheckWorker?.start()
         if settings.webhookURL != nil { webhookWorker.start() }
         // The first row before start() returns, so that `keys reseal` sees a started instance.
-        do {
-            try instance.beat(now: Int64(Date().timeIntervalSince1970))
-        } catch {
-            log.log("error", "serve instance heartbeat failed", [("cause", .string(error.description))])
-        }
+        recordInstance()
         instanceWorker.start()
+    }
+
+    /// Writes this instance's `serve_instances` row now (at start, after a keyring reload); a
+    /// failure is logged, and the next heartbeat tries again.
+    func recordInstance() {
+        do {
+            try instance.beat()
+        } catch {
+            Self.heartbeatFailed(error, log)
+        }
+    }
+
+    static func heartbeatFailed(_ error: StorageError, _ log: RequestLog) {
+        log.log("error", "serve instance heartbeat failed", [("cause", .string(error.description))])
     }
 
     /// Why `start()` failed: the listener's setting, its address and the server's error.

@@ -49,14 +49,16 @@ public final class ServeInstanceBeacon: Sendable {
     let startedAt: Int64
     let store: any UpgradeStore
     let secrets: SecretBox
+    /// The wall clock: liveness is judged by another process, maybe on another host.
+    static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     /// `listen` gives the API listener's address when the row is written (its port is known only
     /// once it listens).
-    public init(store: any UpgradeStore, secrets: SecretBox, listen: @escaping @Sendable () -> String, now: Int64) {
+    public init(store: any UpgradeStore, secrets: SecretBox, listen: @escaping @Sendable () -> String) {
         id = SecureRandom.token(byteCount: 9)
         host = ProcessInfo.processInfo.hostName
         self.listen = listen
-        startedAt = now
+        startedAt = Self.wallClock()
         self.store = store
         self.secrets = secrets
     }
@@ -74,9 +76,10 @@ public final class ServeInstanceBeacon: Sendable {
         )
     }
 
-    /// Records the instance as seen at `now` with its keyring's ids, and forgets instances not seen
-    /// for `RunningKeyrings.forgetSeconds`, in one transaction.
-    public func beat(now: Int64) throws(StorageError) {
+    /// Records the instance as seen now with its keyring's ids, and forgets instances not seen for
+    /// `RunningKeyrings.forgetSeconds`, in one transaction.
+    public func beat() throws(StorageError) {
+        let now = Self.wallClock()
         let row = record(now: now)
         try store.writeStorageErrors { tx in
             try tx.recordServeInstance(row)
