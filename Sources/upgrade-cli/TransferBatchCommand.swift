@@ -178,6 +178,11 @@ enum TransferBatchCommand {
                 "hint: \(open) account\(open == 1 ? " was" : "s were") migrated by a transfer whose 60-day window is still open; run 'transfer prepare' again once it has closed\(summary.retryAfter.map { ", after \(RFC3339.utc(seconds: $0))" } ?? "")"
             )
         }
+        if let held = summary.reasons["ids-held"] {
+            Console.out(
+                "hint: \(held) account\(held == 1 ? " needs" : "s need") Apple ids that another account's transfer record still holds: the same Apple user is linked to both (the report's heldBy); nothing was written for \(held == 1 ? "it" : "them"). Decide which account keeps the user ('accounts show' on both), then re-run"
+            )
+        }
         if summary.outcomes[.notPrepared, default: 0] > 0 {
             Console.out(
                 "hint: accounts without a transfer identifier need 'upgrade-cli transfer prepare' with the sender team's credentials while the window is open"

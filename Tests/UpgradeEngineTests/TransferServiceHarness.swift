@@ -133,9 +133,9 @@ final class TransferWorld: Sendable {
         return now + TransferStateMachine.windowLength
     }
 
-    /// Another account, `acct-other`, already linked to `sub` with team B's id: as if the user had
-    /// also upgraded a second password account during the window.
-    func addOtherAccount(linkedTo sub: String) throws {
+    /// Another account, `acct-other`, already linked to `sub` with team B's id (or `team`'s): as if
+    /// the user had also upgraded a second password account during the window.
+    func addOtherAccount(linkedTo sub: String, team: String = teamB) throws {
         try store.write { tx in
             try tx.insertAccount(
                 AccountRecord(
@@ -150,7 +150,7 @@ final class TransferWorld: Sendable {
                 AppleLinkRecord(
                     accountID: "acct-other",
                     sub: sub,
-                    teamID: Self.teamB,
+                    teamID: team,
                     clientID: Self.clientID,
                     email: nil,
                     isPrivateEmail: nil,

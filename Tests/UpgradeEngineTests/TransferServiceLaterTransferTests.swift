@@ -206,6 +206,44 @@ struct TransferServiceLaterTransferTests {
         #expect(try world.link(moved.fresh)?.teamID == World.teamA)
     }
 
+    @Test(
+        "A -> B -> A -> B: a record needing ids another account's record still holds is refused as ids-held, naming it",
+        arguments: Backend.all
+    )
+    func idsHeldByAnotherAccount(_ backend: Backend) async throws {
+        let world = try World(backend: backend)
+        let moved = try await Self.moveToB(world)
+        // B moves the app back while A -> B's window is open: u1 keeps its finished record, and with
+        // it team A's id and its transfer identifier for team B.
+        let back = try await world.prepare(by: world.recipient, for: World.teamA)
+        #expect(back.skipReasons["earlier-window-open"] == 2)
+        let window = try world.transferApp(to: World.teamA)
+        world.advance(60)
+        _ = try await world.complete(windowEndsAt: window, by: world.sender)
+        // Home at team A, the person behind u1 links a second account with their team A id, and the
+        // app moves to team B once more.
+        try world.addOtherAccount(linkedTo: moved.u1.subA, team: World.teamA)
+        let heldRecord = try #require(try world.record(moved.u1))
+        let rows = Rows()
+        let again = try await world.prepare(World.options(onRow: rows.onRow))
+        let row = try #require(rows.rows.withLock { $0["acct-other"] })
+        #expect(row.outcome == .conflict)
+        #expect(row.reason == "ids-held")
+        #expect(row.heldBy == moved.u1.accountID)
+        #expect(row.jsonLine.contains(#""heldBy":"acct-u1""#))
+        #expect(again.reasons["ids-held"] == 1)
+        #expect(again.exitStatus == 1)
+        // Nothing written for it but the audited refusal; the holder's record is untouched.
+        let other = try world.store.read { tx in try tx.transferRecord(accountID: "acct-other") }
+        #expect(other == nil)
+        let audit = try world.store.read { tx in try tx.auditTrail(accountID: "acct-other", limit: 100) }
+        let refusal = try #require(audit.first { $0.event == "transfer.idsHeld" })
+        #expect(refusal.detail["heldBy"] == moved.u1.accountID)
+        #expect(refusal.detail["reason"] == "ids-held")
+        #expect(try world.record(moved.u1) == heldRecord)
+        #expect(try world.link(moved.u1)?.sub != moved.u1.subA)
+    }
+
     @Test("a retirement is written with the new transfer's first step, or not at all")
     func retirementIsAtomic() async throws {
         let world = try World()

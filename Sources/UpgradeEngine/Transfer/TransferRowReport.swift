@@ -64,6 +64,9 @@ public struct TransferRowReport: Sendable, Equatable {
     /// For a row skipped as `earlier-window-open`: when the earlier transfer's window closes, after
     /// which a rerun prepares it (Unix seconds).
     public var retryAfter: Int64?
+    /// For a row refused as `ids-held`: the account whose live transfer record holds the Apple ids
+    /// this row's record needs (the same Apple user linked to both accounts).
+    public var heldBy: String?
     public var dryRun: Bool
 
     public init(
@@ -91,7 +94,8 @@ public struct TransferRowReport: Sendable, Equatable {
         .object([
             "accountId": .string(accountID), "step": .string(step.rawValue), "from": .string(from.rawValue),
             "to": .string(to.rawValue), "outcome": .string(outcome.rawValue), "reason": reason.map(JSONValue.string),
-            "retryAfter": retryAfter.map { .string(RFC3339.utc(seconds: $0)) }, "dryRun": .bool(dryRun),
+            "retryAfter": retryAfter.map { .string(RFC3339.utc(seconds: $0)) },
+            "heldBy": heldBy.map(JSONValue.string), "dryRun": .bool(dryRun),
         ])
     }
 

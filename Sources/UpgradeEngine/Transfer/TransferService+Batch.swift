@@ -494,6 +494,11 @@ extension TransferService {
     /// from the state its page read, and written with the rows that wait with it (`writeTogether`),
     /// guarded by the versions that state had. An outcome that state does not make a write of (a
     /// replay, a refusal, a link re-keyed) is judged against what is stored now, as `commit` does.
+    ///
+    /// Conflict reasons: `sub-conflict` (the new `sub` is another account's),
+    /// `ids-held` (another account's live transfer record holds the old `sub` or the `transfer_sub`
+    /// this record needs; `heldBy` names it), `transfer-identifier-mismatch`,
+    /// `migrated-to-other-id`, `link-changed`.
     private func commitRow(
         _ snapshot: Snapshot,
         _ commit: Commit,
@@ -544,6 +549,10 @@ extension TransferService {
                 : report(from, state.status, .alreadyDone, nil)
         case .subConflict(let state):
             return report(from, state.status, .conflict, "sub-conflict")
+        case .idsHeld(let state, let heldBy):
+            var row = report(from, state.status, .conflict, "ids-held")
+            row.heldBy = heldBy
+            return row
         }
     }
 

@@ -61,7 +61,7 @@ extension TransferService {
             switch result {
             case .applied(_, let state):
                 return TransferNotificationResult(outcome: .changed, accountID: accountID, status: state.status)
-            case .replay(let state), .refused(_, let state), .subConflict(let state):
+            case .replay(let state), .refused(_, let state), .subConflict(let state), .idsHeld(let state, _):
                 return TransferNotificationResult(outcome: .unchanged, accountID: accountID, status: state.status)
             }
         case .emailEnabled, .emailDisabled:

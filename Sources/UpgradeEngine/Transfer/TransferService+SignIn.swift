@@ -74,6 +74,11 @@ extension TransferService {
                 .conflict,
                 "this Apple id is already linked to another account; nothing was merged"
             )
+        case .idsHeld:
+            throw TransferFailure(
+                .conflict,
+                "this Apple user's ids are held by another account's transfer record; nothing was merged"
+            )
         }
     }
 

@@ -113,6 +113,11 @@ public final class TransferService: Sendable {
         case refused(TransitionError, TransferState)
         /// The new `sub` is already linked to another account; nothing merged, the refusal audited.
         case subConflict(TransferState)
+        /// The record this step would write needs an Apple id (the old `sub` or the
+        /// `transfer_sub`) that another account's live transfer record still holds: the same Apple
+        /// user linked to two accounts across transfers. Nothing written, the refusal audited,
+        /// `heldBy` the other account (docs/apple-protocol.md §3.2, "A later transfer").
+        case idsHeld(TransferState, heldBy: String)
     }
 
     /// Applies `commit.event` to the account's stored state and persists the transition, the
@@ -145,14 +150,27 @@ public final class TransferService: Sendable {
             } catch let error as StorageError where error.code == .versionConflict {
                 continue  // another request changed the record, or created it first
             } catch let error as StorageError where error.code == .uniqueViolation {
-                guard error.constraint == .appleLinksSub else {
+                if error.constraint == .appleLinksSub {
+                    try auditRefusal(accountID: accountID, status: write.from, commit: commit, now: now)
+                    return (write.from, .subConflict(snapshot.machine.state))
+                }
+                guard let held = try holder(of: error.constraint, wantedBy: write.record) else {
+                    if error.constraint == .transferRecordsOldSub || error.constraint == .transferRecordsTransferSub {
+                        continue  // the holder's record went meanwhile (retired or deleted): try again
+                    }
                     throw TransferFailure(
                         .internalError,
                         "account \(accountID): the store refused the transfer record (\(error.constraint?.description ?? "unique"))"
                     )
                 }
-                try auditSubConflict(accountID: accountID, status: write.from, commit: commit, now: now)
-                return (write.from, .subConflict(snapshot.machine.state))
+                try auditRefusal(
+                    accountID: accountID,
+                    status: write.from,
+                    commit: commit,
+                    heldBy: held,
+                    now: now
+                )
+                return (write.from, .idsHeld(snapshot.machine.state, heldBy: held))
             } catch {
                 throw Self.storageFailure(error)
             }
@@ -390,19 +408,48 @@ public final class TransferService: Sendable {
 
     /// The refusal to link a `sub` that another account has, in the audit trail of the account that
     /// was to be migrated (its state is unchanged).
-    private func auditSubConflict(
+    /// The other account whose live transfer record holds the id `record` needs, by the unique
+    /// `constraint` the write broke; nil for another constraint, or when no other account holds it
+    /// any more.
+    private func holder(
+        of constraint: StorageError.Constraint?,
+        wantedBy record: TransferRecord
+    ) throws(TransferFailure) -> String? {
+        let found: TransferRecord?
+        do {
+            switch constraint {
+            case .transferRecordsOldSub?:
+                found = try store.read { tx in try tx.transferRecord(oldSub: record.oldSub) }
+            case .transferRecordsTransferSub?:
+                guard let transferSub = record.transferSub else { return nil }
+                found = try store.read { tx in try tx.transferRecord(transferSub: transferSub) }
+            default:
+                return nil
+            }
+        } catch {
+            throw Self.storageFailure(error)
+        }
+        guard let found, found.accountID != record.accountID else { return nil }
+        return found.accountID
+    }
+
+    /// Audits a step refused for an id another account holds: its link's `sub` (`sub-conflict`),
+    /// or, with `heldBy`, the ids of its live transfer record (`ids-held`). Nothing else is written.
+    private func auditRefusal(
         accountID: String,
         status: TransferStatus,
         commit: Commit,
+        heldBy: String? = nil,
         now: Int64
     ) throws(TransferFailure) {
         var detail = commit.detail
-        detail["reason"] = "sub-conflict"
+        detail["reason"] = heldBy == nil ? "sub-conflict" : "ids-held"
+        if let heldBy { detail["heldBy"] = heldBy }
         let audit = AuditEvent(
             at: now,
             accountID: accountID,
             upgradeID: nil,
-            event: "transfer.subConflict",
+            event: heldBy == nil ? "transfer.subConflict" : "transfer.idsHeld",
             fromStatus: status.rawValue,
             toStatus: status.rawValue,
             detail: detail
