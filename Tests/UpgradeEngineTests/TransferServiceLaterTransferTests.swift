@@ -244,6 +244,47 @@ struct TransferServiceLaterTransferTests {
         #expect(try world.link(moved.u1)?.sub != moved.u1.subA)
     }
 
+    @Test("a later transfer judged again after a lost race still reports an open earlier window as such")
+    func earlierWindowOpenOnTheRereadPath() async throws {
+        let world = try World()
+        let moved = try await Self.moveToB(world)
+        world.advance(TransferStateMachine.windowLength)
+        // Between the page's read and the write, u1's finished record is rewritten as migrated now:
+        // its window, bounded by the migration time, is open again when the row is judged afresh.
+        let store = world.store
+        let now = world.now
+        let u1 = moved.u1.accountID
+        let racing = InterleavingStore(store) {
+            var record = try #require(try store.read { try $0.transferRecord(accountID: u1) })
+            let version = record.version
+            record.updatedAt = now
+            record.windowEndsAt = nil
+            try store.write { try $0.upsertTransferRecord(record, expectedVersion: version) }
+        }
+        let late = TransferService(
+            store: racing,
+            apple: world.appleB,
+            configuration: TransferServiceConfiguration(teamID: World.teamB)
+        )
+        let rows = Rows()
+        let transferSubsBefore = world.appleB.count(.transferSub)
+        let summary = try await world.prepare(
+            World.options(concurrency: 1, onRow: rows.onRow),
+            by: late,
+            for: World.teamC
+        )
+        // Apple was asked for u1 too: the row was decided from the page's read, then judged again.
+        #expect(world.appleB.count(.transferSub) - transferSubsBefore == 3)
+        #expect(rows[moved.u1]?.outcome == .skipped)
+        #expect(rows[moved.u1]?.reason == "earlier-window-open")
+        #expect(rows[moved.u1]?.retryAfter == now + TransferStateMachine.windowLength)
+        #expect(summary.skipReasons["earlier-window-open"] == 1, "\(summary.line)")
+        #expect(try retired(world, moved.u1).isEmpty)
+        #expect(try world.record(moved.u1)?.status == "transferred")
+        // The other rows were judged against their own unchanged records.
+        #expect(rows[moved.u2]?.outcome == .succeeded)
+    }
+
     @Test("a retirement is written with the new transfer's first step, or not at all")
     func retirementIsAtomic() async throws {
         let world = try World()

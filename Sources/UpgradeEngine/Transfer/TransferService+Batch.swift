@@ -536,6 +536,13 @@ extension TransferService {
         case .replay(let state):
             return report(from, state.status, .alreadyDone, nil)
         case .refused(let error, let state):
+            if error.code == .deadlineNotReached {
+                // Judged again after a lost race: the finished transfer stored now is still in its
+                // window (its record was rewritten since the page was read).
+                var row = report(from, state.status, .skipped, "earlier-window-open")
+                row.retryAfter = try? store.read { tx in try tx.transferRecord(accountID: accountID) }?.earlierWindowEnd
+                return row
+            }
             if error.code == .conflict {
                 if case .transferIdentifierObtained = commit.event {
                     return report(from, state.status, .conflict, "transfer-identifier-mismatch")
