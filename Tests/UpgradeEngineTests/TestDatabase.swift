@@ -74,6 +74,9 @@ final class TestDatabase: Sendable {
                 "siwa-test-\(UUID().uuidString)"
             )
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            // Which test made it: a directory left behind (a store kept alive past its test) says so.
+            let maker = Test.current.map { "\($0.id)\n" } ?? "(outside a test)\n"
+            try Data(maker.utf8).write(to: directory.appendingPathComponent("made-by.txt"))
             place = Place(directory: directory)
         case .postgres where forProcesses:
             try TestPostgres.connect().execute("CREATE DATABASE \(name)")
