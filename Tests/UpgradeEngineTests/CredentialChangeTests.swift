@@ -59,6 +59,8 @@ struct CredentialChangeTests {
             }
         )
         box.service.withLock { $0 = h.service }
+        // The box holds the service, whose effect hook holds the box: broken at the end.
+        defer { box.service.withLock { $0 = nil } }
         let alice = try h.addAccount("alice", password: Self.oldPassword)
         let started = try h.service.start(
             username: "alice",

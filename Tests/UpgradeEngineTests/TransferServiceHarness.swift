@@ -311,6 +311,8 @@ final class CountingMigrator: AppleUserMigrating, Sendable {
         self.client = client
     }
 
+    /// A script that captures the world makes a cycle through it (world, migrator, script): set it
+    /// back to nil when the test ends, or the world's database is never removed.
     func script(_ script: Script?) { state.withLock { $0.script = script } }
     func count(_ call: Call) -> Int { state.withLock { $0.counts[call, default: 0] } }
     /// Every team access token Apple issued through this client, to look for where they must not be.

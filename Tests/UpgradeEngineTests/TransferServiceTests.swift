@@ -437,6 +437,8 @@ struct TransferServiceTests {
         _ = try world.transferApp()
         let started = world.now
         // The window closes 100 s after the batch starts; Alice's exchange takes 200 s.
+        // The script holds the world: dropped at the end, or world and database outlive the test.
+        defer { world.appleB.script(nil) }
         world.appleB.script { call, number in
             if call == .migrate && number == 1 { world.advance(200) }
             return nil
@@ -620,6 +622,8 @@ struct TransferServiceTests {
         // While the first row calls Apple, both users revoke the app: Apple tells us, and the
         // notifications are recorded before either row commits what its page read.
         let delivered = Mutex<[String]>([])
+        // The script holds the world: dropped at the end, or world and database outlive the test.
+        defer { world.appleA.script(nil) }
         world.appleA.script { call, number in
             guard call == .transferSub, number == 1 else { return nil }
             do {
@@ -652,6 +656,8 @@ struct TransferServiceTests {
         let world = try TransferWorld()
         for index in 0..<3 { try world.addLinkedUser("user\(index)") }
         // Before the second user call an hour and more passes on Apple's clock: the token expired.
+        // The script holds the world: dropped at the end, or world and database outlive the test.
+        defer { world.appleA.script(nil) }
         world.appleA.script { call, number in
             if call == .transferSub && number == 2 { world.advance(3700) }
             return nil
