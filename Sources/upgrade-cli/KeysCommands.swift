@@ -149,22 +149,34 @@ struct KeysResealCommand: CLICommand {
         let newest = secrets.newestKeyID
         // A value moved under a key that a running instance's keyring lacks is out of that
         // instance's reach (docs/architecture.md §10.4, "Which keyrings are running").
-        let now = Clock.nowSeconds
-        let running = try RunningKeyrings.live(store: store, now: now)
-        if let problem = RunningKeyrings.resealProblem(keyID: newest, instances: running, now: now) {
-            throw CommandFailure.configuration(problem)
+        // Checked before anything is moved, and again before each batch: an instance started
+        // meanwhile with an older keyring stops the run after at most one batch.
+        func lagging() throws -> String? {
+            let now = Clock.nowSeconds
+            return RunningKeyrings.resealProblem(
+                keyID: newest,
+                instances: try RunningKeyrings.live(store: store, now: now),
+                now: now
+            )
         }
+        if let problem = try lagging() { throw CommandFailure.configuration(problem) }
         Console.out("re-sealing under key \(newest) in batches of \(batchSize)")
         let summary: SealedValueResealer.Summary
         do {
             summary = try SealedValueResealer(store: store, secrets: secrets, batchSize: batchSize).run(
                 onBatch: { Console.out("\($0.kind.rawValue): \($0.resealed) of \($0.total) re-sealed") },
-                shouldStop: { lost.isSet }
+                shouldStop: { lost.isSet },
+                blocker: lagging
             )
         } catch let refused as KeyCheckFailure {
             throw CommandFailure.configuration(refused.message)
         } catch {
             throw CommandFailure("the reseal stopped: \(error); committed batches stay, run it again to resume")
+        }
+        if let blocked = summary.blocked {
+            throw CommandFailure.configuration(
+                "the reseal stopped after \(summary.totalResealed) value(s): \(blocked)"
+            )
         }
         if summary.stopped { throw CommandFailure("the reseal stopped; run it again to resume") }
         for failure in summary.failures {

@@ -327,6 +327,55 @@ struct KeysCLITests {
         #expect(stopped.stdout.contains("(seen in the last 35 s): none"), "\(stopped.stdout)")
     }
 
+    @Test("an instance that appears mid-reseal with an older keyring stops the run before the next batch")
+    func resealStopsForAnInstanceStartedMeanwhile() throws {
+        let db = try Backend.sqlite.database()
+        _ = try Self.seed(db.store, box: try SecretBox(keys: [("k1", Self.oldKey)]), count: 3)
+        let rotated = try SecretBox(keys: [("k2", Self.newKey), ("k1", Self.oldKey)])
+        let wall = { Int64(Date().timeIntervalSince1970) }
+        func lagging() throws -> String? {
+            RunningKeyrings.resealProblem(
+                keyID: "k2",
+                instances: try RunningKeyrings.live(store: db.store, now: wall()),
+                now: wall()
+            )
+        }
+        var instance = ServeInstanceRecord(
+            id: "late",
+            host: "host-b",
+            pid: 4242,
+            listen: "127.0.0.1:8080",
+            keyIDs: ["k1"],
+            startedAt: wall(),
+            seenAt: wall()
+        )
+        // After the first batch, an instance starts with the keyring from before the rotation.
+        var batches = 0
+        let resealer = SealedValueResealer(store: db.store, secrets: rotated, batchSize: 1)
+        let stopped = try resealer.run(
+            onBatch: { _ in
+                batches += 1
+                if batches == 1 { try? db.store.write { try $0.recordServeInstance(instance) } }
+            },
+            blocker: lagging
+        )
+        #expect(stopped.stopped)
+        #expect(stopped.totalResealed == 1)
+        let reason = try #require(stopped.blocked)
+        #expect(reason.contains("host-b pid 4242 on 127.0.0.1:8080 (keyring k1;"), "\(reason)")
+        let counts = try db.store.read { try $0.sealedValueCounts() }
+        #expect(counts.filter { $0.keyID == "k2" }.map(\.count).reduce(0, +) == 1, "\(counts)")
+
+        // Reloaded with the new keyring, the instance no longer holds the run back.
+        instance.keyIDs = ["k2", "k1"]
+        instance.seenAt = wall()
+        try db.store.write { try $0.recordServeInstance(instance) }
+        let finished = try resealer.run(blocker: lagging)
+        #expect(!finished.stopped && finished.blocked == nil)
+        let after = try db.store.read { try $0.sealedValueCounts() }
+        #expect(!after.contains { $0.keyID == "k1" }, "\(after)")
+    }
+
     @Test("a key file that is missing or too open is one line naming it, exit 2")
     func badKeyFile() throws {
         let dir = try AccountImportCLITests.directory()

@@ -33,8 +33,11 @@ public struct SealedValueResealer: Sendable {
         /// are; a rerun picks them up if they are still under an old key.
         public var changedMeanwhile = 0
         public var failures: [Failure] = []
-        /// True when the run stopped early (`shouldStop`).
+        /// True when the run stopped early (`shouldStop`, or `blocker`).
         public var stopped = false
+        /// Why `blocker` stopped the run before a batch (a running instance that cannot open the
+        /// newest key), or nil.
+        public var blocked: String?
 
         public var totalResealed: Int { resealed.values.reduce(0, +) }
     }
@@ -50,11 +53,15 @@ public struct SealedValueResealer: Sendable {
     }
 
     /// Re-seals every value not under `secrets`' newest key. `shouldStop` is asked between batches
-    /// (a lost job lease); `onBatch` after each committed batch.
+    /// (a lost job lease); `onBatch` after each committed batch. `blocker` is asked before each
+    /// batch too: a reason there stops the run (`Summary.blocked`), e.g. a `serve` instance started
+    /// since the run began with a keyring that lacks the newest key (`RunningKeyrings.resealProblem`),
+    /// so that at most one batch it cannot open is written after it appeared.
     public func run(
         now: Int64 = Int64(Date().timeIntervalSince1970),
         onBatch: (Progress) -> Void = { _ in },
-        shouldStop: () -> Bool = { false }
+        shouldStop: () -> Bool = { false },
+        blocker: () throws -> String? = { nil }
     ) throws -> Summary {
         let newest = secrets.newestKeyID
         var summary = Summary(newestKeyID: newest)
@@ -71,6 +78,11 @@ public struct SealedValueResealer: Sendable {
             while true {
                 if shouldStop() {
                     summary.stopped = true
+                    return summary
+                }
+                if let reason = try blocker() {
+                    summary.stopped = true
+                    summary.blocked = reason
                     return summary
                 }
                 let batch = try store.write { tx in try reseal(kind, newest: newest, after: after, tx) }
