@@ -173,6 +173,11 @@ enum TransferBatchCommand {
                 "hint: \(stranded) account\(stranded == 1 ? " was" : "s were") never migrated by the transfer that brought the app to the team now moving it on: \(stranded == 1 ? "it keeps" : "they keep") the earlier team's id, which no later transfer can move"
             )
         }
+        if let incomplete = summary.skipReasons["earlier-transfer-incomplete"] {
+            Console.out(
+                "hint: \(incomplete) account\(incomplete == 1 ? " was" : "s were") not yet migrated by the transfer that brought the app to this team, whose window is still open: run 'transfer complete' for \(incomplete == 1 ? "it" : "them") before it closes ('transfer status' says when), or \(incomplete == 1 ? "it stays" : "they stay") with the earlier team's id"
+            )
+        }
         if let open = summary.skipReasons["earlier-window-open"] {
             Console.out(
                 "hint: \(open) account\(open == 1 ? " was" : "s were") migrated by a transfer whose 60-day window is still open; run 'transfer prepare' again once it has closed\(summary.retryAfter.map { ", after \(RFC3339.utc(seconds: $0))" } ?? "")"

@@ -45,10 +45,16 @@ extension StoreConformanceTests {
         // Retired with the next transfer's record in one transaction: the same ids may be used again.
         var second = transferred(alice.id, oldSub: "001.b.1", transferSub: "001.t.ba", newSub: "001.a.1")
         second.targetTeamID = "TEAMA12345"
+        second.windowEndsAt = nil
+        #expect(try db.store.read { try $0.latestWindowEnd(targetTeamID: "TEAMB67890") } == Self.now + 100)
         try db.store.write { tx in
             try tx.retireTransferRecord(accountID: alice.id, expectedVersion: 1, retiredAt: Self.now + 200)
             try tx.upsertTransferRecord(second, expectedVersion: nil)
         }
+        // The window of the transfer to a team, whether its records are live or retired.
+        #expect(try db.store.read { try $0.latestWindowEnd(targetTeamID: "TEAMB67890") } == Self.now + 100)
+        #expect(try db.store.read { try $0.latestWindowEnd(targetTeamID: "TEAMA12345") } == nil)
+        #expect(try db.store.read { try $0.latestWindowEnd(targetTeamID: "TEAMC13579") } == nil)
         let retired = try db.store.read { try $0.retiredTransferRecords(accountID: alice.id) }
         #expect(retired == [RetiredTransferRecord(record: first, retiredAt: Self.now + 200)])
         #expect(try db.store.read { try $0.transferRecord(accountID: alice.id) } == second)

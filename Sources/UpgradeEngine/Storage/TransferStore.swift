@@ -27,6 +27,9 @@ public protocol TransferStore {
     func retiredTransferTargets() throws(StorageError) -> Set<String>
     /// The target teams of the live records (those a step recorded one for).
     func transferTargets() throws(StorageError) -> Set<String>
+    /// The latest migration-window end recorded for a transfer to `targetTeamID`, in live or
+    /// retired records; nil when none has one.
+    func latestWindowEnd(targetTeamID: String) throws(StorageError) -> Int64?
     /// The Apple-linked accounts (link status `linked`) after `afterAccountID`, in account-id order,
     /// at most `limit`, each with its transfer record once it has one: a batch's page, in one query.
     func linkedAccounts(afterAccountID: String?, limit: Int) throws(StorageError) -> [LinkedAccountTransfer]

@@ -95,6 +95,9 @@ extension TransferService {
         /// (read once when it starts): those that received the app and have since moved it on, and,
         /// once records were prepared for this deployment's team, every other target.
         var otherTransferTargets: Set<String> = []
+        /// `prepare`: the recorded window of the transfer that brought the app to this team (read
+        /// once when it starts), for a record that has none of its own.
+        var arrivalWindowEndsAt: Int64?
     }
 
     /// What committing one row's outcome gave.
@@ -110,8 +113,9 @@ extension TransferService {
         var summary = TransferBatchSummary(step: plan.step, dryRun: options.dryRun)
         let retry = AppleRetry(options)
         var otherTransferTargets: Set<String> = []
-        if plan.step == .complete {
-            do {
+        var arrivalWindowEndsAt: Int64?
+        do {
+            if plan.step == .complete {
                 let (retired, live) = try store.read { tx in
                     (try tx.retiredTransferTargets(), try tx.transferTargets())
                 }
@@ -119,13 +123,16 @@ extension TransferService {
                 // transfer's. Without any, a record for another team means the wrong credentials.
                 otherTransferTargets = retired.union(live.contains(configuration.teamID) ? live : [])
                 otherTransferTargets.remove(configuration.teamID)
-            } catch {
-                summary.stop = .init(
-                    .storage,
-                    "the earlier transfers could not be read: \(Self.storageFailure(error).message)"
-                )
-                return summary
+            } else {
+                let team = configuration.teamID
+                arrivalWindowEndsAt = try store.read { tx in try tx.latestWindowEnd(targetTeamID: team) }
             }
+        } catch {
+            summary.stop = .init(
+                .storage,
+                "the earlier transfers could not be read: \(Self.storageFailure(error).message)"
+            )
+            return summary
         }
         let context = BatchContext(
             plan: plan,
@@ -137,7 +144,8 @@ extension TransferService {
             commits: GroupCommit(maxGroup: Self.maxCommitGroup) { [self] writes in
                 writeTogether(writes)
             },
-            otherTransferTargets: otherTransferTargets
+            otherTransferTargets: otherTransferTargets,
+            arrivalWindowEndsAt: arrivalWindowEndsAt
         )
         // The team token first: if Apple refuses our credentials, every row would fail alike.
         do {
@@ -409,7 +417,9 @@ extension TransferService {
     /// migrate), `stranded` (the transfer that brought the app to the team that now moves it on never
     /// migrated the account: it still has an earlier team's id, which no later transfer can move),
     /// `earlier-window-open` (prepare, decided by the machine: the account's finished transfer is
-    /// still in its window). Conflict: `other-target-team` (prepare: prepared for a different target).
+    /// still in its window), `earlier-transfer-incomplete` (prepare: left behind by the transfer to
+    /// this team while its recorded window is still open, so this team's `complete` can still migrate
+    /// it; `stranded` once the window has closed). Conflict: `other-target-team` (prepare: prepared for a different target).
     ///
     /// `complete` reports an account an earlier transfer migrated to another team than this one
     /// `not-prepared` (`never-prepared`): that team has yet to prepare it for this transfer.
@@ -447,8 +457,12 @@ extension TransferService {
         switch plan.step {
         case .prepare:
             // Left behind by the transfer to this team: still the sender's id, which only the
-            // sender could have asked about.
+            // sender could have asked about. While that transfer's recorded window is open this
+            // team can still complete it; once it has closed, nothing can.
             if snapshot.link.teamID != configuration.teamID && recordedTarget == configuration.teamID {
+                if let end = snapshot.record?.windowEndsAt ?? context.arrivalWindowEndsAt, context.clock() < end {
+                    return Triage(outcome: .skipped, reason: "earlier-transfer-incomplete")
+                }
                 return Triage(outcome: .skipped, reason: "stranded")
             }
             guard hasIdentifier else {

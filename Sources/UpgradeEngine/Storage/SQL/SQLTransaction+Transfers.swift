@@ -209,6 +209,18 @@ extension SQLTransaction {
         Set(try rows("SELECT DISTINCT target_team_id FROM retired_transfer_records").compactMap { $0[0].string })
     }
 
+    func latestWindowEnd(targetTeamID: String) throws(StorageError) -> Int64? {
+        try rows(
+            """
+            SELECT max(window_ends_at) FROM (
+                SELECT window_ends_at FROM transfer_records WHERE target_team_id = $1
+                UNION ALL SELECT window_ends_at FROM retired_transfer_records WHERE target_team_id = $1
+            ) AS windows
+            """,
+            [.text(targetTeamID)]
+        ).first?[0].int
+    }
+
     static func retired(_ row: [SQLValue]) -> RetiredTransferRecord {
         RetiredTransferRecord(record: transfer(Array(row.dropLast())), retiredAt: row.last?.int ?? 0)
     }
