@@ -418,8 +418,9 @@ extension TransferService {
     /// migrated the account: it still has an earlier team's id, which no later transfer can move),
     /// `earlier-window-open` (prepare, decided by the machine: the account's finished transfer is
     /// still in its window), `earlier-transfer-incomplete` (prepare: left behind by the transfer to
-    /// this team while its recorded window is still open, so this team's `complete` can still migrate
-    /// it; `stranded` once the window has closed). Conflict: `other-target-team` (prepare: prepared for a different target).
+    /// this team while its recorded window is still open, so this team's `complete` can still
+    /// migrate it; `stranded` once the window has closed). Conflict: `other-target-team` (prepare:
+    /// prepared for a different target).
     ///
     /// `complete` reports an account an earlier transfer migrated to another team than this one
     /// `not-prepared` (`never-prepared`): that team has yet to prepare it for this transfer.

@@ -406,8 +406,6 @@ public final class TransferService: Sendable {
         return link
     }
 
-    /// The refusal to link a `sub` that another account has, in the audit trail of the account that
-    /// was to be migrated (its state is unchanged).
     /// The other account whose live transfer record holds the id `record` needs, by the unique
     /// `constraint` the write broke; nil for another constraint, or when no other account holds it
     /// any more.
@@ -433,7 +431,8 @@ public final class TransferService: Sendable {
         return found.accountID
     }
 
-    /// Audits a step refused for an id another account holds: its link's `sub` (`sub-conflict`),
+    /// Audits a step refused for an id another account holds, in the audit trail of the account
+    /// that was to be migrated (its state is unchanged): the other's link `sub` (`sub-conflict`),
     /// or, with `heldBy`, the ids of its live transfer record (`ids-held`). Nothing else is written.
     private func auditRefusal(
         accountID: String,
