@@ -6,27 +6,44 @@
 #                   JSONSerialization except for the reader's documented strict rules
 #     jws           JWSCompact, JWSHeader and Base64URL (Fuzz/JWSFuzzer): what reads an identity
 #                   token before its signature is checked, against Foundation's base64 decoder
+#     password-hash PasswordHash(parsing:limits:) (Fuzz/PasswordHashFuzzer): what reads a stored hash
+#                   and bounds what checking it may cost, under the default limits and tight ones
 # Exits non-zero if the fuzzer finds a crash, a sanitizer error or a broken invariant; the input that
 # triggered it is written to .build/fuzz/ (replay: .build/fuzz/TARGET-fuzzer FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-target="${1:?usage: Fuzz/run.sh http-parser|json|jws [SECONDS]}"
+target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash [SECONDS]}"
 seconds="${2:-60}"
+out=.build/fuzz
+mkdir -p "$out"
+extra=()
 # Each harness compiles with its sources only (they import nothing of the rest of the server), which
 # is what lets the fuzzer link them without the rest of the server.
 case "$target" in
     http-parser) sources=(Sources/HTTPCore/Parser/*.swift Fuzz/HTTPParserFuzzer/*.swift); corpus=http; dict=(-dict=Fuzz/http.dict) ;;
     json) sources=(Sources/UpgradeEngine/JSON/*.swift Fuzz/JSONFuzzer/*.swift); corpus=json; dict=(-dict=Fuzz/json.dict) ;;
     jws) sources=(Sources/UpgradeEngine/JSON/*.swift Sources/UpgradeEngine/Crypto/{JWSCompact,JWSError,JWSHeader,Base64URL}.swift Fuzz/JWSFuzzer/*.swift); corpus=jws; dict=() ;;
-    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json or jws)" >&2; exit 2 ;;
+    password-hash)
+        # The parser's files reach the key derivations (never run here), so they link with the C
+        # libraries the engine uses; CSystem (getrandom) is compiled beside them with a module map
+        # of its own, as SwiftPM would.
+        sources=(Sources/UpgradeEngine/Credentials/{PasswordHash*,PasswordKDF,HashParameterSet}.swift
+            Sources/UpgradeEngine/Crypto/{Digest,ConstantTime,EVPKeySupport,OpenSSLError,SecureRandom,Base64URL}.swift
+            Fuzz/PasswordHashFuzzer/*.swift)
+        corpus=password-hash; dict=(-dict=Fuzz/password-hash.dict)
+        mkdir -p "$out/csystem"
+        printf 'module CSystem {\n    header "%s"\n    export *\n}\n' "$PWD/Sources/CSystem/include/CSystem.h" >"$out/csystem/module.modulemap"
+        clang -c -O1 -fPIC -I Sources/CSystem/include Sources/CSystem/CSystem.c -o "$out/csystem/CSystem.o"
+        extra=(-I Sources/CArgon2 -I Sources/CCrypt -I Sources/COpenSSL -I "$out/csystem" "$out/csystem/CSystem.o")
+        ;;
+    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws or password-hash)" >&2; exit 2 ;;
 esac
-out=.build/fuzz
 mkdir -p "$out/corpus-$corpus"
 
 echo "== build $target fuzzer"
-swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld "${sources[@]}" -o "$out/$target-fuzzer"
+swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld "${sources[@]}" "${extra[@]}" -o "$out/$target-fuzzer"
 
 echo "== fuzz $target for ${seconds}s"
 # The generated corpus goes to .build; the seeds in Fuzz/corpus/$corpus are only read. Swift's own
