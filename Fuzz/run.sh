@@ -8,13 +8,15 @@
 #                   token before its signature is checked, against Foundation's base64 decoder
 #     password-hash PasswordHash(parsing:limits:) (Fuzz/PasswordHashFuzzer): what reads a stored hash
 #                   and bounds what checking it may cost, under the default limits and tight ones
+#     username      Username(_:) and its skeleton (Fuzz/UsernameFuzzer): the rule every username
+#                   passes before it keys an account: stable, visible, NFC, white space around ignored
 # Exits non-zero if the fuzzer finds a crash, a sanitizer error or a broken invariant; the input that
 # triggered it is written to .build/fuzz/ (replay: .build/fuzz/TARGET-fuzzer FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash [SECONDS]}"
+target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash|username [SECONDS]}"
 seconds="${2:-60}"
 out=.build/fuzz
 mkdir -p "$out"
@@ -38,7 +40,17 @@ case "$target" in
         clang -c -O1 -fPIC -I Sources/CSystem/include Sources/CSystem/CSystem.c -o "$out/csystem/CSystem.o"
         extra=(-I Sources/CArgon2 -I Sources/CCrypt -I Sources/COpenSSL -I "$out/csystem" "$out/csystem/CSystem.o")
         ;;
-    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws or password-hash)" >&2; exit 2 ;;
+    username)
+        # ICU (libicu-dev) through the engine's C shim, compiled beside the sources as for CSystem.
+        sources=(Sources/UpgradeEngine/Credentials/{Username,UsernameError,PRECISIdentifierClass,BidiRule,SpoofChecker}.swift
+            Fuzz/UsernameFuzzer/*.swift)
+        corpus=username; dict=(-dict=Fuzz/username.dict)
+        mkdir -p "$out/cicushims"
+        printf 'module CICUShims {\n    header "%s"\n    export *\n}\n' "$PWD/Sources/CICUShims/include/CICUShims.h" >"$out/cicushims/module.modulemap"
+        clang -c -O1 -fPIC -I Sources/CICUShims/include Sources/CICUShims/CICUShims.c -o "$out/cicushims/CICUShims.o"
+        extra=(-I "$out/cicushims" "$out/cicushims/CICUShims.o" -licui18n -licuuc)
+        ;;
+    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws, password-hash or username)" >&2; exit 2 ;;
 esac
 mkdir -p "$out/corpus-$corpus"
 
