@@ -352,27 +352,32 @@ extension String {
     }
 }
 
-/// Buffered bytes from a descriptor or from memory.
+/// Buffered bytes from a descriptor or from memory. The descriptor's buffer is allocated once and
+/// refilled in place: a pipe hands over far less than its size per read.
 private struct ByteSource {
     private let descriptor: Int32?
     private var buffer: [UInt8]
     private var index = 0
+    /// How many bytes of `buffer` hold input.
+    private var end: Int
     private var ended = false
     private(set) var consumed: Int64 = 0
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
         self.buffer = []
+        self.end = 0
     }
 
     init(bytes: [UInt8]) {
         self.descriptor = nil
         self.buffer = bytes
+        self.end = bytes.count
     }
 
     mutating func peek() throws(ImportInputError) -> UInt8? {
-        if index == buffer.count { try refill() }
-        return index < buffer.count ? buffer[index] : nil
+        if index == end { try refill() }
+        return index < end ? buffer[index] : nil
     }
 
     /// The bytes up to the next newline (which is consumed, not kept), at most `limit` of them kept;
@@ -382,11 +387,11 @@ private struct ByteSource {
         var sawAny = false
         var tooLong = false
         while true {
-            if index == buffer.count { try refill() }
-            guard index < buffer.count else { return sawAny ? tooLong : nil }
+            if index == end { try refill() }
+            guard index < end else { return sawAny ? tooLong : nil }
             sawAny = true
-            let end = buffer[index...].firstIndex(of: UInt8(ascii: "\n"))
-            let runEnd = end ?? buffer.count
+            let newline = buffer[index..<end].firstIndex(of: UInt8(ascii: "\n"))
+            let runEnd = newline ?? end
             let room = limit - bytes.count
             if runEnd - index > room {
                 tooLong = true
@@ -394,16 +399,16 @@ private struct ByteSource {
             } else {
                 bytes += buffer[index..<runEnd]
             }
-            let consumedNow = (end.map { $0 + 1 } ?? runEnd) - index
+            let consumedNow = (newline.map { $0 + 1 } ?? runEnd) - index
             consumed += Int64(consumedNow)
             index += consumedNow
-            if end != nil { return tooLong }
+            if newline != nil { return tooLong }
         }
     }
 
     mutating func next() throws(ImportInputError) -> UInt8? {
-        if index == buffer.count { try refill() }
-        guard index < buffer.count else { return nil }
+        if index == end { try refill() }
+        guard index < end else { return nil }
         defer {
             index += 1
             consumed += 1
@@ -413,7 +418,7 @@ private struct ByteSource {
 
     private mutating func refill() throws(ImportInputError) {
         guard let descriptor, !ended else { return }
-        if buffer.count != 256 * 1024 { buffer = [UInt8](repeating: 0, count: 256 * 1024) }
+        if buffer.isEmpty { buffer = [UInt8](repeating: 0, count: 256 * 1024) }
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -421,7 +426,7 @@ private struct ByteSource {
                 throw ImportInputError("reading the input failed: \(String(cString: strerror(errno)))")
             }
             if count == 0 { ended = true }
-            buffer.removeSubrange(count...)
+            end = count
             index = 0
             return
         }
