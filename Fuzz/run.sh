@@ -10,13 +10,15 @@
 #                   and bounds what checking it may cost, under the default limits and tight ones
 #     username      Username(_:) and its skeleton (Fuzz/UsernameFuzzer): the rule every username
 #                   passes before it keys an account: stable, visible, NFC, white space around ignored
+#     import-reader ImportReader (Fuzz/ImportReaderFuzzer): the CSV and JSON Lines reader of
+#                   accounts import: the same rows in memory and read in pieces, CSV written back reads the same
 # Exits non-zero if the fuzzer finds a crash, a sanitizer error or a broken invariant; the input that
 # triggered it is written to .build/fuzz/ (replay: .build/fuzz/TARGET-fuzzer FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash|username [SECONDS]}"
+target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash|username|import-reader [SECONDS]}"
 seconds="${2:-60}"
 out=.build/fuzz
 mkdir -p "$out"
@@ -50,7 +52,8 @@ case "$target" in
         clang -c -O1 -fPIC -I Sources/CICUShims/include Sources/CICUShims/CICUShims.c -o "$out/cicushims/CICUShims.o"
         extra=(-I "$out/cicushims" "$out/cicushims/CICUShims.o" -licui18n -licuuc)
         ;;
-    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws, password-hash or username)" >&2; exit 2 ;;
+    import-reader) sources=(Sources/UpgradeEngine/JSON/*.swift Sources/UpgradeEngine/Import/ImportReader.swift Fuzz/ImportReaderFuzzer/*.swift); corpus=import-reader; dict=(-dict=Fuzz/import-reader.dict) ;;
+    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws, password-hash, username or import-reader)" >&2; exit 2 ;;
 esac
 mkdir -p "$out/corpus-$corpus"
 
