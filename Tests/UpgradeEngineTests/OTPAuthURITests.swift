@@ -287,6 +287,13 @@ struct OTPAuthURITests {
         Bad(name: "fragment", uri: "otpauth://totp/x?secret=\(s)#section", code: .malformed),
         Bad(name: "newline", uri: "otpauth://totp/x?secret=\(s)\n", code: .malformed),
         Bad(name: "NUL", uri: "otpauth://totp/x\0?secret=\(s)", code: .malformed),
+        Bad(name: "percent-encoded escape in the label", uri: "otpauth://totp/E:%1Bal?secret=\(s)", code: .malformed),
+        Bad(
+            name: "percent-encoded DEL in the issuer",
+            uri: "otpauth://totp/x?secret=\(s)&issuer=a%7F",
+            code: .malformed
+        ),
+        Bad(name: "percent-encoded C1 control", uri: "otpauth://totp/%C2%9Bx?secret=\(s)", code: .malformed),
         Bad(
             name: "longer than 4096 bytes",
             uri: "otpauth://totp/x?secret=\(s)&image=\(String(repeating: "a", count: 4100))",

@@ -75,6 +75,17 @@ public struct OTPAuthURI: Sendable {
         }
 
         let values = try queryValues(query)
+        // What percent-encoding hides is held to the rule the raw URI is: no control characters
+        // (C0, DEL and C1), which would otherwise reach a terminal or a log line decoded.
+        let isControl = { (scalar: Unicode.Scalar) in scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) }
+        guard !label.unicodeScalars.contains(where: isControl),
+            !(values.issuer?.unicodeScalars.contains(where: isControl) ?? false)
+        else {
+            throw OTPAuthURIError(
+                .malformed,
+                "the otpauth URI's label or issuer holds a percent-encoded control character"
+            )
+        }
         let (labelIssuer, accountName) = splitLabel(label)
         let issuerParameter = values.issuer.flatMap { $0.isEmpty ? nil : $0 }
         if let labelIssuer, let issuerParameter, labelIssuer != issuerParameter {
