@@ -12,13 +12,15 @@
 #                   passes before it keys an account: stable, visible, NFC, white space around ignored
 #     import-reader ImportReader (Fuzz/ImportReaderFuzzer): the CSV and JSON Lines reader of
 #                   accounts import: the same rows in memory and read in pieces, CSV written back reads the same
+#     otpauth       OTPAuthURI.parse (Fuzz/OTPAuthURIFuzzer): imported TOTP enrolments: bounds, and
+#                   the enrolment written out again reads the same
 # Exits non-zero if the fuzzer finds a crash, a sanitizer error or a broken invariant; the input that
 # triggered it is written to .build/fuzz/ (replay: .build/fuzz/TARGET-fuzzer FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash|username|import-reader [SECONDS]}"
+target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash|username|import-reader|otpauth [SECONDS]}"
 seconds="${2:-60}"
 out=.build/fuzz
 mkdir -p "$out"
@@ -53,7 +55,12 @@ case "$target" in
         extra=(-I "$out/cicushims" "$out/cicushims/CICUShims.o" -licui18n -licuuc)
         ;;
     import-reader) sources=(Sources/UpgradeEngine/JSON/*.swift Sources/UpgradeEngine/Import/ImportReader.swift Fuzz/ImportReaderFuzzer/*.swift); corpus=import-reader; dict=(-dict=Fuzz/import-reader.dict) ;;
-    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws, password-hash, username or import-reader)" >&2; exit 2 ;;
+    otpauth)
+        sources=(Sources/UpgradeEngine/Credentials/{OTPAuthURI,OTPAuthURIError,TOTPParameters,TOTPParametersError,TOTP,TOTPVerification,Base32}.swift
+            Sources/UpgradeEngine/Crypto/{Digest,ConstantTime,EVPKeySupport,OpenSSLError}.swift Fuzz/OTPAuthURIFuzzer/*.swift)
+        corpus=otpauth; dict=(-dict=Fuzz/otpauth.dict); extra=(-I Sources/COpenSSL)
+        ;;
+    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws, password-hash, username, import-reader or otpauth)" >&2; exit 2 ;;
 esac
 mkdir -p "$out/corpus-$corpus"
 
