@@ -216,7 +216,10 @@ class Browser:
             options.add_argument(argument)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-        self.driver = webdriver.Chrome(service=Service(driver_path), options=options)
+        # Chromium leaves its singleton socket's directory in TMPDIR after quitting: kept inside
+        # this run's working directory, it goes with it.
+        service = Service(driver_path, env={**os.environ, "TMPDIR": WORKDIR})
+        self.driver = webdriver.Chrome(service=service, options=options)
         self.driver.set_page_load_timeout(20)
 
     def get(self, url):
