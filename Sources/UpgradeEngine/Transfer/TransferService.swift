@@ -150,27 +150,29 @@ public final class TransferService: Sendable {
             } catch let error as StorageError where error.code == .versionConflict {
                 continue  // another request changed the record, or created it first
             } catch let error as StorageError where error.code == .uniqueViolation {
-                if error.constraint == .appleLinksSub {
+                switch error.constraint {
+                case .appleLinksSub?:
                     try auditRefusal(accountID: accountID, status: write.from, commit: commit, now: now)
                     return (write.from, .subConflict(snapshot.machine.state))
-                }
-                guard let held = try holder(of: error.constraint, wantedBy: write.record) else {
-                    if error.constraint == .transferRecordsOldSub || error.constraint == .transferRecordsTransferSub {
+                case .transferRecordsOldSub?, .transferRecordsTransferSub?:
+                    let byTransferSub = error.constraint == .transferRecordsTransferSub
+                    guard let held = try holder(of: write.record, byTransferSub: byTransferSub) else {
                         continue  // the holder's record went meanwhile (retired or deleted): try again
                     }
+                    try auditRefusal(
+                        accountID: accountID,
+                        status: write.from,
+                        commit: commit,
+                        heldBy: held,
+                        now: now
+                    )
+                    return (write.from, .idsHeld(snapshot.machine.state, heldBy: held))
+                default:
                     throw TransferFailure(
                         .internalError,
                         "account \(accountID): the store refused the transfer record (\(error.constraint?.description ?? "unique"))"
                     )
                 }
-                try auditRefusal(
-                    accountID: accountID,
-                    status: write.from,
-                    commit: commit,
-                    heldBy: held,
-                    now: now
-                )
-                return (write.from, .idsHeld(snapshot.machine.state, heldBy: held))
             } catch {
                 throw Self.storageFailure(error)
             }
@@ -406,23 +408,16 @@ public final class TransferService: Sendable {
         return link
     }
 
-    /// The other account whose live transfer record holds the id `record` needs, by the unique
-    /// `constraint` the write broke; nil for another constraint, or when no other account holds it
-    /// any more.
-    private func holder(
-        of constraint: StorageError.Constraint?,
-        wantedBy record: TransferRecord
-    ) throws(TransferFailure) -> String? {
+    /// The other account whose live transfer record holds the id `record` needs: its old `sub`, or
+    /// with `byTransferSub` its `transfer_sub`; nil when no other account holds it any more.
+    private func holder(of record: TransferRecord, byTransferSub: Bool) throws(TransferFailure) -> String? {
         let found: TransferRecord?
         do {
-            switch constraint {
-            case .transferRecordsOldSub?:
-                found = try store.read { tx in try tx.transferRecord(oldSub: record.oldSub) }
-            case .transferRecordsTransferSub?:
+            if byTransferSub {
                 guard let transferSub = record.transferSub else { return nil }
                 found = try store.read { tx in try tx.transferRecord(transferSub: transferSub) }
-            default:
-                return nil
+            } else {
+                found = try store.read { tx in try tx.transferRecord(oldSub: record.oldSub) }
             }
         } catch {
             throw Self.storageFailure(error)
