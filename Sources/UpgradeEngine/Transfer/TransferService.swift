@@ -150,29 +150,10 @@ public final class TransferService: Sendable {
             } catch let error as StorageError where error.code == .versionConflict {
                 continue  // another request changed the record, or created it first
             } catch let error as StorageError where error.code == .uniqueViolation {
-                switch error.constraint {
-                case .appleLinksSub?:
-                    try auditRefusal(accountID: accountID, status: write.from, commit: commit, now: now)
-                    return (write.from, .subConflict(snapshot.machine.state))
-                case .transferRecordsOldSub?, .transferRecordsTransferSub?:
-                    let byTransferSub = error.constraint == .transferRecordsTransferSub
-                    guard let held = try holder(of: write.record, byTransferSub: byTransferSub) else {
-                        continue  // the holder's record went meanwhile (retired or deleted): try again
-                    }
-                    try auditRefusal(
-                        accountID: accountID,
-                        status: write.from,
-                        commit: commit,
-                        heldBy: held,
-                        now: now
-                    )
-                    return (write.from, .idsHeld(snapshot.machine.state, heldBy: held))
-                default:
-                    throw TransferFailure(
-                        .internalError,
-                        "account \(accountID): the store refused the transfer record (\(error.constraint?.description ?? "unique"))"
-                    )
+                guard let refused = try refusal(error, of: write, commit: commit, now: now) else {
+                    continue  // the holder's record went meanwhile (retired or deleted): try again
                 }
+                return refused
             } catch {
                 throw Self.storageFailure(error)
             }
@@ -187,6 +168,34 @@ public final class TransferService: Sendable {
             .internalError,
             "account \(accountID) kept changing while its transfer was being recorded; retry"
         )
+    }
+
+    /// The answer to a `write` the store refused with a unique violation: `subConflict` when the
+    /// Apple link's `sub` is another account's, `idsHeld` when another account's live transfer
+    /// record holds the old `sub` or `transfer_sub` (each audited); nil when that record went
+    /// meanwhile (the caller tries again). Any other constraint is an internal error.
+    private func refusal(
+        _ error: StorageError,
+        of write: PlannedWrite,
+        commit: Commit,
+        now: Int64
+    ) throws(TransferFailure) -> (from: TransferStatus, result: CommitResult)? {
+        let accountID = write.accountID
+        switch error.constraint {
+        case .appleLinksSub?:
+            try auditRefusal(accountID: accountID, status: write.from, commit: commit, now: now)
+            return (write.from, .subConflict(write.snapshot.machine.state))
+        case .transferRecordsOldSub?, .transferRecordsTransferSub?:
+            let byTransferSub = error.constraint == .transferRecordsTransferSub
+            guard let held = try holder(of: write.record, byTransferSub: byTransferSub) else { return nil }
+            try auditRefusal(accountID: accountID, status: write.from, commit: commit, heldBy: held, now: now)
+            return (write.from, .idsHeld(write.snapshot.machine.state, heldBy: held))
+        default:
+            throw TransferFailure(
+                .internalError,
+                "account \(accountID): the store refused the transfer record (\(error.constraint?.description ?? "unique"))"
+            )
+        }
     }
 
     /// What `commit.event` does to one account's snapshot.
