@@ -14,13 +14,15 @@
 #                   accounts import: the same rows in memory and read in pieces, CSV written back reads the same
 #     otpauth       OTPAuthURI.parse (Fuzz/OTPAuthURIFuzzer): imported TOTP enrolments: bounds, and
 #                   the enrolment written out again reads the same
+#     postgres-url  PostgresConfiguration(url:) (Fuzz/PostgresURLFuzzer): the database URL: bounds,
+#                   nothing libpq cannot take, the description reads back, no message quotes the password
 # Exits non-zero if the fuzzer finds a crash, a sanitizer error or a broken invariant; the input that
 # triggered it is written to .build/fuzz/ (replay: .build/fuzz/TARGET-fuzzer FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash|username|import-reader|otpauth [SECONDS]}"
+target="${1:?usage: Fuzz/run.sh http-parser|json|jws|password-hash|username|import-reader|otpauth|postgres-url [SECONDS]}"
 seconds="${2:-60}"
 out=.build/fuzz
 mkdir -p "$out"
@@ -60,7 +62,12 @@ case "$target" in
             Sources/UpgradeEngine/Crypto/{Digest,ConstantTime,EVPKeySupport,OpenSSLError}.swift Fuzz/OTPAuthURIFuzzer/*.swift)
         corpus=otpauth; dict=(-dict=Fuzz/otpauth.dict); extra=(-I Sources/COpenSSL)
         ;;
-    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws, password-hash, username, import-reader or otpauth)" >&2; exit 2 ;;
+    postgres-url)
+        sources=(Sources/UpgradeEngine/Storage/Postgres/PostgresConfiguration.swift Sources/UpgradeEngine/Storage/StorageError.swift
+            Fuzz/PostgresURLFuzzer/*.swift)
+        corpus=postgres-url; dict=(-dict=Fuzz/postgres-url.dict)
+        ;;
+    *) echo "Fuzz/run.sh: unknown target '$target' (http-parser, json, jws, password-hash, username, import-reader, otpauth or postgres-url)" >&2; exit 2 ;;
 esac
 mkdir -p "$out/corpus-$corpus"
 

@@ -35,6 +35,12 @@ struct AppleEndpointsTests {
         #expect(state.json["rawValue"] as? Int == 1)
         #expect(try await server.get("/v1/apple/credential-state?user=000000.unknown.0000")["state"] == "notFound")
         #expect(try await server.get("/v1/apple/credential-state").status == 422)
+        // Decoded strictly: bytes that are not UTF-8 are no value, '+' is a space, and an encoded id
+        // reads as itself.
+        #expect(try await server.get("/v1/apple/credential-state?user=%C3\(sub)").status == 422)
+        #expect(try await server.get("/v1/apple/credential-state?user=a+b")["state"] == "notFound")
+        let encoded = sub.replacing(".", with: "%2E")
+        #expect(try await server.get("/v1/apple/credential-state?user=\(encoded)")["state"] == "authorized")
     }
 
     @Test("sign-in finds the account by sub and stores the refresh token of the exchanged code", arguments: Backend.all)

@@ -71,6 +71,15 @@ struct PostgresConfigurationTests {
                 PostgresConfiguration(host: "h", database: "db", preparedStatements: true)
             ),
             ("postgres://h/db?prepared_statements=off", PostgresConfiguration(host: "h", database: "db")),
+            // Two servers on one host's sockets: the port names the socket file, so they differ.
+            (
+                "postgres://u@%2Ftmp%2Fpg:5433,%2Ftmp%2Fpg:5434/db",
+                PostgresConfiguration(
+                    hosts: [.init("/tmp/pg", port: 5433), .init("/tmp/pg", port: 5434)],
+                    user: "u",
+                    database: "db"
+                )
+            ),
         ]
     )
     func valid(url: String, expected: PostgresConfiguration) throws {
@@ -101,13 +110,20 @@ struct PostgresConfigurationTests {
             ("postgres://u:S3cr3t-PW@h/db?sslmode=on", "sslmode must be one of disable, allow, prefer, require"),
             ("postgres://u:S3cr3t-PW@h/db?connect_timeout=0", "connect_timeout must be a whole number"),
             ("postgres://u:S3cr3t-PW@h/db?connect_timeout=5s", "connect_timeout must be a whole number"),
-            ("postgres://u:S3cr3t-PW@h/db?sslmode=require&sslmode=disable", "the parameter sslmode is given twice"),
+            ("postgres://u:S3cr3t-PW@h/db?sslmode=require&sslmode=disable", "the parameter 'sslmode' is given twice"),
             (
                 "postgres://u:S3cr3t-PW@h/db?application_name=x",
                 "unknown parameter 'application_name'; only sslmode, connect_timeout, target_session_attrs and prepared_statements are accepted"
             ),
             ("postgres://u:S3cr3t-PW@h/db?prepared_statements=yes", "prepared_statements must be on or off"),
             ("postgres://u:S3cr3t-PW@h/db#x", "a fragment ('#...') has no meaning here"),
+            ("postgres://u:S3cr3t-PW@h/db\n", "it holds a control character"),
+            ("postgres://u:S3cr3t-PW\u{0}@h/db", "it holds a control character"),
+            ("postgres://u:S3cr3t-PW@h:+5432/db", "the port must be a number from 1 to 65535"),
+            ("postgres://u:S3cr3t-PW@h/db?connect_timeout=+5", "connect_timeout must be a whole number"),
+            ("postgres://u:S3cr3t-PW@h%0Aforged/db", "the host holds a control character"),
+            // A decoded line break in a parameter's name is not quoted.
+            ("postgres://u:S3cr3t-PW@h/db?a%0Ab=1", "unknown parameter (a name that is not printable ASCII)"),
         ]
     )
     func invalid(url: String, reason: String) throws {
@@ -115,6 +131,23 @@ struct PostgresConfigurationTests {
         #expect(error.code == .configuration)
         #expect(error.message.hasPrefix("invalid PostgreSQL URL: \(reason)"), "\(error.message)")
         #expect(!error.message.contains(Self.password) && !error.message.contains("\n"))
+    }
+
+    @Test(
+        "the description reads back as the same configuration, the password as (redacted)",
+        arguments: [
+            "postgres://u:S3cr3t-PW@db.example.com:5433/upgrade?sslmode=require&connect_timeout=9",
+            "postgres://u@%2Fvar%2Frun%2Fpostgresql:5433/db",
+            "postgres://:S3cr3t-PW@[fe80::1%25eth0]:6000,h%3Ax,h2/my%20db%2Fx?target_session_attrs=primary",
+            "postgres://us%40er@h/db?prepared_statements=on",
+        ]
+    )
+    func descriptionReadsBack(url: String) throws {
+        let configuration = try PostgresConfiguration(url: url)
+        var expected = configuration
+        if expected.password != nil { expected.password = "(redacted)" }
+        #expect(try PostgresConfiguration(url: configuration.description) == expected, "\(configuration)")
+        #expect(!configuration.description.contains(Self.password))
     }
 
     @Test("description, debug description and reflection show no password; the store is still refused")

@@ -72,13 +72,14 @@ extension UpgradeAPIHandler {
         }
     }
 
-    /// Values of one query parameter, percent-decoded; `+` is a space.
+    /// Values of one query parameter, percent-decoded strictly (`PercentEncoding`); `+` is a space.
+    /// A value that does not decode is left out, so it counts as no value.
     static func queryValues(_ query: Substring?, name: String) -> [String] {
         guard let query else { return [] }
         return query.split(separator: "&").compactMap { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, parts[0] == name else { return nil }
-            return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+            return PercentEncoding.decoded(parts[1], plusIsSpace: true)
         }
     }
 }

@@ -25,10 +25,11 @@ public struct PostgresConfiguration: Sendable, Equatable {
             self.port = port
         }
 
-        /// `host:port` as an operator would write it: a socket directory alone, an IPv6 address in brackets.
+        /// `host:port` as an operator would read it, an IPv6 address in brackets. A socket directory
+        /// keeps its port too: it names the socket file (`DIR/.s.PGSQL.PORT`), so two ports in one
+        /// directory are two servers.
         public var endpoint: String {
-            if name.hasPrefix("/") { return name }
-            return name.contains(":") ? "[\(name)]:\(port)" : "\(name):\(port)"
+            name.contains(":") && !name.hasPrefix("/") ? "[\(name)]:\(port)" : "\(name):\(port)"
         }
 
         public var description: String { endpoint }
@@ -134,6 +135,11 @@ public struct PostgresConfiguration: Sendable, Equatable {
     /// Parses a `postgres://` or `postgresql://` URL. Messages never quote the part before the last `@`
     /// (it may hold the password), nor the port text (a mistyped URL can put password bytes there).
     public init(url text: String) throws(StorageError) {
+        // A URL holds no raw control character (RFC 3986); a NUL would cut libpq's C string short,
+        // and a line break would split the messages that name a host.
+        guard !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw Self.invalid("it holds a control character (percent-encode it, or remove a stray line break)")
+        }
         guard let scheme = ["postgres://", "postgresql://"].first(where: { text.hasPrefix($0) }) else {
             throw Self.invalid("expected postgres://USER:PASSWORD@HOST:PORT/DB")
         }
@@ -172,7 +178,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
             let (host, port) = try Self.hostAndPort(item)
             hosts.append(Host(host, port: port))
         }
-        guard Set(hosts.map(\.endpoint)).count == hosts.count else {
+        guard Set(hosts.map { "\($0.port) \($0.name)" }).count == hosts.count else {
             throw Self.invalid("a host is listed twice")
         }
         let databaseName = try Self.decode(database, "the database name")
@@ -200,9 +206,13 @@ public struct PostgresConfiguration: Sendable, Equatable {
         }
         let host = try decode(hostText, "the host")
         guard !host.isEmpty else { throw invalid("the host is missing (postgres://USER@HOST:PORT/DB)") }
+        // Messages name the host: a control character decoded into it could forge a log line.
+        guard !host.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw invalid("the host holds a control character")
+        }
         var port = defaultPort
         if let portText {
-            guard portText.allSatisfy(\.isASCII), let number = Int(portText), (1...65535).contains(number) else {
+            guard Self.isDigits(portText), let number = Int(portText), (1...65535).contains(number) else {
                 throw invalid("the port must be a number from 1 to 65535")
             }
             port = number
@@ -215,8 +225,10 @@ public struct PostgresConfiguration: Sendable, Equatable {
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = try Self.decode(parts[0], "a parameter name")
-            let value = parts.count == 2 ? try Self.decode(parts[1], "the value of \(name)") : ""
-            guard seen.insert(name).inserted else { throw Self.invalid("the parameter \(name) is given twice") }
+            let value = parts.count == 2 ? try Self.decode(parts[1], "the value of \(Self.quoted(name))") : ""
+            guard seen.insert(name).inserted else {
+                throw Self.invalid("the parameter \(Self.quoted(name)) is given twice")
+            }
             switch name {
             case "sslmode":
                 guard let mode = SSLMode(rawValue: value) else {
@@ -231,7 +243,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
                 }
                 targetSessionAttributes = attributes
             case "connect_timeout":
-                guard value.allSatisfy(\.isASCII), let seconds = Int(value), (1...3600).contains(seconds) else {
+                guard Self.isDigits(Substring(value)), let seconds = Int(value), (1...3600).contains(seconds) else {
                     throw Self.invalid("connect_timeout must be a whole number of seconds from 1 to 3600")
                 }
                 connectTimeout = seconds
@@ -243,7 +255,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
                 }
             default:
                 throw Self.invalid(
-                    "unknown parameter '\(name)'; only sslmode, connect_timeout, target_session_attrs and prepared_statements are accepted"
+                    "unknown parameter \(Self.quoted(name)); only sslmode, connect_timeout, target_session_attrs and prepared_statements are accepted"
                 )
             }
         }
@@ -268,6 +280,19 @@ public struct PostgresConfiguration: Sendable, Equatable {
             throw invalid("\(what) does not decode to UTF-8 text without NUL")
         }
         return decoded
+    }
+
+    /// A parameter's name as a message quotes it: `'name'` when it is short printable ASCII, else
+    /// not at all (a decoded line break would split the message, an escape sequence reach a terminal).
+    private static func quoted(_ name: String) -> String {
+        let plain = (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+        return plain ? "'\(name)'" : "(a name that is not printable ASCII)"
+    }
+
+    /// One to five ASCII digits: no sign, no space, nothing `Int.init` would also take.
+    private static func isDigits(_ text: Substring) -> Bool {
+        (1...5).contains(text.utf8.count)
+            && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
@@ -316,11 +341,20 @@ public struct PostgresConfiguration: Sendable, Equatable {
 
 // The password must never reach a log line or a test failure message through interpolation or reflection.
 extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    /// The URL without its password (a password, if any, shows as `(redacted)`).
+    /// The URL without its password (a password, if any, shows as `(redacted)`). Read back, it gives
+    /// this configuration with `(redacted)` for the password: every name is percent-encoded but an
+    /// IPv6 address's digits and colons.
     public var description: String {
         var text = "postgres://"
-        if let user { text += Self.encode(user) + (password == nil ? "" : ":(redacted)") + "@" }
-        text += hosts.map { $0.name.hasPrefix("/") ? Self.encode($0.name) : $0.endpoint }.joined(separator: ",")
+        if user != nil || password != nil {
+            text += Self.encode(user ?? "") + (password == nil ? "" : ":(redacted)") + "@"
+        }
+        text += hosts.map { host in
+            if host.name.contains(":") && !host.name.hasPrefix("/") {
+                return "[\(Self.encode(host.name, keeping: ":"))]:\(host.port)"
+            }
+            return "\(Self.encode(host.name)):\(host.port)"
+        }.joined(separator: ",")
         text += "/" + Self.encode(database)
         var query: [String] = []
         if targetSessionAttributes != .any { query.append("target_session_attrs=\(targetSessionAttributes.rawValue)") }
@@ -346,13 +380,16 @@ extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConve
         )
     }
 
-    private static func encode(_ text: String) -> String {
+    /// `text` with every byte but RFC 3986's unreserved ones (and `keeping`) percent-encoded.
+    private static func encode(_ text: String, keeping: Unicode.Scalar? = nil) -> String {
         var encoded = ""
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
                 UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            case _ where keeping.map({ $0.value == UInt32(byte) }) ?? false:
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 encoded += (byte < 16 ? "%0" : "%") + String(byte, radix: 16, uppercase: true)
