@@ -413,6 +413,21 @@ struct PostgresConnectionTests {
 struct PostgresErrorTests {
     static let password = "S3cr3t-PW"
 
+    @Test("a literal doubles every quote byte, one before a combining mark too; redaction is byte for byte")
+    func literalAndRedaction() {
+        // Foundation's replacingOccurrences leaves the quote of "'\u{301}" single (it compares
+        // grapheme clusters): that literal would end early.
+        #expect(PostgresConnection.literal("a'\u{301}b") == "'a''\u{301}b'")
+        #expect(PostgresConnection.literal("it's") == "'it''s'")
+        #expect(PostgresConnection.literal("") == "''")
+        let cause = "failed for \u{301}x\u{301}\0y and x\u{301}"
+        #expect(
+            PostgresConnection.replacingBytes("x\u{301}", with: "(redacted)", in: cause)
+                == "failed for \u{301}(redacted)\0y and (redacted)"
+        )
+        #expect(PostgresConnection.replacingBytes("", with: "z", in: "abc") == "abc")
+    }
+
     @Test("an unreachable server is one line naming host and cause, without the password")
     func unreachable() throws {
         let port = try RefusingPort()

@@ -99,7 +99,7 @@ final class PostgresConnection {
             var cause = oneLine(String(cString: PQerrorMessage(connection)))
             // libpq does not quote the password; this keeps it so should that ever change.
             if let password = configuration.password, !password.isEmpty {
-                cause = cause.replacingOccurrences(of: password, with: "(redacted)")
+                cause = Self.replacingBytes(password, with: "(redacted)", in: cause)
             }
             PQfinish(connection)
             return .failure(Failure(cause))
@@ -124,9 +124,32 @@ final class PostgresConnection {
             .joined(separator: ", ")
     }
 
-    /// A string literal (standard_conforming_strings is on in every supported server).
-    private static func literal(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    /// A string literal (standard_conforming_strings is on in every supported server): every quote
+    /// byte doubled. Not `replacingOccurrences`, which on Linux compares as Unicode collation does
+    /// and leaves a quote followed by a combining mark single (docs/architecture.md §12).
+    static func literal(_ text: String) -> String {
+        "'" + replacingBytes("'", with: "''", in: text) + "'"
+    }
+
+    /// `text` with every occurrence of `target`'s UTF-8 bytes replaced by `replacement`'s. A match
+    /// of valid UTF-8 begins and ends on scalar boundaries, so the result is valid UTF-8 too.
+    static func replacingBytes(_ target: String, with replacement: String, in text: String) -> String {
+        let bytes = Array(text.utf8)
+        let pattern = Array(target.utf8)
+        guard !pattern.isEmpty, bytes.count >= pattern.count else { return text }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if index + pattern.count <= bytes.count, bytes[index..<(index + pattern.count)].elementsEqual(pattern) {
+                out += replacement.utf8
+                index += pattern.count
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Keyword and value arrays as C strings that live for the call; no conninfo string is built,
