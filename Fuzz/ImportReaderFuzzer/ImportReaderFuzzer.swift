@@ -58,10 +58,15 @@ func readPieces(_ file: [UInt8], format: ImportFormat, limit: Int, seed: UInt8) 
     setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int>.size))
     var offset = 0
     var step = Int(seed) % 7 + 1
+    var sent = 0
     while offset < file.count {
-        let piece = min(step, file.count - offset)
-        let sent = file[offset..<offset + piece].withUnsafeBytes { send(pair[0], $0.baseAddress, piece, 0) }
-        require(sent == piece, "the socket took \(sent) of \(piece) bytes")
+        // Nothing reads until every piece is sent, and each packet takes far more of the send buffer
+        // than its bytes: past 100 pieces the rest goes as one (some seeds keep the step at 1 byte,
+        // and a long input then filled the buffer and blocked).
+        let piece = sent < 100 ? min(step, file.count - offset) : file.count - offset
+        sent += 1
+        let taken = file[offset..<offset + piece].withUnsafeBytes { send(pair[0], $0.baseAddress, piece, 0) }
+        require(taken == piece, "the socket took \(taken) of \(piece) bytes")
         offset += piece
         step = (step * 5 + Int(seed)) % 97 + 1
     }

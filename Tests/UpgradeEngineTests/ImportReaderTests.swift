@@ -107,6 +107,14 @@ struct ImportReaderTests {
         #expect(Self.error(rows[8]) == "the line is longer than 64 bytes")
     }
 
+    @Test("recovery codes split at every space and tab byte, one before a combining mark too")
+    func codesSplitAtBytes() {
+        #expect(ImportReader.splitCodes("a b\tc  d") == ["a", "b", "c", "d"])
+        // " \u{301}" is one Character: a split by Characters kept "x \u{301}y" one code.
+        #expect(ImportReader.splitCodes("x \u{301}y") == ["x", "\u{301}y"])
+        #expect(ImportReader.splitCodes(" \t ") == nil)
+    }
+
     @Test("JSON Lines from a file read as from memory, lines straddling the read buffer included")
     func jsonLinesFromDescriptor() throws {
         // Rows of varied lengths (one far over the limit, one ending in CR, blank lines) over a few

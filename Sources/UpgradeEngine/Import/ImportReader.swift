@@ -202,8 +202,12 @@ public struct ImportReader {
 
     static let fieldList = ImportField.allCases.map(\.rawValue).joined(separator: ", ")
 
+    /// The codes of a `recoveryCodes` text, split at every space and tab byte. Not at Characters:
+    /// a space followed by a combining mark is one Character, and the codes on either side of it
+    /// would stay one (docs/architecture.md §12).
     static func splitCodes(_ text: String) -> [String]? {
-        let codes = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        let codes = text.utf8.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") })
+            .map { String(decoding: $0, as: UTF8.self) }
         return codes.isEmpty ? nil : codes
     }
 
