@@ -15,7 +15,7 @@ import Foundation
 /// (docs/architecture.md §8.3).
 public struct PostgresConfiguration: Sendable, Equatable {
     /// One server to try: a host name, an IP address, or a socket directory, and its port.
-    public struct Host: Sendable, Equatable, CustomStringConvertible {
+    public struct Host: Sendable, Hashable, CustomStringConvertible {
         /// A host name, an IP address, or a directory holding the server's Unix socket (starts with `/`).
         public var name: String
         public var port: Int
@@ -28,9 +28,10 @@ public struct PostgresConfiguration: Sendable, Equatable {
         /// `host:port` as an operator would read it, an IPv6 address in brackets. A socket directory
         /// keeps its port too: it names the socket file (`DIR/.s.PGSQL.PORT`), so two ports in one
         /// directory are two servers.
-        public var endpoint: String {
-            name.contains(":") && !name.hasPrefix("/") ? "[\(name)]:\(port)" : "\(name):\(port)"
-        }
+        public var endpoint: String { isIPv6 ? "[\(name)]:\(port)" : "\(name):\(port)" }
+
+        /// An IPv6 address (written in brackets in a URL): a colon in a name that is not a socket directory.
+        var isIPv6: Bool { name.contains(":") && !name.hasPrefix("/") }
 
         public var description: String { endpoint }
     }
@@ -178,7 +179,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
             let (host, port) = try Self.hostAndPort(item)
             hosts.append(Host(host, port: port))
         }
-        guard Set(hosts.map { "\($0.port) \($0.name)" }).count == hosts.count else {
+        guard Set(hosts).count == hosts.count else {
             throw Self.invalid("a host is listed twice")
         }
         let databaseName = try Self.decode(database, "the database name")
@@ -350,10 +351,8 @@ extension PostgresConfiguration: CustomStringConvertible, CustomDebugStringConve
             text += Self.encode(user ?? "") + (password == nil ? "" : ":(redacted)") + "@"
         }
         text += hosts.map { host in
-            if host.name.contains(":") && !host.name.hasPrefix("/") {
-                return "[\(Self.encode(host.name, keeping: ":"))]:\(host.port)"
-            }
-            return "\(Self.encode(host.name)):\(host.port)"
+            let name = host.isIPv6 ? "[\(Self.encode(host.name, keeping: ":"))]" : Self.encode(host.name)
+            return "\(name):\(host.port)"
         }.joined(separator: ",")
         text += "/" + Self.encode(database)
         var query: [String] = []

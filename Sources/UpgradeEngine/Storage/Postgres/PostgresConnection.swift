@@ -131,25 +131,13 @@ final class PostgresConnection {
         "'" + replacingBytes("'", with: "''", in: text) + "'"
     }
 
-    /// `text` with every occurrence of `target`'s UTF-8 bytes replaced by `replacement`'s. A match
-    /// of valid UTF-8 begins and ends on scalar boundaries, so the result is valid UTF-8 too.
+    /// `text` with every occurrence of `target`'s UTF-8 bytes replaced by `replacement`'s (the
+    /// standard library's `replacing` over bytes, not Characters). A match of valid UTF-8 begins and
+    /// ends on scalar boundaries, so the result is valid UTF-8 too. An empty `target` changes nothing.
     static func replacingBytes(_ target: String, with replacement: String, in text: String) -> String {
-        let bytes = Array(text.utf8)
-        let pattern = Array(target.utf8)
-        guard !pattern.isEmpty, bytes.count >= pattern.count else { return text }
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var index = 0
-        while index < bytes.count {
-            if index + pattern.count <= bytes.count, bytes[index..<(index + pattern.count)].elementsEqual(pattern) {
-                out += replacement.utf8
-                index += pattern.count
-            } else {
-                out.append(bytes[index])
-                index += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        guard !target.isEmpty else { return text }
+        let replaced = Array(text.utf8).replacing(Array(target.utf8), with: Array(replacement.utf8))
+        return String(decoding: replaced, as: UTF8.self)
     }
 
     /// Keyword and value arrays as C strings that live for the call; no conninfo string is built,
